@@ -1,0 +1,46 @@
+"""arbormem: long-term memory for LLM agents.
+
+Conversations are kept whole, indexed as they arrive, and recalled by hybrid
+lexical and dense search, offline by default. Start with :class:`Memory`.
+"""
+
+from arbormem.async_memory import AsyncMemory
+from arbormem.embed import Embedder, get_embedder
+from arbormem.errors import (
+    ArbormemError,
+    ConfigError,
+    EmbedderError,
+    InputError,
+    LLMError,
+    MessageTooLarge,
+    NotFound,
+    SchemaError,
+    StoreError,
+)
+from arbormem.memory import Memory
+from arbormem.models import Hit, Message, Scope, Session
+from arbormem.recall import RecallConfig
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArbormemError",
+    "AsyncMemory",
+    "ConfigError",
+    "Embedder",
+    "EmbedderError",
+    "Hit",
+    "InputError",
+    "LLMError",
+    "Memory",
+    "Message",
+    "MessageTooLarge",
+    "NotFound",
+    "RecallConfig",
+    "SchemaError",
+    "Scope",
+    "Session",
+    "StoreError",
+    "__version__",
+    "get_embedder",
+]

@@ -1,0 +1,168 @@
+"""Configuration with a visible order of precedence.
+
+For every setting the first of these that gives a value wins:
+
+1. the explicit argument (Python keyword or CLI flag);
+2. the environment variable ``ARBORMEM_<NAME>`` (and the standard
+   ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` for LLM endpoints);
+3. the config file: ``$ARBORMEM_CONFIG``, else ``<config dir>/arbormem/config.toml``;
+4. the built-in default.
+
+``UNSET`` marks "not given, use the next source"; ``None`` given explicitly
+means "off" where a setting can be switched off (an LLM, for instance).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from arbormem.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class _Unset:
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = _Unset()
+
+T = TypeVar("T")
+
+
+def _home_dir(kind: str) -> Path:
+    """Per-user folder for 'data' or 'config', following each platform's convention."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "arbormem"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "arbormem"
+    if kind == "config":
+        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "arbormem"
+
+
+def default_db_path() -> Path:
+    """Where the store lives when no ``--db`` or ``ARBORMEM_DB`` is given."""
+    return _home_dir("data") / "memory.db"
+
+
+def config_file_path() -> Path:
+    explicit = os.environ.get("ARBORMEM_CONFIG")
+    return Path(explicit).expanduser() if explicit else _home_dir("config") / "config.toml"
+
+
+@lru_cache(maxsize=8)
+def _read_config(path: str, mtime: float) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return data
+
+
+def config_file() -> dict[str, Any]:
+    """The parsed config file, or ``{}`` when there is none."""
+    path = config_file_path()
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        if os.environ.get("ARBORMEM_CONFIG"):
+            raise ConfigError(f"ARBORMEM_CONFIG points at {path}, which does not exist") from None
+        return {}
+    return _read_config(str(path), mtime)
+
+
+def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return UNSET
+        node = node[part]
+    return node
+
+
+def resolve(
+    explicit: Any,
+    env: str | None,
+    file_key: str | None,
+    default: T,
+    convert: Callable[[Any], T] | None = None,
+) -> T:
+    """The first value given by: argument, environment variable, config file, default."""
+    convert = convert or (lambda v: v)
+    if explicit is not UNSET:
+        return convert(explicit) if explicit is not None else explicit
+    if env and os.environ.get(env) not in (None, ""):
+        try:
+            return convert(os.environ[env])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"environment variable {env}={os.environ[env]!r}: {exc}") from None
+    if file_key:
+        value = _lookup(config_file(), file_key)
+        if value is not UNSET:
+            try:
+                return convert(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{config_file_path()}: {file_key} = {value!r}: {exc}") from None
+    return default
+
+
+def to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """Where the store is and the default scope (resolved once by :func:`store_settings`)."""
+
+    db: str
+    user: str
+    agent: str
+    embedder: str
+
+
+def store_settings(
+    db: Any = UNSET, user: Any = UNSET, agent: Any = UNSET, embedder: Any = UNSET
+) -> StoreSettings:
+    from arbormem.embed import DEFAULT_EMBEDDER
+    from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
+
+    return StoreSettings(
+        db=str(resolve(db, "ARBORMEM_DB", "db", str(default_db_path()), str)),
+        user=resolve(user, "ARBORMEM_USER", "user", DEFAULT_USER, str),
+        agent=resolve(agent, "ARBORMEM_AGENT", "agent", DEFAULT_AGENT, str),
+        embedder=resolve(embedder, "ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, str),
+    )

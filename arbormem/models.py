@@ -1,0 +1,155 @@
+"""The data model: scopes, sessions, messages and search hits.
+
+A *scope* is one user talking to one agent; everything arbormem stores lives in
+exactly one scope. The stream of one scope across all of its sessions is a
+*thread*; every message has a position (``index``) in its thread that never
+changes. Messages are stored verbatim and never rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from arbormem.timeutil import format_timestamp
+
+#: Roles a message may have. Aliases accepted on input are listed in ``ROLE_ALIASES``.
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+
+#: Common spellings from other chat formats, normalised on input.
+ROLE_ALIASES: Mapping[str, str] = {
+    "human": "user",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "function": "tool",
+    "developer": "system",
+}
+
+DEFAULT_USER = "default"
+DEFAULT_AGENT = "default"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One user with one agent. Queries never cross users."""
+
+    user: str = DEFAULT_USER
+    agent: str = DEFAULT_AGENT
+
+    def __str__(self) -> str:
+        return f"{self.user}/{self.agent}"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One stored message, exactly as it was added."""
+
+    id: str
+    role: str
+    content: str
+    timestamp: datetime
+    session: str
+    index: int
+    speaker: str | None = None
+    user: str = DEFAULT_USER
+    agent: str = DEFAULT_AGENT
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.user, self.agent)
+
+    @property
+    def text(self) -> str:
+        """The content prefixed with its speaker, the way it is indexed and rendered."""
+        return f"{self.speaker}: {self.content}" if self.speaker else self.content
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "index": self.index,
+            "session": self.session,
+            "role": self.role,
+            "speaker": self.speaker,
+            "content": self.content,
+            "timestamp": format_timestamp(self.timestamp),
+            "user": self.user,
+            "agent": self.agent,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session of a thread, with its time span and size."""
+
+    id: str
+    user: str
+    agent: str
+    started_at: datetime
+    last_at: datetime
+    message_count: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user": self.user,
+            "agent": self.agent,
+            "started_at": format_timestamp(self.started_at),
+            "last_at": format_timestamp(self.last_at),
+            "message_count": self.message_count,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recalled message with the score of every signal that ranked it.
+
+    ``signals`` holds each signal's contribution (for example ``bm25``,
+    ``dense``, ``window``, ``session``); ``score`` is the fused score the
+    ranking used. ``neighbors`` holds the surrounding turns of the same session
+    when they were asked for, in thread order, the hit itself excluded.
+    """
+
+    message: Message
+    score: float
+    signals: Mapping[str, float] = field(default_factory=dict)
+    neighbors: tuple[Message, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The hit's message id followed by its neighbours' ids, in thread order."""
+        ids = [m.id for m in self.neighbors if m.index < self.message.index]
+        ids.append(self.message.id)
+        ids.extend(m.id for m in self.neighbors if m.index > self.message.index)
+        return ids
+
+    @property
+    def session(self) -> str:
+        return self.message.session
+
+    @property
+    def timestamp(self) -> datetime:
+        return self.message.timestamp
+
+    @property
+    def speaker(self) -> str | None:
+        return self.message.speaker
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.message.to_dict()
+        out["score"] = round(self.score, 6)
+        out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
+        out["message_ids"] = self.message_ids
+        if self.neighbors:
+            out["neighbors"] = [m.to_dict() for m in self.neighbors]
+        return out
