@@ -1,0 +1,85 @@
+"""Lexical analysis shared by indexing and querying.
+
+Text becomes a list of *terms*: lower-cased words with possessives and
+apostrophes folded, English stop words dropped, Snowball-stemmed, numbers kept
+as they are. The same analyser runs on stored messages and on queries, and on
+every storage back-end, so BM25 scores mean the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+import Stemmer
+
+# A generic English stop-word list (function words, auxiliaries, pronouns).
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are aren arent as at be because been
+    before being below between both but by can cannot could couldn couldnt d did didn didnt do
+    does doesn doesnt doing don dont down during each few for from further had hadn hadnt has
+    hasn hasnt have haven havent having he hed hell hes her here heres hers herself him himself
+    his how hows i id ill im ive if in into is isn isnt it its itself just ll lets m me more most
+    mustn mustnt my myself no nor not now o of off on once only or other ought our ours
+    ourselves out over own re s same shan shant she shed shell shes should shouldn shouldnt so
+    some such t than that thats the their theirs them themselves then there theres these they
+    theyd theyll theyre theyve this those through to too under until up ve very was wasn wasnt
+    we wed well were weren werent weve what whats when whens where wheres which while who whos
+    whom why whys will with won wont would wouldn wouldnt y you youd youll your youre yours
+    yourself yourselves youve also yeah yes oh ok okay hey hi hello really so just get got
+    """.split()
+)
+
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_APOSTROPHE = re.compile(r"['’]")
+
+_stemmer = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    stem: str = _stemmer.stemWord(word)
+    return stem
+
+
+def _fold(text: str) -> str:
+    # NFKC folds ligatures and full-width forms so they match their plain spellings.
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens with possessives removed, before stop words and stemming."""
+    out = []
+    for token in _TOKEN.findall(_fold(text)):
+        if token.endswith(("'s", "’s")):
+            token = token[:-2]
+        out.append(_APOSTROPHE.sub("", token))
+    return out
+
+
+def analyze(text: str) -> list[str]:
+    """Index terms of ``text`` in order, repeated as often as they occur.
+
+    >>> analyze("Caroline's painting classes were amazing!")
+    ['carolin', 'paint', 'class', 'amaz']
+    """
+    out = []
+    for word in words(text):
+        if word in STOPWORDS:
+            continue
+        out.append(word if word.isdigit() else _stem(word))
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in first-seen order."""
+    return list(dict.fromkeys(analyze(text)))
+
+
+def fts_query(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the given terms, each quoted."""
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+    return " OR ".join(quoted)
