@@ -1,0 +1,123 @@
+"""The SQLite schema and its forward migrations.
+
+Each migration runs once, in order, inside one transaction, and is recorded in
+``schema_migrations``. A database whose newest migration is unknown to this
+version of arbormem is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from arbormem.errors import SchemaError
+from arbormem.timeutil import format_timestamp, utcnow
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "messages, sessions, threads, lexical index, vectors",
+        """
+        CREATE TABLE threads (
+            id          INTEGER PRIMARY KEY,
+            user_id     TEXT NOT NULL,
+            agent_id    TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            next_index  INTEGER NOT NULL DEFAULT 0,
+            generation  INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (user_id, agent_id)
+        );
+        CREATE TABLE sessions (
+            id          INTEGER PRIMARY KEY,
+            thread_id   INTEGER NOT NULL REFERENCES threads(id),
+            key         TEXT NOT NULL,
+            started_at  TEXT NOT NULL,
+            last_at     TEXT NOT NULL,
+            first_index INTEGER NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            metadata    TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (thread_id, key)
+        );
+        CREATE TABLE messages (
+            id          INTEGER PRIMARY KEY,
+            uid         TEXT NOT NULL UNIQUE,
+            thread_id   INTEGER NOT NULL REFERENCES threads(id),
+            session_id  INTEGER NOT NULL REFERENCES sessions(id),
+            idx         INTEGER NOT NULL,
+            role        TEXT NOT NULL,
+            speaker     TEXT,
+            content     TEXT NOT NULL,
+            ts          TEXT NOT NULL,
+            metadata    TEXT NOT NULL DEFAULT '{}',
+            chash       TEXT NOT NULL,
+            UNIQUE (thread_id, idx)
+        );
+        CREATE INDEX messages_by_session ON messages (session_id, idx);
+        CREATE INDEX messages_by_time ON messages (thread_id, ts);
+        CREATE INDEX messages_by_hash ON messages (chash);
+        -- Lexical keys hold analysed terms (arbormem.text), rowid = messages.id.
+        CREATE VIRTUAL TABLE turn_fts USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0');
+        CREATE VIRTUAL TABLE window_fts USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0');
+        -- Vectors are keyed by (model, content hash): the store and the cache in one.
+        CREATE TABLE vectors (
+            model       TEXT NOT NULL,
+            chash       TEXT NOT NULL,
+            dim         INTEGER NOT NULL,
+            vec         BLOB NOT NULL,
+            PRIMARY KEY (model, chash)
+        ) WITHOUT ROWID;
+        """,
+    ),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the database up to :data:`LATEST`; returns the version it was at."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    before = current_version(conn)
+    if before > LATEST:
+        raise SchemaError(
+            f"{path} has schema version {before}, newer than this arbormem understands "
+            f"({LATEST}); upgrade arbormem (pip install -U arbormem) to open it"
+        )
+    for version, description, sql in MIGRATIONS:
+        if version <= before:
+            continue
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+                (version, description, format_timestamp(utcnow())),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise SchemaError(f"{path}: migration {version} ({description}) failed: {exc}") from exc
+    return before
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration script into statements (no semicolons inside our SQL strings)."""
+    out = []
+    for part in sql.split(";"):
+        lines = [ln for ln in part.splitlines() if not ln.strip().startswith("--")]
+        statement = "\n".join(lines).strip()
+        if statement:
+            out.append(statement)
+    return out

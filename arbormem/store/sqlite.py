@@ -1,0 +1,703 @@
+"""The default back-end: one SQLite file in WAL mode.
+
+* Writes go through one connection under a lock, each inside ``BEGIN IMMEDIATE``
+  ... ``COMMIT``; reads use a connection per thread, so searches never wait for
+  a writer and never see half a write.
+* ``synchronous=NORMAL`` in WAL mode: a committed write survives the process
+  being killed; pass ``synchronous="FULL"`` to also survive power loss.
+* ``secure_delete`` is on and forgetting merges the full-text index and
+  checkpoints the WAL, so deleted text does not linger in free pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arbormem.errors import StoreError
+from arbormem.models import Message, Session
+from arbormem.store.base import (
+    LEXICAL_KEYS,
+    Backend,
+    Deleted,
+    Filters,
+    NewMessage,
+    Row,
+    Thread,
+    ThreadState,
+)
+from arbormem.store.schema import migrate
+from arbormem.text import fts_query
+from arbormem.timeutil import format_timestamp, parse_stored, utcnow
+
+_ROW_SELECT = (
+    "SELECT m.id, m.uid, m.idx, m.role, m.speaker, m.content, m.ts, m.metadata, m.chash,"
+    " s.key, t.user_id, t.agent_id"
+    " FROM messages m JOIN sessions s ON s.id = m.session_id JOIN threads t ON t.id = m.thread_id"
+)
+
+
+def _load_json(text: str) -> dict[str, Any]:
+    if text == "{}":
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _row(r: Sequence[Any]) -> Row:
+    message = Message(
+        id=r[1],
+        index=r[2],
+        role=r[3],
+        speaker=r[4],
+        content=r[5],
+        timestamp=parse_stored(r[6]),
+        metadata=_load_json(r[7]),
+        session=r[9],
+        user=r[10],
+        agent=r[11],
+    )
+    return Row(rowid=r[0], message=message, chash=r[8])
+
+
+def _session(r: Sequence[Any], thread: Thread) -> Session:
+    return Session(
+        id=r[0],
+        user=thread.user,
+        agent=thread.agent,
+        started_at=parse_stored(r[1]),
+        last_at=parse_stored(r[2]),
+        message_count=r[3],
+        metadata=_load_json(r[4]),
+    )
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype="<f4").tobytes()
+
+
+def _window_terms(parts: Sequence[str]) -> str:
+    return " ".join(p for p in parts if p)
+
+
+class SQLiteBackend(Backend):
+    """Messages, full-text index and vectors in one SQLite file."""
+
+    name = "sqlite"
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", timeout: float = 30.0
+    ) -> None:
+        self.path = str(path)
+        self._memory = self.path == ":memory:"
+        if not self._memory:
+            parent = Path(self.path).expanduser().resolve().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder for {self.path}: {exc}") from exc
+        self._synchronous = synchronous.upper()
+        if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._owner: int | None = None
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._writer = self._connect()
+        try:
+            migrate(self._writer, self.path)
+        except sqlite3.DatabaseError as exc:
+            self._writer.close()
+            raise StoreError(f"{self.path} is not a usable arbormem database: {exc}") from exc
+
+    # -- connections -----------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+            if not self._memory:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"{self.path}: cannot switch to WAL mode (got {mode})")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("PRAGMA cache_size = -65536")
+            conn.execute("PRAGMA temp_store = MEMORY")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        return conn
+
+    def _read(self) -> sqlite3.Connection:
+        """The connection to read with: the writer inside our own transaction, else per thread."""
+        if self._closed:
+            raise StoreError(f"{self.path} is closed")
+        if self._memory or (self._depth and self._owner == threading.get_ident()):
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        # An in-memory database has one connection, so readers queue behind writers.
+        if self._memory:
+            with self._lock:
+                yield self._writer
+        else:
+            yield self._read()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"{self.path} is closed")
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self._writer.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"{self.path}: cannot start a write: {exc}") from exc
+            self._depth, self._owner = 1, threading.get_ident()
+            try:
+                yield
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    self._writer.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    self._writer.execute("ROLLBACK")
+                    raise StoreError(f"{self.path}: commit failed: {exc}") from exc
+            finally:
+                self._depth, self._owner = 0, None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._writer.close()
+
+    # -- threads and sessions -------------------------------------------------
+
+    def thread(self, user: str, agent: str, *, create: bool = False) -> Thread | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)
+            ).fetchone()
+        if row:
+            return Thread(row[0], user, agent)
+        if not create:
+            return None
+        with self.transaction():
+            self._writer.execute(
+                "INSERT OR IGNORE INTO threads (user_id, agent_id, created_at) VALUES (?, ?, ?)",
+                (user, agent, format_timestamp(utcnow())),
+            )
+            row = self._writer.execute(
+                "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)
+            ).fetchone()
+        return Thread(row[0], user, agent)
+
+    def threads(self, user: str | None = None) -> list[Thread]:
+        with self._reading() as conn:
+            if user is None:
+                rows = conn.execute("SELECT id, user_id, agent_id FROM threads ORDER BY id")
+            else:
+                rows = conn.execute(
+                    "SELECT id, user_id, agent_id FROM threads WHERE user_id = ? ORDER BY id",
+                    (user,),
+                )
+            return [Thread(*r) for r in rows.fetchall()]
+
+    def sessions(self, thread: Thread) -> list[Session]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT key, started_at, last_at, message_count, metadata FROM sessions"
+                " WHERE thread_id = ? ORDER BY first_index",
+                (thread.id,),
+            ).fetchall()
+        return [_session(r, thread) for r in rows]
+
+    def last_session(self, thread: Thread) -> Session | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT s.key, s.started_at, s.last_at, s.message_count, s.metadata"
+                " FROM messages m JOIN sessions s ON s.id = m.session_id"
+                " WHERE m.thread_id = ? ORDER BY m.idx DESC LIMIT 1",
+                (thread.id,),
+            ).fetchone()
+        return _session(row, thread) if row else None
+
+    # -- writes ------------------------------------------------------------------
+
+    def append(
+        self,
+        thread: Thread,
+        messages: Sequence[NewMessage],
+        vectors: Mapping[str, np.ndarray] | None = None,
+        model_id: str | None = None,
+    ) -> list[Row]:
+        if not messages:
+            return []
+        out: list[Row] = []
+        with self.transaction():
+            c = self._writer
+            next_index = c.execute(
+                "SELECT next_index FROM threads WHERE id = ?", (thread.id,)
+            ).fetchone()[0]
+            sessions: dict[str, int] = {}
+            # Per session: the last two (rowid, terms) pairs, to maintain window keys.
+            tails: dict[int, list[tuple[int, str]]] = {}
+            for m in messages:
+                if m.index is not None:
+                    if m.index < next_index:
+                        raise StoreError(
+                            f"message {m.id!r}: index {m.index} is taken in thread "
+                            f"{thread.user}/{thread.agent} (next free index is {next_index})"
+                        )
+                    next_index = m.index
+                ts = format_timestamp(m.timestamp)
+                sid = sessions.get(m.session)
+                if sid is None:
+                    sid = self._session_id(thread, m.session, ts, next_index)
+                    sessions[m.session] = sid
+                c.execute(
+                    "UPDATE sessions SET message_count = message_count + 1,"
+                    " last_at = MAX(last_at, ?), started_at = MIN(started_at, ?) WHERE id = ?",
+                    (ts, ts, sid),
+                )
+                meta = json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True)
+                try:
+                    rowid = c.execute(
+                        "INSERT INTO messages (uid, thread_id, session_id, idx, role, speaker,"
+                        " content, ts, metadata, chash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (m.id, thread.id, sid, next_index, m.role, m.speaker, m.content, ts,
+                         meta, m.chash),
+                    ).lastrowid
+                except sqlite3.IntegrityError as exc:
+                    raise StoreError(f"message id {m.id!r} already exists in {self.path}") from exc
+                assert rowid is not None
+                c.execute("INSERT INTO turn_fts (rowid, terms) VALUES (?, ?)", (rowid, m.terms))
+                tail = tails.get(sid)
+                if tail is None:
+                    tail = self._session_tail(sid, next_index)
+                    tails[sid] = tail
+                self._extend_windows(tail, rowid, m.terms)
+                message = Message(
+                    id=m.id, role=m.role, content=m.content, timestamp=m.timestamp,
+                    session=m.session, index=next_index, speaker=m.speaker,
+                    user=thread.user, agent=thread.agent, metadata=dict(m.metadata),
+                )
+                out.append(Row(rowid, message, m.chash))
+                next_index += 1
+            c.execute("UPDATE threads SET next_index = ? WHERE id = ?", (next_index, thread.id))
+            if vectors and model_id:
+                self.put_vectors(model_id, vectors)
+        return out
+
+    def _session_id(self, thread: Thread, key: str, ts: str, first_index: int) -> int:
+        c = self._writer
+        row = c.execute(
+            "SELECT id FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, key)
+        ).fetchone()
+        if row:
+            return int(row[0])
+        sid = c.execute(
+            "INSERT INTO sessions (thread_id, key, started_at, last_at, first_index)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (thread.id, key, ts, ts, first_index),
+        ).lastrowid
+        assert sid is not None
+        return sid
+
+    def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
+        rows = self._writer.execute(
+            "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+            " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT 2",
+            (sid, before_index),
+        ).fetchall()
+        return [(r[0], r[1]) for r in reversed(rows)]
+
+    def _extend_windows(self, tail: list[tuple[int, str]], rowid: int, terms: str) -> None:
+        """Index the new turn's window and widen its predecessor's to include it."""
+        c = self._writer
+        if tail:
+            prev_id, prev_terms = tail[-1]
+            before = tail[-2][1] if len(tail) > 1 else ""
+            c.execute("DELETE FROM window_fts WHERE rowid = ?", (prev_id,))
+            c.execute(
+                "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
+                (prev_id, _window_terms([before, prev_terms, terms])),
+            )
+            c.execute(
+                "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
+                (rowid, _window_terms([prev_terms, terms])),
+            )
+        else:
+            c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, terms))
+        tail.append((rowid, terms))
+        del tail[:-2]
+
+    def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
+        """Recompute the window key of every message in these sessions."""
+        c = self._writer
+        for sid in session_ids:
+            rows = c.execute(
+                "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+                " WHERE m.session_id = ? ORDER BY m.idx",
+                (sid,),
+            ).fetchall()
+            for i, (rowid, terms) in enumerate(rows):
+                before = rows[i - 1][1] if i > 0 else ""
+                after = rows[i + 1][1] if i + 1 < len(rows) else ""
+                c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
+                c.execute(
+                    "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
+                    (rowid, _window_terms([before, terms, after])),
+                )
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, message_id: str) -> Row | None:
+        with self._reading() as conn:
+            r = conn.execute(_ROW_SELECT + " WHERE m.uid = ?", (message_id,)).fetchone()
+        return _row(r) if r else None
+
+    def rows(self, rowids: Sequence[int]) -> dict[int, Row]:
+        out: dict[int, Row] = {}
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        with self._reading() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for r in conn.execute(_ROW_SELECT + f" WHERE m.id IN ({marks})", chunk):
+                    row = _row(r)
+                    out[row.rowid] = row
+        return out
+
+    def messages(
+        self,
+        thread: Thread,
+        *,
+        session: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        limit: int | None = None,
+    ) -> list[Row]:
+        sql = _ROW_SELECT + " WHERE m.thread_id = ?"
+        args: list[Any] = [thread.id]
+        if session is not None:
+            sql += " AND s.key = ?"
+            args.append(session)
+        if start is not None:
+            sql += " AND m.idx >= ?"
+            args.append(start)
+        if end is not None:
+            sql += " AND m.idx < ?"
+            args.append(end)
+        sql += " ORDER BY m.idx"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._reading() as conn:
+            return [_row(r) for r in conn.execute(sql, args).fetchall()]
+
+    def neighbors(self, rowid: int, before: int, after: int) -> list[Row]:
+        with self._reading() as conn:
+            anchor = conn.execute(
+                "SELECT session_id, idx FROM messages WHERE id = ?", (rowid,)
+            ).fetchone()
+            if not anchor:
+                return []
+            sid, idx = anchor
+            prev = conn.execute(
+                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT ?",
+                (sid, idx, before),
+            ).fetchall()
+            nxt = conn.execute(
+                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx > ? ORDER BY m.idx LIMIT ?",
+                (sid, idx, after),
+            ).fetchall()
+        return [_row(r) for r in reversed(prev)] + [_row(r) for r in nxt]
+
+    def state(self, thread: Thread) -> ThreadState:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT t.generation, (SELECT MAX(id) FROM messages WHERE thread_id = t.id),"
+                " (SELECT COUNT(*) FROM messages WHERE thread_id = t.id), t.next_index"
+                " FROM threads t WHERE t.id = ?",
+                (thread.id,),
+            ).fetchone()
+        if not row:
+            return ThreadState(-1, 0, 0, 0)
+        return ThreadState(int(row[0]), int(row[1] or 0), int(row[2] or 0), int(row[3]))
+
+    def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:
+        last = -1
+        while True:
+            with self._reading() as conn:
+                chunk = conn.execute(
+                    _ROW_SELECT + " WHERE m.thread_id = ? AND m.idx > ? ORDER BY m.idx LIMIT ?",
+                    (thread.id, last, batch),
+                ).fetchall()
+            if not chunk:
+                return
+            for r in chunk:
+                yield _row(r)
+            last = chunk[-1][2]
+
+    # -- search -------------------------------------------------------------------
+
+    @staticmethod
+    def _filter_sql(threads: Sequence[Thread], filters: Filters | None) -> tuple[str, list[Any]]:
+        marks = ",".join("?" * len(threads))
+        sql = f"m.thread_id IN ({marks})"
+        args: list[Any] = [t.id for t in threads]
+        if filters is None:
+            return sql, args
+        if filters.sessions:
+            keys = ",".join("?" * len(filters.sessions))
+            sql += (
+                f" AND m.session_id IN (SELECT id FROM sessions WHERE thread_id IN ({marks})"
+                f" AND key IN ({keys}))"
+            )
+            args += [t.id for t in threads] + list(filters.sessions)
+        if filters.since is not None:
+            sql += " AND m.ts >= ?"
+            args.append(format_timestamp(filters.since))
+        if filters.until is not None:
+            sql += " AND m.ts < ?"
+            args.append(format_timestamp(filters.until))
+        if filters.roles:
+            sql += f" AND m.role IN ({','.join('?' * len(filters.roles))})"
+            args += list(filters.roles)
+        return sql, args
+
+    def lexical_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        filters: Filters | None = None,
+    ) -> list[tuple[int, float]]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        if not terms or not threads:
+            return []
+        table = f"{key}_fts"
+        where, args = self._filter_sql(threads, filters)
+        sql = (
+            f"SELECT f.rowid, bm25({table}) AS r FROM {table} f JOIN messages m ON m.id = f.rowid"
+            f" WHERE {table} MATCH ? AND {where} ORDER BY r LIMIT ?"
+        )
+        with self._reading() as conn:
+            rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    def allowed_rowids(self, threads: Sequence[Thread], filters: Filters) -> np.ndarray:
+        where, args = self._filter_sql(threads, filters)
+        with self._reading() as conn:
+            rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} ORDER BY m.id", args)
+            return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    # -- vectors -----------------------------------------------------------------
+
+    def vectors(self, model_id: str, chashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        keys = list(dict.fromkeys(chashes))
+        with self._reading() as conn:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for chash, vec in conn.execute(
+                    f"SELECT chash, vec FROM vectors WHERE model = ? AND chash IN ({marks})",
+                    [model_id, *chunk],
+                ):
+                    out[chash] = np.frombuffer(vec, dtype="<f4")
+        return out
+
+    def put_vectors(self, model_id: str, vectors: Mapping[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        with self.transaction():
+            self._writer.executemany(
+                "INSERT OR IGNORE INTO vectors (model, chash, dim, vec) VALUES (?, ?, ?, ?)",
+                [(model_id, h, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in vectors.items()],
+            )
+
+    def thread_vectors(
+        self, thread: Thread, model_id: str, after_rowid: int = 0
+    ) -> tuple[np.ndarray, np.ndarray, list[Row]]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT m.id, v.vec FROM messages m"
+                " LEFT JOIN vectors v ON v.model = ? AND v.chash = m.chash"
+                " WHERE m.thread_id = ? AND m.id > ? ORDER BY m.id",
+                (model_id, thread.id, after_rowid),
+            ).fetchall()
+        have = [(r[0], r[1]) for r in rows if r[1] is not None]
+        missing_ids = [r[0] for r in rows if r[1] is None]
+        ids = np.fromiter((r[0] for r in have), dtype=np.int64, count=len(have))
+        if have:
+            matrix = np.frombuffer(b"".join(r[1] for r in have), dtype="<f4").reshape(len(have), -1)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        missing = list(self.rows(missing_ids).values()) if missing_ids else []
+        missing.sort(key=lambda row: row.rowid)
+        return ids, matrix, missing
+
+    def prune_vectors(self, keep_model: str) -> int:
+        with self.transaction():
+            cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
+            return int(cur.rowcount)
+
+    def vector_models(self) -> dict[str, int]:
+        with self._reading() as conn:
+            return {
+                m: n
+                for m, n in conn.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model")
+            }
+
+    # -- deletion -----------------------------------------------------------------
+
+    def _delete_rowids(self, rowids: Sequence[int], thread_ids: set[int]) -> Deleted:
+        """Delete messages by row number with their index rows; fix up what they touched."""
+        c = self._writer
+        result = Deleted()
+        if not rowids:
+            return result
+        touched_sessions: set[int] = set()
+        chashes: set[str] = set()
+        for start in range(0, len(rowids), 500):
+            chunk = list(rowids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for sid, chash in c.execute(
+                f"SELECT session_id, chash FROM messages WHERE id IN ({marks})", chunk
+            ):
+                touched_sessions.add(sid)
+                chashes.add(chash)
+            for table in ("turn_fts", "window_fts"):
+                c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
+            result.messages += c.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk).rowcount
+        for sid in touched_sessions:
+            agg = c.execute(
+                "SELECT COUNT(*), MIN(ts), MAX(ts), MIN(idx) FROM messages WHERE session_id = ?",
+                (sid,),
+            ).fetchone()
+            if agg[0] == 0:
+                c.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+                result.sessions += 1
+            else:
+                c.execute(
+                    "UPDATE sessions SET message_count = ?, started_at = ?, last_at = ?,"
+                    " first_index = ? WHERE id = ?",
+                    (agg[0], agg[1], agg[2], agg[3], sid),
+                )
+        remaining = [sid for sid in touched_sessions if c.execute(
+            "SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()]
+        self._rebuild_windows(remaining)
+        for chash in chashes:
+            if not c.execute("SELECT 1 FROM messages WHERE chash = ? LIMIT 1", (chash,)).fetchone():
+                c.execute("DELETE FROM vectors WHERE chash = ?", (chash,))
+                result.chashes.append(chash)
+        for tid in thread_ids:
+            c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (tid,))
+        return result
+
+    def _purge(self) -> None:
+        """Merge the full-text indexes and checkpoint, so deleted terms leave the file."""
+        for table in ("turn_fts", "window_fts"):
+            self._writer.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+
+    def _after_delete(self) -> None:
+        if not self._memory:
+            try:
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:
+                pass  # readers are active; the next checkpoint will do it
+
+    def delete_messages(self, message_ids: Sequence[str], thread: Thread | None = None) -> Deleted:
+        with self.transaction():
+            found: list[int] = []
+            threads: set[int] = set()
+            for uid in message_ids:
+                if thread is None:
+                    r = self._writer.execute(
+                        "SELECT id, thread_id FROM messages WHERE uid = ?", (uid,)
+                    ).fetchone()
+                else:
+                    r = self._writer.execute(
+                        "SELECT id, thread_id FROM messages WHERE uid = ? AND thread_id = ?",
+                        (uid, thread.id),
+                    ).fetchone()
+                if r:
+                    found.append(r[0])
+                    threads.add(r[1])
+            result = self._delete_rowids(found, threads)
+            if result.messages:
+                self._purge()
+        self._after_delete()
+        return result
+
+    def delete_session(self, thread: Thread, session: str) -> Deleted:
+        with self.transaction():
+            rowids = [
+                r[0]
+                for r in self._writer.execute(
+                    "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
+                    " WHERE s.thread_id = ? AND s.key = ?",
+                    (thread.id, session),
+                )
+            ]
+            result = self._delete_rowids(rowids, {thread.id})
+            left = self._writer.execute(
+                "DELETE FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, session)
+            ).rowcount
+            result.sessions += left
+            if result.messages:
+                self._purge()
+        self._after_delete()
+        return result
+
+    def delete_thread(self, thread: Thread) -> Deleted:
+        with self.transaction():
+            c = self._writer
+            rowids = [
+                r[0] for r in c.execute("SELECT id FROM messages WHERE thread_id = ?", (thread.id,))
+            ]
+            result = self._delete_rowids(rowids, {thread.id})
+            result.sessions += c.execute(
+                "DELETE FROM sessions WHERE thread_id = ?", (thread.id,)
+            ).rowcount
+            result.threads = c.execute("DELETE FROM threads WHERE id = ?", (thread.id,)).rowcount
+            self._purge()
+        self._after_delete()
+        return result
