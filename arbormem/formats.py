@@ -1,0 +1,353 @@
+"""Reading conversation files: JSON, JSONL, OpenAI chat lists and LoCoMo.
+
+:func:`read_conversation_file` turns a file into :class:`Record` objects, each
+remembering the file and line it came from, so a bad value is reported as
+``chat.jsonl line 12: 'content': must be a string (got null)``. Shapes
+understood:
+
+* a JSON list of message objects (``role``, ``content``, optional ``speaker``
+  or ``name``, ``timestamp``, ``metadata``, ``session``, ``id``);
+* an OpenAI chat object ``{"messages": [...]}``; content given as a list of
+  parts keeps its text parts (others go to ``metadata.parts``), and an
+  assistant message with only ``tool_calls`` stores the calls as JSON text;
+* JSONL: one message object per line, or one ``{"messages": [...]}``
+  conversation per line (the fine-tuning layout; each becomes a session);
+* LoCoMo files, in both the per-conversation and the ``locomo10.json`` shape.
+
+Keys a message object has beyond the known ones are kept in its metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from arbormem.errors import InputError
+from arbormem.ingest import KNOWN_FIELDS, Where, check_metadata
+from arbormem.timeutil import parse_timestamp
+
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_DIA_ID = re.compile(r"D\d+:\d+")
+
+
+@dataclass
+class Record:
+    """One message as read from a file, not yet validated."""
+
+    content: Any
+    role: Any = "user"
+    speaker: Any = None
+    timestamp: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session: str | None = None
+    id: Any = None
+    where: Where = field(default_factory=Where)
+
+
+def read_bytes_as_text(path: Path) -> str:
+    """File contents as text, or an error naming the line with invalid UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"invalid UTF-8 at byte {exc.start}",
+            source=str(path),
+            line=line,
+            hint="re-encode the file as UTF-8",
+        ) from None
+
+
+def parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})",
+            source=source,
+            line=exc.lineno,
+            hint="fix the JSON syntax at that position",
+        ) from None
+
+
+# -- chat messages ------------------------------------------------------------------
+
+
+def _content_of(obj: Mapping[str, Any], where: Where, extra: dict[str, Any]) -> Any:
+    content = obj.get("content")
+    if isinstance(content, list):
+        texts, others = [], []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                texts.append(str(part.get("text", "")))
+            elif isinstance(part, str):
+                texts.append(part)
+            else:
+                others.append(part)
+        if others:
+            extra["parts"] = others
+        return "\n".join(t for t in texts if t)
+    if content is None and obj.get("tool_calls"):
+        return json.dumps(obj["tool_calls"], ensure_ascii=False, sort_keys=True)
+    return content
+
+
+def record_from_object(obj: Any, where: Where, session: str | None = None) -> Record:
+    """A :class:`Record` from one message object, keeping unknown keys as metadata."""
+    if not isinstance(obj, Mapping):
+        raise InputError(
+            f"a message must be a JSON object, got {type(obj).__name__}",
+            source=where.source,
+            line=where.line,
+            field=where.prefix.rstrip(".") or None,
+        )
+    if "content" not in obj and "text" not in obj:
+        raise InputError(
+            "missing",
+            source=where.source,
+            line=where.line,
+            field=where.field("content"),
+            hint="each message needs 'role' and 'content'",
+        )
+    metadata = check_metadata(obj.get("metadata"), where)
+    extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS and k != "text"}
+    content = _content_of(obj, where, extra) if "content" in obj else obj.get("text")
+    for key, value in extra.items():
+        metadata.setdefault(key, value)
+    record_session = obj.get("session", session)
+    if record_session is not None and not isinstance(record_session, (str, int)):
+        raise InputError(
+            f"must be a string, got {type(record_session).__name__}",
+            source=where.source,
+            line=where.line,
+            field=where.field("session"),
+        )
+    return Record(
+        content=content,
+        role=obj.get("role", "user"),
+        speaker=obj.get("speaker", obj.get("name")),
+        timestamp=obj.get("timestamp"),
+        metadata=metadata,
+        session=None if record_session is None else str(record_session),
+        id=obj.get("id"),
+        where=where,
+    )
+
+
+def _records_from_list(
+    items: Sequence[Any], source: str, session: str | None, line: int | None = None,
+    prefix: str = "",
+) -> list[Record]:
+    return [
+        record_from_object(item, Where(source, line, f"{prefix}[{i}]."), session)
+        for i, item in enumerate(items)
+    ]
+
+
+# -- LoCoMo -----------------------------------------------------------------------------
+
+
+@dataclass
+class LocomoTurn:
+    dia_id: str
+    speaker: str
+    #: The turn's text plus `` [shares <caption>]`` when a picture was shared.
+    content: str
+    session: int
+    timestamp: datetime
+    metadata: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        """``"<speaker>: <text>"``, the benchmark's definition of a turn's text."""
+        return f"{self.speaker}: {self.content}"
+
+
+@dataclass
+class LocomoConversation:
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    turns: list[LocomoTurn]
+    qa: list[dict[str, Any]]
+    session_dates: dict[int, datetime]
+
+
+def is_locomo(obj: Any) -> bool:
+    if isinstance(obj, list):
+        return bool(obj) and all(is_locomo(item) for item in obj)
+    if not isinstance(obj, Mapping):
+        return False
+    body = obj.get("conversation", obj)
+    return isinstance(body, Mapping) and "speaker_a" in body and "session_1" in body
+
+
+def evidence_ids(evidence: Any) -> list[str]:
+    """Valid ``D<n>:<m>`` ids from a LoCoMo evidence list (packed entries split)."""
+    out: list[str] = []
+    items = evidence if isinstance(evidence, list) else [evidence]
+    for item in items:
+        if isinstance(item, str):
+            out.extend(_DIA_ID.findall(item))
+    return list(dict.fromkeys(out))
+
+
+def parse_locomo(obj: Any, source: str) -> list[LocomoConversation]:
+    """Conversations of a LoCoMo file in either published shape."""
+    items = obj if isinstance(obj, list) else [obj]
+    out = []
+    for n, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InputError(f"entry {n} is not an object", source=source)
+        body = item.get("conversation", item)
+        sample_id = str(item.get("sample_id") or Path(source).stem)
+        out.append(_parse_locomo_conversation(body, item.get("qa", body.get("qa", [])), sample_id, source))
+    return out
+
+
+def _parse_locomo_conversation(
+    body: Mapping[str, Any], qa: Any, sample_id: str, source: str
+) -> LocomoConversation:
+    speaker_a = str(body.get("speaker_a", "A"))
+    speaker_b = str(body.get("speaker_b", "B"))
+    sessions = sorted(
+        int(m.group(1)) for key in body if (m := _SESSION_KEY.match(key)) and isinstance(body[key], list)
+    )
+    turns: list[LocomoTurn] = []
+    dates: dict[int, datetime] = {}
+    for number in sessions:
+        key = f"session_{number}"
+        raw_date = body.get(f"{key}_date_time")
+        if raw_date is None:
+            raise InputError(
+                "missing", source=source, field=f"{key}_date_time",
+                hint="every LoCoMo session needs its date",
+            )
+        when = parse_timestamp(raw_date, field=f"{key}_date_time", source=source)
+        dates[number] = when
+        for i, turn in enumerate(body[key]):
+            where = f"{key}[{i}]"
+            if not isinstance(turn, Mapping):
+                raise InputError("a turn must be an object", source=source, field=where)
+            text = turn.get("text")
+            if not isinstance(text, str):
+                raise InputError(
+                    f"must be a string (got {type(text).__name__})", source=source,
+                    field=f"{where}.text",
+                )
+            caption = turn.get("blip_caption")
+            content = f"{text} [shares {caption}]" if caption else text
+            meta = {"dia_id": turn.get("dia_id")}
+            for extra in ("img_url", "query", "blip_caption"):
+                if extra in turn:
+                    meta[extra] = turn[extra]
+            turns.append(
+                LocomoTurn(
+                    dia_id=str(turn.get("dia_id", f"D{number}:{i + 1}")),
+                    speaker=str(turn.get("speaker", speaker_a)),
+                    content=content,
+                    session=number,
+                    timestamp=when,
+                    metadata=meta,
+                )
+            )
+    return LocomoConversation(
+        sample_id=sample_id,
+        speaker_a=speaker_a,
+        speaker_b=speaker_b,
+        turns=turns,
+        qa=list(qa) if isinstance(qa, list) else [],
+        session_dates=dates,
+    )
+
+
+def locomo_records(conversations: Sequence[LocomoConversation], source: str) -> list[Record]:
+    """LoCoMo turns as records: speaker A as ``user``, speaker B as ``assistant``."""
+    out = []
+    many = len(conversations) > 1
+    for conv in conversations:
+        for turn in conv.turns:
+            session = f"session_{turn.session}"
+            if many:
+                session = f"{conv.sample_id}/{session}"
+            out.append(
+                Record(
+                    content=turn.content,
+                    role="user" if turn.speaker == conv.speaker_a else "assistant",
+                    speaker=turn.speaker,
+                    timestamp=turn.timestamp,
+                    metadata=dict(turn.metadata),
+                    session=session,
+                    where=Where(source, None, f"{session}.{turn.dia_id}."),
+                )
+            )
+    return out
+
+
+# -- entry point ------------------------------------------------------------------------
+
+
+@dataclass
+class ConversationFile:
+    path: Path
+    format: str
+    records: list[Record]
+
+
+def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"malformed JSON: {exc.msg} (column {exc.colno})",
+                source=source,
+                line=lineno,
+                hint="each line must be one complete JSON object",
+            ) from None
+        if isinstance(obj, Mapping) and isinstance(obj.get("messages"), list) and "content" not in obj:
+            yield from _records_from_list(
+                obj["messages"], source, f"{stem}-{lineno}", line=lineno, prefix="messages"
+            )
+        else:
+            yield record_from_object(obj, Where(source, lineno), None)
+
+
+def read_conversation_file(path: str | Path) -> ConversationFile:
+    """Read and shape-check a conversation file (nothing is stored yet)."""
+    p = Path(path)
+    source = str(p)
+    text = read_bytes_as_text(p)
+    stem = p.stem
+    if p.suffix.lower() in (".jsonl", ".ndjson"):
+        return ConversationFile(p, "jsonl", list(_iter_jsonl(text, source, stem)))
+    obj = parse_json(text, source)
+    if isinstance(obj, Mapping) and obj.get("format") == "arbormem-export":
+        raise InputError(
+            "is an arbormem export", source=source,
+            hint="restore it with 'arbormem import' instead of 'ingest'",
+        )
+    if is_locomo(obj):
+        return ConversationFile(p, "locomo", locomo_records(parse_locomo(obj, source), source))
+    if isinstance(obj, Mapping) and isinstance(obj.get("messages"), list):
+        return ConversationFile(
+            p, "openai", _records_from_list(obj["messages"], source, None, prefix="messages")
+        )
+    if isinstance(obj, list):
+        return ConversationFile(p, "messages", _records_from_list(obj, source, None))
+    raise InputError(
+        "unrecognised layout",
+        source=source,
+        hint="expected a list of messages, {'messages': [...]}, JSONL, or a LoCoMo file",
+    )

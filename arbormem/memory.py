@@ -1,0 +1,632 @@
+"""`Memory`: the public, synchronous API. Everything else calls through it.
+
+>>> from arbormem import Memory
+>>> with Memory(":memory:", embedder="hash") as mem:
+...     _ = mem.add("Sarah is allergic to peanuts.", speaker="Tom")
+...     mem.search("what is Sarah allergic to?")[0].message.content
+'Sarah is allergic to peanuts.'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arbormem.config import UNSET, resolve, store_settings
+from arbormem.embed import CachedEmbedder, Embedder, get_embedder
+from arbormem.errors import ArbormemError, InputError, NotFound
+from arbormem.formats import Record, parse_json, read_bytes_as_text
+from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, check_name, prepare
+from arbormem.models import Hit, Message, Scope, Session
+from arbormem.recall import RecallConfig, Retriever
+from arbormem.store import Backend, Deleted, Filters, NewMessage, Row, Thread, open_backend
+from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
+from arbormem.vectors import VectorCache
+
+log = logging.getLogger(__name__)
+
+EXPORT_FORMAT = "arbormem-export"
+EXPORT_VERSION = 1
+
+#: A message arriving more than this long after the previous one opens a new
+#: session, unless the caller names the session.
+DEFAULT_SESSION_GAP = timedelta(minutes=30)
+
+
+def _as_tuple(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+class Memory:
+    """Long-term memory of conversations, stored in one database.
+
+    ``path`` is a SQLite file (created if missing), ``":memory:"``, or omitted
+    for ``ARBORMEM_DB``, the config file's ``db``, or the per-user default.
+    ``user`` and ``agent`` set the default scope of every call; each call can
+    name another. ``embedder`` is a spec such as ``"wordllama"`` (the default),
+    ``"minilm"``, ``"openai:text-embedding-3-small"`` or an :class:`Embedder`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | Any = UNSET,
+        *,
+        user: str | Any = UNSET,
+        agent: str | Any = UNSET,
+        embedder: str | Embedder | Any = UNSET,
+        backend: Backend | None = None,
+        recall: RecallConfig | None = None,
+        session_gap: timedelta | float | Any = UNSET,
+        max_message_bytes: int | Any = UNSET,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        settings = store_settings(
+            db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
+            user=user,
+            agent=agent,
+            embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
+        )
+        self.scope = Scope(settings.user, settings.agent)
+        gap = resolve(session_gap, "ARBORMEM_SESSION_GAP", "session_gap", DEFAULT_SESSION_GAP,
+                      lambda v: v if isinstance(v, timedelta) else timedelta(seconds=float(v)))
+        self.session_gap: timedelta = gap
+        self.max_message_bytes: int = resolve(
+            max_message_bytes, "ARBORMEM_MAX_MESSAGE_BYTES", "max_message_bytes",
+            MAX_MESSAGE_BYTES, int,
+        )
+        self.backend = backend or open_backend(settings.db, synchronous=synchronous)
+        self.path = getattr(self.backend, "path", settings.db)
+        inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
+        self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
+        self.vectors = VectorCache(self.backend, self.embedder)
+        self.retriever = Retriever(self.backend, self.embedder, self.vectors, recall)
+        self._write_lock = threading.RLock()
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store. Safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self.backend.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Memory {self.path} scope={self.scope} embedder={self.embedder.model_id}>"
+
+    # -- scope helpers -----------------------------------------------------------------
+
+    def _scope(self, user: str | None, agent: str | None) -> Scope:
+        return Scope(user or self.scope.user, agent or self.scope.agent)
+
+    def _thread(self, scope: Scope, *, create: bool = False) -> Thread | None:
+        return self.backend.thread(scope.user, scope.agent, create=create)
+
+    def _threads(self, scope: Scope, all_agents: bool) -> list[Thread]:
+        if all_agents:
+            return self.backend.threads(scope.user)
+        thread = self._thread(scope)
+        return [thread] if thread else []
+
+    # -- writing ------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        *,
+        role: str = "user",
+        speaker: str | None = None,
+        session: str | None = None,
+        timestamp: datetime | str | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> Message:
+        """Store one message and index it; returns it with its id and position.
+
+        When this returns, the message is committed to disk.
+        """
+        record = Record(
+            content=content, role=role, speaker=speaker, timestamp=timestamp,
+            metadata=dict(metadata or {}), session=session, id=id,
+        )
+        return self._add_records([record], user=user, agent=agent)[0]
+
+    def add_many(
+        self,
+        messages: Iterable[Mapping[str, Any] | Record],
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Message]:
+        """Store many messages in one transaction: all of them land or none does.
+
+        Each item is a mapping with ``content`` and optionally ``role``,
+        ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
+        """
+        records = []
+        for i, item in enumerate(messages):
+            if isinstance(item, Record):
+                records.append(item)
+                continue
+            if not isinstance(item, Mapping):
+                raise InputError(
+                    f"must be a mapping with 'content', got {type(item).__name__}",
+                    field=f"messages[{i}]",
+                )
+            records.append(
+                Record(
+                    content=item.get("content"),
+                    role=item.get("role", "user"),
+                    speaker=item.get("speaker", item.get("name")),
+                    timestamp=item.get("timestamp"),
+                    metadata=check_metadata(item.get("metadata"), Where(prefix=f"messages[{i}].")),
+                    session=item.get("session"),
+                    id=item.get("id"),
+                    where=Where(prefix=f"messages[{i}]."),
+                )
+            )
+        return self._add_records(records, session=session, user=user, agent=agent, progress=progress)
+
+    def _add_records(
+        self,
+        records: Sequence[Record],
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Message]:
+        scope = self._scope(user, agent)
+        now = utcnow()
+        prepared = [
+            prepare(
+                content=r.content, role=r.role, speaker=r.speaker, timestamp=r.timestamp,
+                metadata=r.metadata, session="", message_id=r.id, where=r.where,
+                max_bytes=self.max_message_bytes, now=now,
+            )
+            for r in records
+        ]
+        if not prepared:
+            return []
+        explicit = [
+            r.session if r.session is not None else session for r in records
+        ]
+        vectors = self._embed_new(prepared)
+        with self._write_lock:
+            thread = self._thread(scope, create=True)
+            assert thread is not None
+            with self.backend.transaction():
+                self._assign_sessions(thread, prepared, explicit)
+                rows = self.backend.append(thread, prepared, vectors, self.embedder.model_id)
+                self._after_append(thread, rows)
+            if vectors is not None and all(r.chash in vectors for r in rows):
+                self.vectors.appended(
+                    thread,
+                    [r.rowid for r in rows],
+                    np.vstack([vectors[r.chash] for r in rows]),
+                )
+        if progress is not None:
+            progress(len(rows))
+        return [r.message for r in rows]
+
+    def _after_append(self, thread: Thread, rows: Sequence[Row]) -> None:
+        """Hook for structures maintained in the same transaction as the messages."""
+
+    def _embed_new(self, prepared: Sequence[NewMessage]) -> dict[str, np.ndarray] | None:
+        """Vectors for content not already embedded with the current model.
+
+        A failing embedder does not lose messages: they are stored without a
+        vector and embedded on a later search or by ``reembed``.
+        """
+        model = self.embedder.model_id
+        texts: dict[str, str] = {}
+        for m in prepared:
+            texts.setdefault(m.chash, f"{m.speaker}: {m.content}" if m.speaker else m.content)
+        try:
+            have = self.backend.vectors(model, list(texts))
+            todo = [h for h in texts if h not in have]
+            if todo:
+                fresh = self.embedder.embed_many([texts[h] for h in todo])
+                have.update(zip(todo, fresh))
+            return have
+        except ArbormemError as exc:
+            log.warning("embedding failed, storing messages without vectors for now: %s", exc)
+            return None
+
+    def _assign_sessions(
+        self, thread: Thread, prepared: Sequence[NewMessage], explicit: Sequence[str | None]
+    ) -> None:
+        """Name the session of each message: given, or by the idle-gap rule."""
+        last = self.backend.last_session(thread)
+        current = last.id if last else None
+        current_at = last.last_at if last else None
+        taken = {s.id for s in self.backend.sessions(thread)} if any(
+            e is None for e in explicit) else set()
+        for message, name in zip(prepared, explicit):
+            if name is not None:
+                message.session = str(name)
+            else:
+                if (
+                    current is None
+                    or current_at is None
+                    or message.timestamp - current_at > self.session_gap
+                    or message.timestamp < current_at - self.session_gap
+                ):
+                    n = len(taken) + 1
+                    while f"session-{n}" in taken:
+                        n += 1
+                    current = f"session-{n}"
+                message.session = current
+            taken.add(message.session)
+            current = message.session
+            current_at = message.timestamp
+
+    # -- reading ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session: str | Sequence[str] | None = None,
+        since: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
+        role: str | Sequence[str] | None = None,
+        neighbors: int = 0,
+        user: str | None = None,
+        agent: str | None = None,
+        all_agents: bool = False,
+    ) -> list[Hit]:
+        """The ``k`` messages that best answer ``query``, best first.
+
+        Confined to one scope (``user`` with ``agent``); ``all_agents=True``
+        widens it to every agent of that user, never to another user.
+        ``neighbors=n`` attaches the n turns before and after each hit.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("must be a non-empty string", field="query")
+        if k <= 0:
+            raise InputError(f"must be positive, got {k}", field="k")
+        scope = self._scope(user, agent)
+        filters = Filters(
+            sessions=_as_tuple(session),
+            since=parse_timestamp(since, field="since") if since is not None else None,
+            until=parse_timestamp(until, field="until") if until is not None else None,
+            roles=_as_tuple(role),
+        )
+        threads = self._threads(scope, all_agents)
+        return self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+
+    def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
+        """One message by id; :class:`NotFound` when it is not in this scope."""
+        scope = self._scope(user, agent)
+        row = self.backend.get(message_id)
+        if row is None or row.message.scope != scope:
+            raise NotFound(f"no message {message_id!r} in scope {scope}")
+        return row.message
+
+    def messages(
+        self,
+        *,
+        session: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        limit: int | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> list[Message]:
+        """Messages of the thread in order: all, one session's, or positions [start, end)."""
+        thread = self._thread(self._scope(user, agent))
+        if thread is None:
+            return []
+        rows = self.backend.messages(thread, session=session, start=start, end=end, limit=limit)
+        return [r.message for r in rows]
+
+    def sessions(self, *, user: str | None = None, agent: str | None = None) -> list[Session]:
+        """Sessions of the thread in order of their first message."""
+        thread = self._thread(self._scope(user, agent))
+        return self.backend.sessions(thread) if thread else []
+
+    def scopes(self, user: str | None = None) -> list[Scope]:
+        """Every scope in the store (or one user's), for administration."""
+        return [Scope(t.user, t.agent) for t in self.backend.threads(user)]
+
+    def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """Counts for the scope's thread, and the vector models stored."""
+        scope = self._scope(user, agent)
+        thread = self._thread(scope)
+        state = self.backend.state(thread) if thread else None
+        return {
+            "scope": str(scope),
+            "messages": state.count if state else 0,
+            "sessions": len(self.backend.sessions(thread)) if thread else 0,
+            "embedder": self.embedder.model_id,
+            "vector_models": self.backend.vector_models(),
+        }
+
+    # -- forgetting -----------------------------------------------------------------------
+
+    def forget(
+        self,
+        message_id: str | None = None,
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, int]:
+        """Delete for good, with everything derived (index rows, vectors, caches).
+
+        * ``forget(message_id)``: one message of the scope;
+        * ``forget(session="s1")``: one session of the scope;
+        * ``forget(user="alice", agent="bot")``: that whole thread;
+        * ``forget(user="alice")``: everything of that user, across agents.
+
+        Returns counts of what went.
+        """
+        if message_id is not None and session is not None:
+            raise InputError("give a message id or a session, not both", field="forget")
+        scope = self._scope(user, agent)
+        with self._write_lock:
+            if message_id is not None or session is not None:
+                thread = self._thread(scope)
+                if thread is None:
+                    raise NotFound(f"nothing stored for scope {scope}")
+                if message_id is not None:
+                    deleted = self.backend.delete_messages([message_id], thread)
+                    if not deleted.messages:
+                        raise NotFound(f"no message {message_id!r} in scope {scope}")
+                else:
+                    assert session is not None
+                    deleted = self.backend.delete_session(thread, session)
+                    if not deleted.messages and not deleted.sessions:
+                        raise NotFound(f"no session {session!r} in scope {scope}")
+                self._forgotten([thread], deleted)
+                return deleted.to_dict()
+            if user is None and agent is None:
+                raise InputError(
+                    "say what to forget: a message id, session=..., agent=... or user=...",
+                    field="forget",
+                )
+            threads = (
+                self.backend.threads(scope.user) if agent is None else self._threads(scope, False)
+            )
+            if not threads:
+                raise NotFound(f"nothing stored for {'user ' + scope.user if agent is None else scope}")
+            total = Deleted()
+            for thread in threads:
+                deleted = self.backend.delete_thread(thread)
+                self._forgotten([thread], deleted)
+                total.messages += deleted.messages
+                total.sessions += deleted.sessions
+                total.threads += deleted.threads
+            return total.to_dict()
+
+    def _forgotten(self, threads: Sequence[Thread], deleted: Deleted) -> None:
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard(deleted.chashes)
+        for thread in threads:
+            self.vectors.invalidate(thread)
+
+    # -- export and import -------------------------------------------------------------------
+
+    def export(
+        self,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        everything: bool = False,
+    ) -> dict[str, Any]:
+        """Everything stored for the scope (or the whole store) as a JSON-ready dict.
+
+        With ``dest`` the JSON is also written there (atomically). Vectors are
+        not exported: they are derived, and recomputed on import.
+        """
+        if everything:
+            threads = self.backend.threads()
+        elif agent is None and user is not None:
+            threads = self.backend.threads(user)
+        else:
+            threads = self._threads(self._scope(user, agent), False)
+        out: dict[str, Any] = {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "exported_at": format_timestamp(utcnow()),
+            "threads": [self._export_thread(t) for t in threads],
+        }
+        if dest is not None:
+            path = Path(dest)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+            tmp.replace(path)
+        return out
+
+    def _export_thread(self, thread: Thread) -> dict[str, Any]:
+        sessions: dict[str, dict[str, Any]] = {
+            s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
+            for s in self.backend.sessions(thread)
+        }
+        for row in self.backend.iter_rows(thread):
+            m = row.message
+            sessions[m.session]["messages"].append(
+                {
+                    "id": m.id,
+                    "index": m.index,
+                    "role": m.role,
+                    "speaker": m.speaker,
+                    "content": m.content,
+                    "timestamp": format_timestamp(m.timestamp),
+                    "metadata": dict(m.metadata),
+                }
+            )
+        return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
+
+    def import_(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, int]:
+        """Restore an export. All or nothing: on any error the store is unchanged.
+
+        Messages whose id is already stored with the same content are skipped,
+        so importing the same file twice is harmless; a different message under
+        an existing id is an error.
+        """
+        if isinstance(source, Mapping):
+            data: Any = source
+            name = "<import>"
+        else:
+            name = os.fspath(source)
+            data = parse_json(read_bytes_as_text(Path(name)), name)
+        plan, skipped = self._plan_import(data, name)
+        vectors = self._embed_new([m for _, msgs in plan for m in msgs])
+        added = 0
+        with self._write_lock, self.backend.transaction():
+            for scope, msgs in plan:
+                thread = self._thread(scope, create=True)
+                assert thread is not None
+                rows = self.backend.append(thread, msgs, vectors, self.embedder.model_id)
+                self._after_append(thread, rows)
+                added += len(rows)
+        for scope, _ in plan:
+            thread = self._thread(scope)
+            if thread:
+                self.vectors.invalidate(thread)
+        return {"threads": len(plan), "messages": added, "skipped": skipped}
+
+    def _plan_import(
+        self, data: Any, name: str
+    ) -> tuple[list[tuple[Scope, list[NewMessage]]], int]:
+        """Validate a whole export before anything is written; returns what to append."""
+        if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
+            raise InputError(
+                "is not an arbormem export", source=name, field="format",
+                hint="produce one with 'arbormem export' or Memory.export()",
+            )
+        if data.get("version") != EXPORT_VERSION:
+            raise InputError(
+                f"export version {data.get('version')!r} is not supported "
+                f"(expected {EXPORT_VERSION})",
+                source=name, field="version",
+            )
+        threads = data.get("threads")
+        if not isinstance(threads, list):
+            raise InputError("must be a list", source=name, field="threads")
+        plan: list[tuple[Scope, list[NewMessage]]] = []
+        seen_ids: set[str] = set()
+        skipped = 0
+        for ti, t in enumerate(threads):
+            where_t = f"threads[{ti}]"
+            if not isinstance(t, Mapping):
+                raise InputError("must be an object", source=name, field=where_t)
+            scope = Scope(
+                check_name(t.get("user"), "user", Where(name, None, where_t + ".")) or "",
+                check_name(t.get("agent"), "agent", Where(name, None, where_t + ".")) or "",
+            )
+            if not scope.user or not scope.agent:
+                raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
+            sessions = t.get("sessions")
+            if not isinstance(sessions, list):
+                raise InputError("must be a list", source=name, field=where_t + ".sessions")
+            msgs: list[NewMessage] = []
+            for si, s in enumerate(sessions):
+                where_s = f"{where_t}.sessions[{si}]"
+                if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
+                    raise InputError(
+                        "must be an object with a 'messages' list", source=name, field=where_s
+                    )
+                key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
+                if key is None:
+                    raise InputError("missing", source=name, field=where_s + ".id")
+                for mi, m in enumerate(s["messages"]):
+                    new = self._import_message(m, key, Where(name, None, f"{where_s}.messages[{mi}]."))
+                    if new.id in seen_ids:
+                        raise InputError(
+                            f"duplicate message id {new.id!r}", source=name, field=f"{where_s}.messages[{mi}].id"
+                        )
+                    seen_ids.add(new.id)
+                    stored = self.backend.get(new.id)
+                    if stored is None:
+                        msgs.append(new)
+                    elif stored.message.content == new.content and stored.message.scope == scope:
+                        skipped += 1
+                    else:
+                        raise InputError(
+                            f"message id {new.id!r} already exists with different content "
+                            "or in another scope",
+                            source=name, field=f"{where_s}.messages[{mi}].id",
+                            hint="import into a fresh store, or forget the existing message",
+                        )
+            msgs.sort(key=lambda n: (n.index is None, n.index or 0))
+            # Exported positions are kept when they all fit after what the thread holds
+            # and do not collide; otherwise the messages are appended in their order.
+            existing = self._thread(scope)
+            next_free = self.backend.state(existing).next_index if existing else 0
+            given = [n.index for n in msgs if n.index is not None]
+            if len(given) != len(msgs) or len(set(given)) != len(given) or (
+                given and min(given) < next_free
+            ):
+                for n in msgs:
+                    n.index = None
+            plan.append((scope, msgs))
+        return plan, skipped
+
+    def _import_message(self, m: Any, session: str, where: Where) -> NewMessage:
+        if not isinstance(m, Mapping):
+            raise InputError("must be an object", source=where.source, field=where.prefix.rstrip("."))
+        if m.get("timestamp") is None:
+            raise InputError("missing", source=where.source, field=where.field("timestamp"))
+        new = prepare(
+            content=m.get("content"), role=m.get("role", "user"), speaker=m.get("speaker"),
+            timestamp=m.get("timestamp"), metadata=m.get("metadata"), session=session,
+            message_id=m.get("id"), where=where, max_bytes=self.max_message_bytes,
+        )
+        index = m.get("index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise InputError("must be a non-negative integer", source=where.source,
+                             field=where.field("index"))
+        new.index = index
+        return new
+
+    # -- maintenance ----------------------------------------------------------------------------
+
+    def reembed(
+        self, *, prune: bool = True, progress: Callable[[int], None] | None = None
+    ) -> dict[str, int]:
+        """Embed every message lacking a vector of the current model; drop other models'.
+
+        This also happens on its own, lazily, the first time a thread is searched
+        after the embedder changed.
+        """
+        model = self.embedder.model_id
+        embedded = 0
+        for thread in self.backend.threads():
+            _, _, missing = self.backend.thread_vectors(thread, model)
+            for start in range(0, len(missing), 2048):
+                chunk = missing[start : start + 2048]
+                vecs = self.embedder.embed_many([r.message.text for r in chunk])
+                self.backend.put_vectors(model, {r.chash: v for r, v in zip(chunk, vecs)})
+                embedded += len(chunk)
+                if progress is not None:
+                    progress(len(chunk))
+            self.vectors.invalidate(thread)
+        pruned = self.backend.prune_vectors(model) if prune else 0
+        return {"embedded": embedded, "pruned": pruned}
