@@ -1,0 +1,362 @@
+"""``arbormem bench locomo``: recall on LoCoMo conversations, as BENCHMARK.md defines it.
+
+Each conversation is ingested into a fresh store (a real SQLite file in a
+temporary folder), in order, each turn stamped with its session's date; then
+every question is asked, one at a time. Systems run side by side on the same
+data: ``arbormem`` (the full pipeline), ``flat`` (the same with the topic tree
+off, once the tree exists), ``bm25`` (lexical only, single turns), ``dense``
+(cosine only, same embedder), ``window`` (the most recent turns that fit the
+budget) and ``full`` (the whole history).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from arbormem.bench.metrics import Accumulator
+from arbormem.embed import Embedder, get_embedder
+from arbormem.errors import InputError
+from arbormem.formats import (
+    LocomoConversation,
+    LocomoTurn,
+    evidence_ids,
+    is_locomo,
+    parse_json,
+    parse_locomo,
+    read_bytes_as_text,
+)
+from arbormem.memory import Memory
+from arbormem.models import Message
+from arbormem.recall import RecallConfig
+from arbormem.timeutil import display
+from arbormem.tokens import TokenCounter, default_counter
+
+ALL_SYSTEMS = ("arbormem", "bm25", "dense", "window", "full")
+HEADLINE_CATEGORIES = (1, 2, 3, 4)
+#: Turns retrieved per question: enough for recall@20 and to fill the budget.
+RANK_DEPTH = 80
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: set[str]
+
+
+def load_paths(paths: Sequence[str | Path]) -> list[tuple[str, LocomoConversation]]:
+    """Conversations from files and folders (folders are searched for ``*.json``)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.rglob("*.json"))
+            files.extend(f for f in found if is_locomo(parse_json(read_bytes_as_text(f), str(f))))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise InputError("does not exist", source=str(p))
+    if not files:
+        raise InputError("no LoCoMo files found", source=", ".join(map(str, paths)))
+    out = []
+    for f in files:
+        obj = parse_json(read_bytes_as_text(f), str(f))
+        if not is_locomo(obj):
+            raise InputError(
+                "is not a LoCoMo file", source=str(f),
+                hint="expected speaker_a, session_<n> and qa keys, or a list of samples",
+            )
+        out.extend((str(f), conv) for conv in parse_locomo(obj, str(f)))
+    return out
+
+
+def questions_of(conv: LocomoConversation) -> list[Question]:
+    """Questions with at least one evidence id naming a turn of the conversation."""
+    known = {t.dia_id for t in conv.turns}
+    out = []
+    for qa in conv.qa:
+        cat = qa.get("category")
+        if not isinstance(cat, int) or not isinstance(qa.get("question"), str):
+            continue
+        evidence = {e for e in evidence_ids(qa.get("evidence", [])) if e in known}
+        if evidence:
+            out.append(Question(qa["question"], cat, evidence))
+    return out
+
+
+def render_turns(turns: Sequence[LocomoTurn | Message], budget: int, counter: TokenCounter) -> str:
+    """Ranked turns packed into ``budget`` tokens: grouped by session under a date
+    header, in time order, each line ``Speaker: text``."""
+    chosen: list[int] = []
+    sessions: set[str] = set()
+    used = 0
+
+    def session_key(t: LocomoTurn | Message) -> str:
+        return str(t.session)
+
+    for i, turn in enumerate(turns):
+        cost = counter.count(turn.text + "\n")
+        key = session_key(turn)
+        if key not in sessions:
+            cost += counter.count(_header(turn) + "\n") + 1
+        if used + cost > budget:
+            continue
+        chosen.append(i)
+        sessions.add(key)
+        used += cost
+    while chosen:
+        text = _render([turns[i] for i in chosen])
+        if counter.count(text) <= budget:
+            return text
+        chosen.pop()
+    return ""
+
+
+def _header(turn: LocomoTurn | Message) -> str:
+    return f"[{display(turn.timestamp, seconds=False)}] {turn.session}"
+
+
+def _render(turns: Sequence[LocomoTurn | Message]) -> str:
+    ordered = sorted(turns, key=lambda t: (t.timestamp, _order(t)))
+    lines: list[str] = []
+    current = None
+    for t in ordered:
+        key = str(t.session)
+        if key != current:
+            if lines:
+                lines.append("")
+            lines.append(_header(t))
+            current = key
+        lines.append(t.text)
+    return "\n".join(lines)
+
+
+def _order(t: LocomoTurn | Message) -> int:
+    if isinstance(t, Message):
+        return t.index
+    session, _, number = t.dia_id.lstrip("D").partition(":")
+    return int(session) * 100_000 + int(number or 0)
+
+
+class System:
+    """One system under test, ingested fresh for each conversation."""
+
+    name: str
+
+    def ingest(self, conv: LocomoConversation) -> None:
+        raise NotImplementedError
+
+    def rank(self, question: str) -> list[str]:
+        raise NotImplementedError
+
+    def context(self, question: str, ranking: list[str], budget: int) -> str:
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class ArbormemSystem(System):
+    """arbormem itself (or one of its signals alone) on a real SQLite file."""
+
+    def __init__(
+        self, name: str, embedder: Embedder, counter: TokenCounter, recall: RecallConfig | None,
+        workdir: Path,
+    ) -> None:
+        self.name = name
+        self.embedder = embedder
+        self.counter = counter
+        self.recall = recall or RecallConfig()
+        self.workdir = workdir
+        self.memory: Memory | None = None
+        self.dia_of: dict[str, str] = {}
+        self.turn_of: dict[str, LocomoTurn] = {}
+        self._n = 0
+
+    def ingest(self, conv: LocomoConversation) -> None:
+        self.close()
+        self._n += 1
+        path = self.workdir / f"{self.name}-{self._n}.db"
+        self.memory = Memory(path, embedder=self.embedder, recall=self.recall)
+        by_session: dict[int, list[LocomoTurn]] = {}
+        for t in conv.turns:
+            by_session.setdefault(t.session, []).append(t)
+        self.dia_of.clear()
+        self.turn_of = {t.dia_id: t for t in conv.turns}
+        for number, turns in by_session.items():
+            stored = self.memory.add_many(
+                [
+                    {
+                        "content": t.content,
+                        "role": "user" if t.speaker == conv.speaker_a else "assistant",
+                        "speaker": t.speaker,
+                        "timestamp": t.timestamp,
+                        "metadata": {"dia_id": t.dia_id},
+                    }
+                    for t in turns
+                ],
+                session=f"session_{number}",
+            )
+            for m, t in zip(stored, turns):
+                self.dia_of[m.id] = t.dia_id
+
+    def rank(self, question: str) -> list[str]:
+        assert self.memory is not None
+        hits = self.memory.search(question, k=RANK_DEPTH)
+        return [self.dia_of[h.message.id] for h in hits]
+
+    def context(self, question: str, ranking: list[str], budget: int) -> str:
+        return render_turns([self.turn_of[d] for d in ranking], budget, self.counter)
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "embedder": self.embedder.model_id,
+            "recall": self.recall.to_dict(),
+            "tree": False,
+            "llm": None,
+            "store": "sqlite",
+            "context": "top-ranked turns by session with dates",
+        }
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
+
+
+class WindowSystem(System):
+    """The most recent turns: what a plain sliding window would send."""
+
+    name = "window"
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.turns: list[LocomoTurn] = []
+
+    def ingest(self, conv: LocomoConversation) -> None:
+        self.turns = list(conv.turns)
+
+    def rank(self, question: str) -> list[str]:
+        return [t.dia_id for t in reversed(self.turns)]
+
+    def context(self, question: str, ranking: list[str], budget: int) -> str:
+        return render_turns(list(reversed(self.turns)), budget, self.counter)
+
+    def config(self) -> dict[str, Any]:
+        return {"ranking": "most recent first", "context": "most recent turns within budget"}
+
+
+class FullSystem(WindowSystem):
+    """The whole history in every prompt: complete, at its full token cost."""
+
+    name = "full"
+
+    def rank(self, question: str) -> list[str]:
+        return [t.dia_id for t in self.turns]
+
+    def context(self, question: str, ranking: list[str], budget: int) -> str:
+        return _render(self.turns)
+
+    def config(self) -> dict[str, Any]:
+        return {"ranking": "chronological", "context": "whole history, budget ignored"}
+
+
+def make_systems(
+    names: Sequence[str], embedder: Embedder, counter: TokenCounter, workdir: Path,
+    recall: RecallConfig | None = None,
+) -> list[System]:
+    base = recall or RecallConfig()
+    out: list[System] = []
+    for name in names:
+        if name == "arbormem":
+            out.append(ArbormemSystem(name, embedder, counter, base, workdir))
+        elif name == "bm25":
+            cfg = replace(base, dense=False, w_window=0.0, w_session=0.0)
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir))
+        elif name == "dense":
+            cfg = replace(base, lexical=False, w_session=0.0)
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir))
+        elif name == "window":
+            out.append(WindowSystem(counter))
+        elif name == "full":
+            out.append(FullSystem(counter))
+        else:
+            raise InputError(
+                f"unknown system {name!r}", field="--systems",
+                hint=f"choose from {', '.join(ALL_SYSTEMS)}",
+            )
+    return out
+
+
+def run(
+    paths: Sequence[str | Path],
+    systems: Sequence[str] = ALL_SYSTEMS,
+    budget: int = 1000,
+    embedder: str | Embedder | None = None,
+    recall: RecallConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark and return the JSON-ready result object."""
+    conversations = load_paths(paths)
+    counter = default_counter()
+    emb = get_embedder(embedder)
+    emb.embed("warm up")  # model loading is a one-off, not part of ingest throughput
+    accs = {name: Accumulator(budget) for name in systems}
+    n_questions = 0
+    with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
+        runners = make_systems(systems, emb, counter, Path(tmp), recall)
+        try:
+            for source, conv in conversations:
+                questions = questions_of(conv)
+                n_questions += sum(1 for q in questions if q.category in HEADLINE_CATEGORIES)
+                session_of = {t.dia_id: str(t.session) for t in conv.turns}
+                text_of = {t.dia_id: t.text for t in conv.turns}
+                for system in runners:
+                    if progress:
+                        progress(f"{Path(source).name}: {system.name}")
+                    acc = accs[system.name]
+                    t0 = time.perf_counter()
+                    system.ingest(conv)
+                    acc.ingest_seconds += time.perf_counter() - t0
+                    acc.ingest_turns += len(conv.turns)
+                    for q in questions:
+                        t0 = time.perf_counter()
+                        ranking = system.rank(q.text)
+                        ms = (time.perf_counter() - t0) * 1000
+                        context = system.context(q.text, ranking, budget)
+                        acc.add(
+                            q.category, ranking, q.evidence, session_of, context,
+                            [text_of[e] for e in sorted(q.evidence)], counter.count(context), ms,
+                        )
+        finally:
+            for system in runners:
+                system.close()
+        configs = {s.name: s.config() for s in runners}
+    result: dict[str, Any] = {
+        "dataset": {
+            "files": sorted({s for s, _ in conversations}),
+            "conversations": len(conversations),
+            "turns": sum(len(c.turns) for _, c in conversations),
+            "questions": n_questions,
+        },
+        "token_counter": counter.name,
+        "budget": budget,
+        "systems": {},
+    }
+    for name in systems:
+        summary = accs[name].summary(HEADLINE_CATEGORIES)
+        summary["config"] = configs[name]
+        result["systems"][name] = summary
+    return result
+
+
+def to_json(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2, sort_keys=False)

@@ -1,0 +1,367 @@
+"""The ``arbormem`` command: the Python API with a terminal skin.
+
+The store is ``--db``, else ``ARBORMEM_DB``, else the config file's ``db``,
+else a per-user default path; the scope is ``--user`` and ``--agent``
+(``ARBORMEM_USER`` / ``ARBORMEM_AGENT``), ``default``/``default`` when none is
+given. Commands that return data take ``--json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from arbormem.cli.common import (
+    StoreOptions,
+    echo_json,
+    echo_jsonl,
+    handle_errors,
+    progress_bar,
+)
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
+@click.option("--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default].")
+@click.option("--agent", "-a", envvar="ARBORMEM_AGENT", help="Agent id of the scope [default: default].")
+@click.option(
+    "--embedder", envvar="ARBORMEM_EMBEDDER",
+    help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
+)
+@click.version_option(package_name="arbormem")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, user: str | None, agent: str | None,
+        embedder: str | None) -> None:
+    """Long-term memory for LLM agents: store conversations, recall what matters.
+
+    \b
+    Examples:
+      arbormem ingest chat.jsonl
+      arbormem search "what is Sarah allergic to?"
+      arbormem --user alice sessions
+      arbormem bench locomo ../shared/datasets/locomo
+    """
+    ctx.obj = StoreOptions(db, user, agent, embedder)
+
+
+def main() -> None:
+    """Entry point of the ``arbormem`` console script."""
+    cli(prog_name="arbormem")
+
+
+# -- ingest --------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--session", "-s", help="Session for messages that do not name one "
+              "[default: the file name].")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.pass_obj
+@handle_errors
+def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_json: bool) -> None:
+    """Add conversations from JSON, JSONL, OpenAI chat or LoCoMo files.
+
+    Every file is checked completely before anything is stored, and each file
+    is stored in one transaction: a bad file changes nothing.
+
+    \b
+    Examples:
+      arbormem ingest chat.json
+      arbormem ingest --session standup notes.jsonl
+      arbormem --user bob ingest conv-26.json
+    """
+    from arbormem.formats import read_conversation_file
+
+    parsed = [read_conversation_file(f) for f in files]
+    summary = []
+    with opts.open() as mem:
+        for conv in parsed:
+            default_session = session or conv.path.stem
+            with progress_bar(len(conv.records), f"ingesting {conv.path.name}") as advance:
+                for record in conv.records:
+                    if record.session is None:
+                        record.session = default_session
+                stored = mem.add_many(conv.records, progress=advance)
+            summary.append({"file": str(conv.path), "format": conv.format,
+                            "messages": len(stored),
+                            "sessions": len({m.session for m in stored})})
+    if as_json:
+        echo_json({"files": summary})
+    else:
+        for s in summary:
+            click.echo(f"{s['file']}: {s['messages']} messages in {s['sessions']} session(s) "
+                       f"({s['format']})")
+
+
+# -- search ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--limit", "k", default=10, show_default=True, help="How many hits.")
+@click.option("--session", "-s", multiple=True, help="Only these sessions (repeatable).")
+@click.option("--since", help="Only messages at or after this time (ISO 8601).")
+@click.option("--until", help="Only messages before this time (ISO 8601).")
+@click.option("--role", multiple=True, help="Only these roles (repeatable).")
+@click.option("--neighbors", "-n", default=0, show_default=True,
+              help="Attach this many turns before and after each hit.")
+@click.option("--all-agents", is_flag=True, help="Search every agent of the user.")
+@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
+@click.pass_obj
+@handle_errors
+def search(opts: StoreOptions, query: str, k: int, session: tuple[str, ...], since: str | None,
+           until: str | None, role: tuple[str, ...], neighbors: int, all_agents: bool,
+           as_json: bool) -> None:
+    """Recall the messages that best answer QUERY.
+
+    \b
+    Examples:
+      arbormem search "when is the party?"
+      arbormem search "peanut allergy" -k 3 --neighbors 1 --json
+      arbormem search "deploy" --since 2026-01-01 --role assistant
+    """
+    with opts.open() as mem:
+        hits = mem.search(query, k=k, session=list(session) or None, since=since, until=until,
+                          role=list(role) or None, neighbors=neighbors, all_agents=all_agents)
+    if as_json:
+        echo_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        click.echo("No matches.")
+        return
+    from arbormem.timeutil import display
+
+    for rank, hit in enumerate(hits, 1):
+        m = hit.message
+        who = m.speaker or m.role
+        click.echo(f"{rank:>2}. [{display(m.timestamp, seconds=False)}] {m.session} #{m.index} "
+                   f"score {hit.score:.3f}")
+        for n in hit.neighbors:
+            if n.index < m.index:
+                click.echo(f"      {n.speaker or n.role}: {n.content}")
+        click.echo(f"    > {who}: {m.content}")
+        for n in hit.neighbors:
+            if n.index > m.index:
+                click.echo(f"      {n.speaker or n.role}: {n.content}")
+
+
+# -- sessions and show ---------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print sessions as JSON.")
+@click.pass_obj
+@handle_errors
+def sessions(opts: StoreOptions, as_json: bool) -> None:
+    """List the sessions of the scope.
+
+    \b
+    Examples:
+      arbormem sessions
+      arbormem --user alice --agent support sessions --json
+    """
+    with opts.open() as mem:
+        found = mem.sessions()
+    if as_json:
+        echo_json([s.to_dict() for s in found])
+        return
+    if not found:
+        click.echo("No sessions.")
+        return
+    from arbormem.timeutil import display
+
+    for s in found:
+        click.echo(f"{s.id}\t{s.message_count} messages\t{display(s.started_at, seconds=False)}"
+                   f" .. {display(s.last_at, seconds=False)}")
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON (one object per line).")
+@click.pass_obj
+@handle_errors
+def show(opts: StoreOptions, target: str, as_json: bool) -> None:
+    """Show a session's messages, or one message, by id.
+
+    \b
+    Examples:
+      arbormem show session-3
+      arbormem show 01J2Z8Q4... --json
+    """
+    from arbormem.errors import NotFound
+    from arbormem.timeutil import display
+
+    with opts.open() as mem:
+        messages = mem.messages(session=target)
+        if not messages:
+            try:
+                messages = [mem.get(target)]
+            except NotFound:
+                raise NotFound(
+                    f"no session or message {target!r} in scope {mem.scope}"
+                    " (list sessions with 'arbormem sessions')"
+                ) from None
+    for m in messages:
+        if as_json:
+            echo_jsonl(m.to_dict())
+        else:
+            click.echo(f"#{m.index} [{display(m.timestamp)}] {m.speaker or m.role}: {m.content}")
+
+
+# -- forget -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("message_id", required=False)
+@click.option("--session", "-s", help="Forget this whole session.")
+@click.option("--thread", "whole_thread", is_flag=True,
+              help="Forget everything of this user with this agent.")
+@click.option("--everything-of-user", "whole_user", is_flag=True,
+              help="Forget everything of this user, across agents.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
+@click.pass_obj
+@handle_errors
+def forget(opts: StoreOptions, message_id: str | None, session: str | None, whole_thread: bool,
+           whole_user: bool, yes: bool, as_json: bool) -> None:
+    """Delete a message, a session, a thread or a user, with all derived data.
+
+    \b
+    Examples:
+      arbormem forget 01J2Z8Q4...
+      arbormem forget --session session-2 --yes
+      arbormem --user alice forget --everything-of-user --yes
+    """
+    from arbormem.errors import InputError
+
+    chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
+    if chosen != 1:
+        raise InputError("give exactly one of MESSAGE_ID, --session, --thread, "
+                         "--everything-of-user", field="forget")
+    with opts.open() as mem:
+        what = (f"message {message_id}" if message_id else f"session {session}" if session
+                else f"thread {mem.scope}" if whole_thread else f"user {mem.scope.user}")
+        if not yes and not click.confirm(f"Forget {what} for good?", default=False):
+            click.echo("Nothing forgotten.")
+            return
+        if whole_user:
+            counts = mem.forget(user=mem.scope.user)
+        elif whole_thread:
+            counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
+        else:
+            counts = mem.forget(message_id, session=session)
+    if as_json:
+        echo_json(counts)
+    else:
+        click.echo(f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
+                   f"{counts['threads']} thread(s).")
+
+
+# -- export, import, reembed ----------------------------------------------------------------
+
+
+@cli.command("export")
+@click.argument("dest", required=False, default="-")
+@click.option("--everything", is_flag=True, help="Every user and agent in the store.")
+@click.option("--all-agents", is_flag=True, help="Every agent of the user.")
+@click.pass_obj
+@handle_errors
+def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool) -> None:
+    """Write the scope (or the whole store) as JSON to DEST, or stdout.
+
+    \b
+    Examples:
+      arbormem export backup.json
+      arbormem export --everything > all.json
+    """
+    with opts.open() as mem:
+        user = mem.scope.user
+        kwargs: dict[str, Any] = {"everything": everything}
+        if all_agents:
+            kwargs["user"] = user
+        if dest == "-":
+            data = mem.export(**kwargs)
+            echo_json(data)
+        else:
+            data = mem.export(dest, **kwargs)
+            n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
+            click.echo(f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}",
+                       err=True)
+
+
+@cli.command("import")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
+@click.pass_obj
+@handle_errors
+def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
+    """Restore an export. All or nothing; already-present identical messages are skipped.
+
+    \b
+    Example:
+      arbormem --db new.db import backup.json
+    """
+    with opts.open() as mem:
+        counts = mem.import_(source)
+    if as_json:
+        echo_json(counts)
+    else:
+        click.echo(f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
+                   f" ({counts['skipped']} already present).")
+
+
+@cli.command()
+@click.option("--keep-other-models", is_flag=True,
+              help="Keep vectors of other embedding models instead of deleting them.")
+@click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
+@click.pass_obj
+@handle_errors
+def reembed(opts: StoreOptions, keep_other_models: bool, as_json: bool) -> None:
+    """Embed every message with the current embedder (after changing it).
+
+    \b
+    Examples:
+      arbormem --embedder minilm reembed
+      arbormem reembed --keep-other-models
+    """
+    with opts.open() as mem, progress_bar(None, "embedding") as advance:
+        counts = mem.reembed(prune=not keep_other_models, progress=advance)
+    if as_json:
+        echo_json(counts)
+    else:
+        click.echo(f"Embedded {counts['embedded']} message(s); "
+                   f"deleted {counts['pruned']} vector(s) of other models.")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_obj
+@handle_errors
+def stats(opts: StoreOptions, as_json: bool) -> None:
+    """Counts for the scope and the embedding models stored.
+
+    \b
+    Example:
+      arbormem stats --json
+    """
+    with opts.open() as mem:
+        info = mem.stats()
+        info["db"] = str(mem.path)
+    if as_json:
+        echo_json(info)
+    else:
+        for key, value in info.items():
+            click.echo(f"{key}: {value}")
+
+
+from arbormem.cli.bench import bench  # noqa: E402  (registers the command group)
+
+cli.add_command(bench)
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

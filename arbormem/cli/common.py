@@ -1,0 +1,78 @@
+"""What every CLI command shares: opening the store, printing, errors, progress."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from arbormem.errors import ArbormemError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class StoreOptions:
+    """Global options given before the command (``--db``, ``--user``...)."""
+
+    def __init__(self, db: str | None, user: str | None, agent: str | None, embedder: str | None):
+        self.db = db
+        self.user = user
+        self.agent = agent
+        self.embedder = embedder
+
+    def open(self) -> Any:
+        from arbormem.config import UNSET
+        from arbormem.memory import Memory
+
+        return Memory(
+            self.db if self.db is not None else UNSET,
+            user=self.user if self.user is not None else UNSET,
+            agent=self.agent if self.agent is not None else UNSET,
+            embedder=self.embedder if self.embedder is not None else UNSET,
+        )
+
+
+def handle_errors(fn: F) -> F:
+    """Turn library errors into one clean line on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ArbormemError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def echo_jsonl(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def progress_bar(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on a terminal; silent when stderr is not one."""
+    if not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
