@@ -117,7 +117,7 @@ def resolve(
     """The first value given by: argument, environment variable, config file, default."""
     convert = convert or (lambda v: v)
     if explicit is not UNSET:
-        return convert(explicit) if explicit is not None else explicit
+        return convert(explicit) if explicit is not None else explicit  # type: ignore[return-value]
     if env and os.environ.get(env) not in (None, ""):
         try:
             return convert(os.environ[env])

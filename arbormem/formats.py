@@ -144,7 +144,10 @@ def record_from_object(obj: Any, where: Where, session: str | None = None) -> Re
 
 
 def _records_from_list(
-    items: Sequence[Any], source: str, session: str | None, line: int | None = None,
+    items: Sequence[Any],
+    source: str,
+    session: str | None,
+    line: int | None = None,
     prefix: str = "",
 ) -> list[Record]:
     return [
@@ -210,7 +213,9 @@ def parse_locomo(obj: Any, source: str) -> list[LocomoConversation]:
             raise InputError(f"entry {n} is not an object", source=source)
         body = item.get("conversation", item)
         sample_id = str(item.get("sample_id") or Path(source).stem)
-        out.append(_parse_locomo_conversation(body, item.get("qa", body.get("qa", [])), sample_id, source))
+        out.append(
+            _parse_locomo_conversation(body, item.get("qa", body.get("qa", [])), sample_id, source)
+        )
     return out
 
 
@@ -220,7 +225,9 @@ def _parse_locomo_conversation(
     speaker_a = str(body.get("speaker_a", "A"))
     speaker_b = str(body.get("speaker_b", "B"))
     sessions = sorted(
-        int(m.group(1)) for key in body if (m := _SESSION_KEY.match(key)) and isinstance(body[key], list)
+        int(m.group(1))
+        for key in body
+        if (m := _SESSION_KEY.match(key)) and isinstance(body[key], list)
     )
     turns: list[LocomoTurn] = []
     dates: dict[int, datetime] = {}
@@ -229,7 +236,9 @@ def _parse_locomo_conversation(
         raw_date = body.get(f"{key}_date_time")
         if raw_date is None:
             raise InputError(
-                "missing", source=source, field=f"{key}_date_time",
+                "missing",
+                source=source,
+                field=f"{key}_date_time",
                 hint="every LoCoMo session needs its date",
             )
         when = parse_timestamp(raw_date, field=f"{key}_date_time", source=source)
@@ -241,7 +250,8 @@ def _parse_locomo_conversation(
             text = turn.get("text")
             if not isinstance(text, str):
                 raise InputError(
-                    f"must be a string (got {type(text).__name__})", source=source,
+                    f"must be a string (got {type(text).__name__})",
+                    source=source,
                     field=f"{where}.text",
                 )
             caption = turn.get("blip_caption")
@@ -316,7 +326,11 @@ def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
                 line=lineno,
                 hint="each line must be one complete JSON object",
             ) from None
-        if isinstance(obj, Mapping) and isinstance(obj.get("messages"), list) and "content" not in obj:
+        if (
+            isinstance(obj, Mapping)
+            and isinstance(obj.get("messages"), list)
+            and "content" not in obj
+        ):
             yield from _records_from_list(
                 obj["messages"], source, f"{stem}-{lineno}", line=lineno, prefix="messages"
             )
@@ -335,7 +349,8 @@ def read_conversation_file(path: str | Path) -> ConversationFile:
     obj = parse_json(text, source)
     if isinstance(obj, Mapping) and obj.get("format") == "arbormem-export":
         raise InputError(
-            "is an arbormem export", source=source,
+            "is an arbormem export",
+            source=source,
             hint="restore it with 'arbormem import' instead of 'ingest'",
         )
     if is_locomo(obj):

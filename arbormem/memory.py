@@ -79,12 +79,20 @@ class Memory:
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
         self.scope = Scope(settings.user, settings.agent)
-        gap = resolve(session_gap, "ARBORMEM_SESSION_GAP", "session_gap", DEFAULT_SESSION_GAP,
-                      lambda v: v if isinstance(v, timedelta) else timedelta(seconds=float(v)))
+        gap = resolve(
+            session_gap,
+            "ARBORMEM_SESSION_GAP",
+            "session_gap",
+            DEFAULT_SESSION_GAP,
+            lambda v: v if isinstance(v, timedelta) else timedelta(seconds=float(v)),
+        )
         self.session_gap: timedelta = gap
         self.max_message_bytes: int = resolve(
-            max_message_bytes, "ARBORMEM_MAX_MESSAGE_BYTES", "max_message_bytes",
-            MAX_MESSAGE_BYTES, int,
+            max_message_bytes,
+            "ARBORMEM_MAX_MESSAGE_BYTES",
+            "max_message_bytes",
+            MAX_MESSAGE_BYTES,
+            int,
         )
         self.backend = backend or open_backend(settings.db, synchronous=synchronous)
         self.path = getattr(self.backend, "path", settings.db)
@@ -146,8 +154,13 @@ class Memory:
         When this returns, the message is committed to disk.
         """
         record = Record(
-            content=content, role=role, speaker=speaker, timestamp=timestamp,
-            metadata=dict(metadata or {}), session=session, id=id,
+            content=content,
+            role=role,
+            speaker=speaker,
+            timestamp=timestamp,
+            metadata=dict(metadata or {}),
+            session=session,
+            id=id,
         )
         return self._add_records([record], user=user, agent=agent)[0]
 
@@ -187,7 +200,9 @@ class Memory:
                     where=Where(prefix=f"messages[{i}]."),
                 )
             )
-        return self._add_records(records, session=session, user=user, agent=agent, progress=progress)
+        return self._add_records(
+            records, session=session, user=user, agent=agent, progress=progress
+        )
 
     def _add_records(
         self,
@@ -202,17 +217,22 @@ class Memory:
         now = utcnow()
         prepared = [
             prepare(
-                content=r.content, role=r.role, speaker=r.speaker, timestamp=r.timestamp,
-                metadata=r.metadata, session="", message_id=r.id, where=r.where,
-                max_bytes=self.max_message_bytes, now=now,
+                content=r.content,
+                role=r.role,
+                speaker=r.speaker,
+                timestamp=r.timestamp,
+                metadata=r.metadata,
+                session="",
+                message_id=r.id,
+                where=r.where,
+                max_bytes=self.max_message_bytes,
+                now=now,
             )
             for r in records
         ]
         if not prepared:
             return []
-        explicit = [
-            r.session if r.session is not None else session for r in records
-        ]
+        explicit = [r.session if r.session is not None else session for r in records]
         vectors = self._embed_new(prepared)
         with self._write_lock:
             thread = self._thread(scope, create=True)
@@ -262,8 +282,11 @@ class Memory:
         last = self.backend.last_session(thread)
         current = last.id if last else None
         current_at = last.last_at if last else None
-        taken = {s.id for s in self.backend.sessions(thread)} if any(
-            e is None for e in explicit) else set()
+        taken = (
+            {s.id for s in self.backend.sessions(thread)}
+            if any(e is None for e in explicit)
+            else set()
+        )
         for message, name in zip(prepared, explicit):
             if name is not None:
                 message.session = str(name)
@@ -413,7 +436,9 @@ class Memory:
                 self.backend.threads(scope.user) if agent is None else self._threads(scope, False)
             )
             if not threads:
-                raise NotFound(f"nothing stored for {'user ' + scope.user if agent is None else scope}")
+                raise NotFound(
+                    f"nothing stored for {'user ' + scope.user if agent is None else scope}"
+                )
             total = Deleted()
             for thread in threads:
                 deleted = self.backend.delete_thread(thread)
@@ -518,14 +543,17 @@ class Memory:
         """Validate a whole export before anything is written; returns what to append."""
         if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
             raise InputError(
-                "is not an arbormem export", source=name, field="format",
+                "is not an arbormem export",
+                source=name,
+                field="format",
                 hint="produce one with 'arbormem export' or Memory.export()",
             )
         if data.get("version") != EXPORT_VERSION:
             raise InputError(
                 f"export version {data.get('version')!r} is not supported "
                 f"(expected {EXPORT_VERSION})",
-                source=name, field="version",
+                source=name,
+                field="version",
             )
         threads = data.get("threads")
         if not isinstance(threads, list):
@@ -557,10 +585,14 @@ class Memory:
                 if key is None:
                     raise InputError("missing", source=name, field=where_s + ".id")
                 for mi, m in enumerate(s["messages"]):
-                    new = self._import_message(m, key, Where(name, None, f"{where_s}.messages[{mi}]."))
+                    new = self._import_message(
+                        m, key, Where(name, None, f"{where_s}.messages[{mi}].")
+                    )
                     if new.id in seen_ids:
                         raise InputError(
-                            f"duplicate message id {new.id!r}", source=name, field=f"{where_s}.messages[{mi}].id"
+                            f"duplicate message id {new.id!r}",
+                            source=name,
+                            field=f"{where_s}.messages[{mi}].id",
                         )
                     seen_ids.add(new.id)
                     stored = self.backend.get(new.id)
@@ -572,7 +604,8 @@ class Memory:
                         raise InputError(
                             f"message id {new.id!r} already exists with different content "
                             "or in another scope",
-                            source=name, field=f"{where_s}.messages[{mi}].id",
+                            source=name,
+                            field=f"{where_s}.messages[{mi}].id",
                             hint="import into a fresh store, or forget the existing message",
                         )
             msgs.sort(key=lambda n: (n.index is None, n.index or 0))
@@ -581,8 +614,10 @@ class Memory:
             existing = self._thread(scope)
             next_free = self.backend.state(existing).next_index if existing else 0
             given = [n.index for n in msgs if n.index is not None]
-            if len(given) != len(msgs) or len(set(given)) != len(given) or (
-                given and min(given) < next_free
+            if (
+                len(given) != len(msgs)
+                or len(set(given)) != len(given)
+                or (given and min(given) < next_free)
             ):
                 for n in msgs:
                     n.index = None
@@ -591,18 +626,29 @@ class Memory:
 
     def _import_message(self, m: Any, session: str, where: Where) -> NewMessage:
         if not isinstance(m, Mapping):
-            raise InputError("must be an object", source=where.source, field=where.prefix.rstrip("."))
+            raise InputError(
+                "must be an object", source=where.source, field=where.prefix.rstrip(".")
+            )
         if m.get("timestamp") is None:
             raise InputError("missing", source=where.source, field=where.field("timestamp"))
         new = prepare(
-            content=m.get("content"), role=m.get("role", "user"), speaker=m.get("speaker"),
-            timestamp=m.get("timestamp"), metadata=m.get("metadata"), session=session,
-            message_id=m.get("id"), where=where, max_bytes=self.max_message_bytes,
+            content=m.get("content"),
+            role=m.get("role", "user"),
+            speaker=m.get("speaker"),
+            timestamp=m.get("timestamp"),
+            metadata=m.get("metadata"),
+            session=session,
+            message_id=m.get("id"),
+            where=where,
+            max_bytes=self.max_message_bytes,
         )
         index = m.get("index")
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
-            raise InputError("must be a non-negative integer", source=where.source,
-                             field=where.field("index"))
+        if index is not None and (
+            isinstance(index, bool) or not isinstance(index, int) or index < 0
+        ):
+            raise InputError(
+                "must be a non-negative integer", source=where.source, field=where.field("index")
+            )
         new.index = index
         return new
 

@@ -113,8 +113,9 @@ class Retriever:
             return []
         weights = {"turn": cfg.w_turn, "window": cfg.w_window, "dense": cfg.w_dense}
         fused = {
-            rowid: sum(weights[name] * value for name, value in sig.items())
+            rowid: score
             for rowid, sig in signals.items()
+            if (score := sum(weights[name] * value for name, value in sig.items())) > 0
         }
         if cfg.w_session > 0:
             self._add_session_prior(fused, signals, cfg.w_session)
@@ -152,6 +153,8 @@ class Retriever:
             row: Row = rows[rowid]
             around: tuple = ()
             if neighbors > 0:
-                around = tuple(r.message for r in self.backend.neighbors(rowid, neighbors, neighbors))
+                around = tuple(
+                    r.message for r in self.backend.neighbors(rowid, neighbors, neighbors)
+                )
             hits.append(Hit(message=row.message, score=score, signals=dict(sig), neighbors=around))
         return hits

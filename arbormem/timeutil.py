@@ -53,8 +53,7 @@ _DATE_WORDS = re.compile(
 )
 
 _FORMATS_HINT = (
-    "use ISO 8601 such as 2026-02-14T15:23:05Z, a Unix epoch number, "
-    "or '1:56 pm on 8 May, 2023'"
+    "use ISO 8601 such as 2026-02-14T15:23:05Z, a Unix epoch number, or '1:56 pm on 8 May, 2023'"
 )
 
 

@@ -63,12 +63,13 @@ def load_paths(paths: Sequence[str | Path]) -> list[tuple[str, LocomoConversatio
             raise InputError("does not exist", source=str(p))
     if not files:
         raise InputError("no LoCoMo files found", source=", ".join(map(str, paths)))
-    out = []
+    out: list[tuple[str, LocomoConversation]] = []
     for f in files:
         obj = parse_json(read_bytes_as_text(f), str(f))
         if not is_locomo(obj):
             raise InputError(
-                "is not a LoCoMo file", source=str(f),
+                "is not a LoCoMo file",
+                source=str(f),
                 hint="expected speaker_a, session_<n> and qa keys, or a list of samples",
             )
         out.extend((str(f), conv) for conv in parse_locomo(obj, str(f)))
@@ -147,6 +148,8 @@ class System:
     """One system under test, ingested fresh for each conversation."""
 
     name: str
+    #: False for baselines that keep no store (their ingest speed is not reported).
+    stores: bool = True
 
     def ingest(self, conv: LocomoConversation) -> None:
         raise NotImplementedError
@@ -168,7 +171,11 @@ class ArbormemSystem(System):
     """arbormem itself (or one of its signals alone) on a real SQLite file."""
 
     def __init__(
-        self, name: str, embedder: Embedder, counter: TokenCounter, recall: RecallConfig | None,
+        self,
+        name: str,
+        embedder: Embedder,
+        counter: TokenCounter,
+        recall: RecallConfig | None,
         workdir: Path,
     ) -> None:
         self.name = name
@@ -236,6 +243,7 @@ class WindowSystem(System):
     """The most recent turns: what a plain sliding window would send."""
 
     name = "window"
+    stores = False
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -270,7 +278,10 @@ class FullSystem(WindowSystem):
 
 
 def make_systems(
-    names: Sequence[str], embedder: Embedder, counter: TokenCounter, workdir: Path,
+    names: Sequence[str],
+    embedder: Embedder,
+    counter: TokenCounter,
+    workdir: Path,
     recall: RecallConfig | None = None,
 ) -> list[System]:
     base = recall or RecallConfig()
@@ -290,7 +301,8 @@ def make_systems(
             out.append(FullSystem(counter))
         else:
             raise InputError(
-                f"unknown system {name!r}", field="--systems",
+                f"unknown system {name!r}",
+                field="--systems",
                 hint=f"choose from {', '.join(ALL_SYSTEMS)}",
             )
     return out
@@ -325,16 +337,23 @@ def run(
                     acc = accs[system.name]
                     t0 = time.perf_counter()
                     system.ingest(conv)
-                    acc.ingest_seconds += time.perf_counter() - t0
-                    acc.ingest_turns += len(conv.turns)
+                    if system.stores:
+                        acc.ingest_seconds += time.perf_counter() - t0
+                        acc.ingest_turns += len(conv.turns)
                     for q in questions:
                         t0 = time.perf_counter()
                         ranking = system.rank(q.text)
                         ms = (time.perf_counter() - t0) * 1000
                         context = system.context(q.text, ranking, budget)
                         acc.add(
-                            q.category, ranking, q.evidence, session_of, context,
-                            [text_of[e] for e in sorted(q.evidence)], counter.count(context), ms,
+                            q.category,
+                            ranking,
+                            q.evidence,
+                            session_of,
+                            context,
+                            [text_of[e] for e in sorted(q.evidence)],
+                            counter.count(context),
+                            ms,
                         )
         finally:
             for system in runners:

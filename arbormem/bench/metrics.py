@@ -31,7 +31,9 @@ def ndcg_at(ranking: Sequence[str], evidence: set[str], k: int = 5) -> float:
     return dcg / ideal
 
 
-def session_hit_at_1(ranking: Sequence[str], evidence: set[str], session_of: dict[str, str]) -> float:
+def session_hit_at_1(
+    ranking: Sequence[str], evidence: set[str], session_of: dict[str, str]
+) -> float:
     """1 when the first session to appear in the ranking holds an evidence turn."""
     if not ranking:
         return 0.0

@@ -8,7 +8,6 @@ given. Commands that return data take ``--json``.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -26,16 +25,22 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
 @click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
-@click.option("--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default].")
-@click.option("--agent", "-a", envvar="ARBORMEM_AGENT", help="Agent id of the scope [default: default].")
 @click.option(
-    "--embedder", envvar="ARBORMEM_EMBEDDER",
+    "--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default]."
+)
+@click.option(
+    "--agent", "-a", envvar="ARBORMEM_AGENT", help="Agent id of the scope [default: default]."
+)
+@click.option(
+    "--embedder",
+    envvar="ARBORMEM_EMBEDDER",
     help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
 )
 @click.version_option(package_name="arbormem")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, user: str | None, agent: str | None,
-        embedder: str | None) -> None:
+def cli(
+    ctx: click.Context, db: str | None, user: str | None, agent: str | None, embedder: str | None
+) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
 
     \b
@@ -58,8 +63,9 @@ def main() -> None:
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--session", "-s", help="Session for messages that do not name one "
-              "[default: the file name].")
+@click.option(
+    "--session", "-s", help="Session for messages that do not name one [default: the file name]."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_obj
 @handle_errors
@@ -81,21 +87,24 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     summary = []
     with opts.open() as mem:
         for conv in parsed:
-            default_session = session or conv.path.stem
             with progress_bar(len(conv.records), f"ingesting {conv.path.name}") as advance:
-                for record in conv.records:
-                    if record.session is None:
-                        record.session = default_session
-                stored = mem.add_many(conv.records, progress=advance)
-            summary.append({"file": str(conv.path), "format": conv.format,
-                            "messages": len(stored),
-                            "sessions": len({m.session for m in stored})})
+                stored = mem.add_many(conv.records, session=session, progress=advance)
+            summary.append(
+                {
+                    "file": str(conv.path),
+                    "format": conv.format,
+                    "messages": len(stored),
+                    "sessions": len({m.session for m in stored}),
+                }
+            )
     if as_json:
         echo_json({"files": summary})
     else:
         for s in summary:
-            click.echo(f"{s['file']}: {s['messages']} messages in {s['sessions']} session(s) "
-                       f"({s['format']})")
+            click.echo(
+                f"{s['file']}: {s['messages']} messages in {s['sessions']} session(s) "
+                f"({s['format']})"
+            )
 
 
 # -- search ------------------------------------------------------------------------------
@@ -108,15 +117,29 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
 @click.option("--since", help="Only messages at or after this time (ISO 8601).")
 @click.option("--until", help="Only messages before this time (ISO 8601).")
 @click.option("--role", multiple=True, help="Only these roles (repeatable).")
-@click.option("--neighbors", "-n", default=0, show_default=True,
-              help="Attach this many turns before and after each hit.")
+@click.option(
+    "--neighbors",
+    "-n",
+    default=0,
+    show_default=True,
+    help="Attach this many turns before and after each hit.",
+)
 @click.option("--all-agents", is_flag=True, help="Search every agent of the user.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_obj
 @handle_errors
-def search(opts: StoreOptions, query: str, k: int, session: tuple[str, ...], since: str | None,
-           until: str | None, role: tuple[str, ...], neighbors: int, all_agents: bool,
-           as_json: bool) -> None:
+def search(
+    opts: StoreOptions,
+    query: str,
+    k: int,
+    session: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    role: tuple[str, ...],
+    neighbors: int,
+    all_agents: bool,
+    as_json: bool,
+) -> None:
     """Recall the messages that best answer QUERY.
 
     \b
@@ -126,8 +149,16 @@ def search(opts: StoreOptions, query: str, k: int, session: tuple[str, ...], sin
       arbormem search "deploy" --since 2026-01-01 --role assistant
     """
     with opts.open() as mem:
-        hits = mem.search(query, k=k, session=list(session) or None, since=since, until=until,
-                          role=list(role) or None, neighbors=neighbors, all_agents=all_agents)
+        hits = mem.search(
+            query,
+            k=k,
+            session=list(session) or None,
+            since=since,
+            until=until,
+            role=list(role) or None,
+            neighbors=neighbors,
+            all_agents=all_agents,
+        )
     if as_json:
         echo_json([h.to_dict() for h in hits])
         return
@@ -139,8 +170,10 @@ def search(opts: StoreOptions, query: str, k: int, session: tuple[str, ...], sin
     for rank, hit in enumerate(hits, 1):
         m = hit.message
         who = m.speaker or m.role
-        click.echo(f"{rank:>2}. [{display(m.timestamp, seconds=False)}] {m.session} #{m.index} "
-                   f"score {hit.score:.3f}")
+        click.echo(
+            f"{rank:>2}. [{display(m.timestamp, seconds=False)}] {m.session} #{m.index} "
+            f"score {hit.score:.3f}"
+        )
         for n in hit.neighbors:
             if n.index < m.index:
                 click.echo(f"      {n.speaker or n.role}: {n.content}")
@@ -176,8 +209,10 @@ def sessions(opts: StoreOptions, as_json: bool) -> None:
     from arbormem.timeutil import display
 
     for s in found:
-        click.echo(f"{s.id}\t{s.message_count} messages\t{display(s.started_at, seconds=False)}"
-                   f" .. {display(s.last_at, seconds=False)}")
+        click.echo(
+            f"{s.id}\t{s.message_count} messages\t{display(s.started_at, seconds=False)}"
+            f" .. {display(s.last_at, seconds=False)}"
+        )
 
 
 @cli.command()
@@ -219,16 +254,28 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
 @cli.command()
 @click.argument("message_id", required=False)
 @click.option("--session", "-s", help="Forget this whole session.")
-@click.option("--thread", "whole_thread", is_flag=True,
-              help="Forget everything of this user with this agent.")
-@click.option("--everything-of-user", "whole_user", is_flag=True,
-              help="Forget everything of this user, across agents.")
+@click.option(
+    "--thread", "whole_thread", is_flag=True, help="Forget everything of this user with this agent."
+)
+@click.option(
+    "--everything-of-user",
+    "whole_user",
+    is_flag=True,
+    help="Forget everything of this user, across agents.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @click.pass_obj
 @handle_errors
-def forget(opts: StoreOptions, message_id: str | None, session: str | None, whole_thread: bool,
-           whole_user: bool, yes: bool, as_json: bool) -> None:
+def forget(
+    opts: StoreOptions,
+    message_id: str | None,
+    session: str | None,
+    whole_thread: bool,
+    whole_user: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Delete a message, a session, a thread or a user, with all derived data.
 
     \b
@@ -241,11 +288,20 @@ def forget(opts: StoreOptions, message_id: str | None, session: str | None, whol
 
     chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
     if chosen != 1:
-        raise InputError("give exactly one of MESSAGE_ID, --session, --thread, "
-                         "--everything-of-user", field="forget")
+        raise InputError(
+            "give exactly one of MESSAGE_ID, --session, --thread, --everything-of-user",
+            field="forget",
+        )
     with opts.open() as mem:
-        what = (f"message {message_id}" if message_id else f"session {session}" if session
-                else f"thread {mem.scope}" if whole_thread else f"user {mem.scope.user}")
+        what = (
+            f"message {message_id}"
+            if message_id
+            else f"session {session}"
+            if session
+            else f"thread {mem.scope}"
+            if whole_thread
+            else f"user {mem.scope.user}"
+        )
         if not yes and not click.confirm(f"Forget {what} for good?", default=False):
             click.echo("Nothing forgotten.")
             return
@@ -258,8 +314,10 @@ def forget(opts: StoreOptions, message_id: str | None, session: str | None, whol
     if as_json:
         echo_json(counts)
     else:
-        click.echo(f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
-                   f"{counts['threads']} thread(s).")
+        click.echo(
+            f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
+            f"{counts['threads']} thread(s)."
+        )
 
 
 # -- export, import, reembed ----------------------------------------------------------------
@@ -290,8 +348,9 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
         else:
             data = mem.export(dest, **kwargs)
             n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
-            click.echo(f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}",
-                       err=True)
+            click.echo(
+                f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}", err=True
+            )
 
 
 @cli.command("import")
@@ -311,13 +370,18 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
     if as_json:
         echo_json(counts)
     else:
-        click.echo(f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
-                   f" ({counts['skipped']} already present).")
+        click.echo(
+            f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
+            f" ({counts['skipped']} already present)."
+        )
 
 
 @cli.command()
-@click.option("--keep-other-models", is_flag=True,
-              help="Keep vectors of other embedding models instead of deleting them.")
+@click.option(
+    "--keep-other-models",
+    is_flag=True,
+    help="Keep vectors of other embedding models instead of deleting them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @click.pass_obj
 @handle_errors
@@ -334,8 +398,10 @@ def reembed(opts: StoreOptions, keep_other_models: bool, as_json: bool) -> None:
     if as_json:
         echo_json(counts)
     else:
-        click.echo(f"Embedded {counts['embedded']} message(s); "
-                   f"deleted {counts['pruned']} vector(s) of other models.")
+        click.echo(
+            f"Embedded {counts['embedded']} message(s); "
+            f"deleted {counts['pruned']} vector(s) of other models."
+        )
 
 
 @cli.command()
@@ -364,4 +430,4 @@ from arbormem.cli.bench import bench  # noqa: E402  (registers the command group
 cli.add_command(bench)
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from arbormem.cli.common import handle_errors
+from arbormem.cli.common import StoreOptions, handle_errors
 
 
 @click.group()
@@ -52,10 +52,12 @@ def _table(result: dict[str, Any]) -> None:
             f"{s['context_tokens_mean']:.0f}",
             f"{s['query_ms_p50']:.1f}",
             f"{s['query_ms_p95']:.1f}",
-            f"{ingest:,.0f}" if ingest and ingest < 1e6 else "-",
+            f"{ingest:,.0f}" if ingest else "-",
         )
     console.print(table)
-    cats = Table(title="recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop)")
+    cats = Table(
+        title="recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop)"
+    )
     cats.add_column("system")
     first = next(iter(result["systems"].values()))
     for cat, figures in first["by_category"].items():
@@ -67,15 +69,30 @@ def _table(result: dict[str, Any]) -> None:
 
 @bench.command("locomo")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--systems", default="arbormem,bm25,dense,window,full", show_default=True,
-              help="Comma-separated systems to run side by side.")
-@click.option("--budget", default=1000, show_default=True,
-              help="Token budget of the context for budget_recall.")
-@click.option("--embedder", help="Embedder spec [default: wordllama].")
+@click.option(
+    "--systems",
+    default="arbormem,bm25,dense,window,full",
+    show_default=True,
+    help="Comma-separated systems to run side by side.",
+)
+@click.option(
+    "--budget",
+    default=1000,
+    show_default=True,
+    help="Token budget of the context for budget_recall.",
+)
+@click.option("--embedder", help="Embedder spec [default: the global --embedder, or wordllama].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
 @handle_errors
-def locomo(paths: tuple[str, ...], systems: str, budget: int, embedder: str | None,
-           as_json: bool) -> None:
+def locomo(
+    opts: StoreOptions,
+    paths: tuple[str, ...],
+    systems: str,
+    budget: int,
+    embedder: str | None,
+    as_json: bool,
+) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
 
     \b
@@ -94,7 +111,7 @@ def locomo(paths: tuple[str, ...], systems: str, budget: int, embedder: str | No
         if sys.stderr.isatty():
             click.echo(f"  {msg}", err=True)
 
-    result = run(paths, names, budget=budget, embedder=embedder, progress=progress)
+    result = run(paths, names, budget=budget, embedder=embedder or opts.embedder, progress=progress)
     if as_json:
         click.echo(to_json(result))
     else:

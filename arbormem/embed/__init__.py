@@ -49,7 +49,9 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
         return SentenceTransformerEmbedder.minilm()
     if kind in ("st", "sentence-transformers"):
         if not arg:
-            raise ConfigError("embedder 'st:' needs a model name or path, e.g. st:/models/bge-small")
+            raise ConfigError(
+                "embedder 'st:' needs a model name or path, e.g. st:/models/bge-small"
+            )
         return SentenceTransformerEmbedder(arg)
     if kind == "openai":
         if not arg:

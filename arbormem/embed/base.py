@@ -76,8 +76,8 @@ class CachedEmbedder(Embedder):
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    @property  # type: ignore[override]
-    def dimensions(self) -> int:
+    @property
+    def dimensions(self) -> int:  # type: ignore[override]
         return self.inner.dimensions
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

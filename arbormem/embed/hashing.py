@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class HashingEmbedder(Embedder):
             for term in terms:
                 col, sign = _bucket(term, self.dimensions)
                 out[row, col] += sign
-            for a, b in zip(terms, terms[1:]):
+            for a, b in pairwise(terms):
                 col, sign = _bucket(f"{a} {b}", self.dimensions)
                 out[row, col] += 0.5 * sign
         return l2_normalize(out)

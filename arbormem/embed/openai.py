@@ -54,8 +54,8 @@ class OpenAIEmbedder(Embedder):
             )
         return self._client
 
-    @property  # type: ignore[override]
-    def dimensions(self) -> int:
+    @property
+    def dimensions(self) -> int:  # type: ignore[override]
         if self._dims is None:
             self._dims = int(self.embed_batch(["dimension probe"]).shape[1])
         return self._dims

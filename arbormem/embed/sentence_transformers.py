@@ -71,8 +71,8 @@ class SentenceTransformerEmbedder(Embedder):
             self._dims = int(self._model.get_sentence_embedding_dimension())
         return self._model
 
-    @property  # type: ignore[override]
-    def dimensions(self) -> int:
+    @property
+    def dimensions(self) -> int:  # type: ignore[override]
         if self._dims is None:
             self._load()
         assert self._dims is not None

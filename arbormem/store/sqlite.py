@@ -298,8 +298,18 @@ class SQLiteBackend(Backend):
                     rowid = c.execute(
                         "INSERT INTO messages (uid, thread_id, session_id, idx, role, speaker,"
                         " content, ts, metadata, chash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (m.id, thread.id, sid, next_index, m.role, m.speaker, m.content, ts,
-                         meta, m.chash),
+                        (
+                            m.id,
+                            thread.id,
+                            sid,
+                            next_index,
+                            m.role,
+                            m.speaker,
+                            m.content,
+                            ts,
+                            meta,
+                            m.chash,
+                        ),
                     ).lastrowid
                 except sqlite3.IntegrityError as exc:
                     raise StoreError(f"message id {m.id!r} already exists in {self.path}") from exc
@@ -311,9 +321,16 @@ class SQLiteBackend(Backend):
                     tails[sid] = tail
                 self._extend_windows(tail, rowid, m.terms)
                 message = Message(
-                    id=m.id, role=m.role, content=m.content, timestamp=m.timestamp,
-                    session=m.session, index=next_index, speaker=m.speaker,
-                    user=thread.user, agent=thread.agent, metadata=dict(m.metadata),
+                    id=m.id,
+                    role=m.role,
+                    content=m.content,
+                    timestamp=m.timestamp,
+                    session=m.session,
+                    index=next_index,
+                    speaker=m.speaker,
+                    user=thread.user,
+                    agent=thread.agent,
+                    metadata=dict(m.metadata),
                 )
                 out.append(Row(rowid, message, m.chash))
                 next_index += 1
@@ -582,8 +599,7 @@ class SQLiteBackend(Backend):
     def vector_models(self) -> dict[str, int]:
         with self._reading() as conn:
             return {
-                m: n
-                for m, n in conn.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model")
+                m: n for m, n in conn.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model")
             }
 
     # -- deletion -----------------------------------------------------------------
@@ -606,7 +622,9 @@ class SQLiteBackend(Backend):
                 chashes.add(chash)
             for table in ("turn_fts", "window_fts"):
                 c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
-            result.messages += c.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk).rowcount
+            result.messages += c.execute(
+                f"DELETE FROM messages WHERE id IN ({marks})", chunk
+            ).rowcount
         for sid in touched_sessions:
             agg = c.execute(
                 "SELECT COUNT(*), MIN(ts), MAX(ts), MIN(idx) FROM messages WHERE session_id = ?",
@@ -621,8 +639,11 @@ class SQLiteBackend(Backend):
                     " first_index = ? WHERE id = ?",
                     (agg[0], agg[1], agg[2], agg[3], sid),
                 )
-        remaining = [sid for sid in touched_sessions if c.execute(
-            "SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()]
+        remaining = [
+            sid
+            for sid in touched_sessions
+            if c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()
+        ]
         self._rebuild_windows(remaining)
         for chash in chashes:
             if not c.execute("SELECT 1 FROM messages WHERE chash = ? LIMIT 1", (chash,)).fetchone():

@@ -1,0 +1,5 @@
+"""``python -m arbormem`` runs the CLI."""
+
+from arbormem.cli import main
+
+main()
