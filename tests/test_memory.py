@@ -1,0 +1,256 @@
+"""The Memory API as a user meets it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from arbormem import AsyncMemory, InputError, Memory, NotFound
+from arbormem.embed import HashingEmbedder
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def test_add_keeps_messages_verbatim_with_stable_ids(memory: Memory) -> None:
+    text = "  Exact   text,\twith odd   spacing and émojis 🎉\n"
+    m = memory.add(text, role="user", speaker="Zoë", metadata={"k": [1, 2]}, timestamp=T0)
+    again = memory.get(m.id)
+    assert again == m
+    assert again.content == text and again.speaker == "Zoë" and again.metadata == {"k": [1, 2]}
+    assert again.timestamp == T0 and again.index == 0
+
+
+def test_positions_grow_by_one_and_sessions_follow_the_idle_gap(memory: Memory) -> None:
+    a = memory.add("first", timestamp=T0)
+    b = memory.add("second", timestamp=T0 + timedelta(minutes=5))
+    c = memory.add("much later", timestamp=T0 + timedelta(hours=3))
+    d = memory.add("named", session="planning", timestamp=T0 + timedelta(hours=3, minutes=1))
+    assert [a.index, b.index, c.index, d.index] == [0, 1, 2, 3]
+    assert a.session == b.session == "session-1"
+    assert c.session == "session-2"
+    assert d.session == "planning"
+    assert [s.id for s in memory.sessions()] == ["session-1", "session-2", "planning"]
+    assert [s.message_count for s in memory.sessions()] == [2, 1, 1]
+
+
+def test_current_time_is_used_when_no_timestamp(memory: Memory) -> None:
+    before = datetime.now(timezone.utc)
+    m = memory.add("now")
+    assert before - timedelta(seconds=1) <= m.timestamp <= datetime.now(timezone.utc)
+
+
+def test_search_finds_the_buried_fact(memory: Memory) -> None:
+    for i in range(60):
+        memory.add(f"small talk number {i} about the weather and traffic")
+    fact = memory.add("Sarah is allergic to peanuts", speaker="Tom")
+    hits = memory.search("what is Sarah allergic to?", k=3)
+    assert hits[0].message.id == fact.id
+    assert set(hits[0].signals) >= {"turn", "dense"}
+    assert hits[0].message_ids == [fact.id]
+
+
+def test_hits_carry_neighbours_on_request(memory: Memory) -> None:
+    msgs = memory.add_many(
+        [{"content": t} for t in ["alpha one", "beta two", "gamma three"]], session="s"
+    )
+    hit = memory.search("beta", k=1, neighbors=1)[0]
+    assert hit.message.id == msgs[1].id
+    assert [n.id for n in hit.neighbors] == [msgs[0].id, msgs[2].id]
+    assert hit.message_ids == [m.id for m in msgs]
+
+
+def test_filters_session_time_and_role(memory: Memory) -> None:
+    memory.add("deploy the api", session="a", role="user", timestamp=T0)
+    memory.add(
+        "deploy the frontend", session="b", role="assistant", timestamp=T0 + timedelta(days=2)
+    )
+    assert {h.message.session for h in memory.search("deploy", session="b")} == {"b"}
+    assert {h.message.role for h in memory.search("deploy", role="user")} == {"user"}
+    assert [h.message.session for h in memory.search("deploy", since=T0 + timedelta(days=1))] == [
+        "b"
+    ]
+    assert [h.message.session for h in memory.search("deploy", until=T0 + timedelta(days=1))] == [
+        "a"
+    ]
+
+
+def test_k_limits_results_and_bad_queries_are_refused(memory: Memory) -> None:
+    for i in range(20):
+        memory.add(f"note {i} about gardening")
+    assert len(memory.search("gardening", k=7)) == 7
+    with pytest.raises(InputError):
+        memory.search("   ")
+    with pytest.raises(InputError):
+        memory.search("x", k=0)
+
+
+def test_scopes_never_leak_between_users(memory: Memory) -> None:
+    memory.add("alice's secret is the blue door", user="alice")
+    memory.add("bob's secret is the red door", user="bob")
+    memory.add("alice tells her coach about the blue door", user="alice", agent="coach")
+    assert [h.message.user for h in memory.search("secret door", user="bob")] == ["bob"]
+    alice = memory.search("secret door", user="alice")
+    assert {h.message.agent for h in alice} == {"default"}
+    wide = memory.search("door", user="alice", all_agents=True)
+    assert {h.message.user for h in wide} == {"alice"}
+    assert {h.message.agent for h in wide} == {"default", "coach"}
+    bob_msg = memory.search("red door", user="bob")[0].message
+    with pytest.raises(NotFound):
+        memory.get(bob_msg.id, user="alice")
+
+
+def test_forget_message_session_thread_and_user(memory: Memory) -> None:
+    keep = memory.add("keep this about rivers", session="s1")
+    gone = memory.add("forget this about mountains", session="s1")
+    memory.add("whole session about oceans", session="s2")
+    assert memory.forget(gone.id)["messages"] == 1
+    with pytest.raises(NotFound):
+        memory.get(gone.id)
+    assert not [h for h in memory.search("mountains") if h.message.id == gone.id]
+    assert memory.forget(session="s2") == {"messages": 1, "sessions": 1, "threads": 0}
+    assert [s.id for s in memory.sessions()] == ["s1"]
+    memory.add("other agent", agent="x")
+    memory.add("other user", user="carol")
+    assert memory.forget(user="default", agent="x")["threads"] == 1
+    assert memory.forget(user="default")["messages"] == 1
+    with pytest.raises(NotFound):
+        memory.get(keep.id)
+    assert memory.scopes() == [memory.scope.__class__("carol", "default")]
+    with pytest.raises(NotFound):
+        memory.forget("no-such-id", user="carol")
+
+
+def test_forget_removes_derived_data(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        secret = mem.add("the vault code is zebra-4417")
+        mem.add("unrelated note about lunch")
+        mem.search("vault code")
+        mem.forget(secret.id)
+        assert mem.search("zebra") == []
+        assert mem.backend.vector_models() == {"hash/32": 1}
+    raw = db_path.read_bytes() + (
+        db_path.with_name(db_path.name + "-wal").read_bytes()
+        if db_path.with_name(db_path.name + "-wal").exists()
+        else b""
+    )
+    assert b"zebra-4417" not in raw
+    assert b"zebra" not in raw
+
+
+def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) -> None:
+    memory.add_many(
+        [
+            {"content": "hello", "speaker": "Ann", "metadata": {"a": 1}, "timestamp": T0},
+            {"content": "hi there", "role": "assistant", "timestamp": T0 + timedelta(seconds=3)},
+        ],
+        session="s1",
+    )
+    memory.add("elsewhere", user="u2", agent="a2", session="x", timestamp=T0)
+    dump = memory.export(tmp_path / "dump.json", everything=True)
+    with Memory(tmp_path / "other.db", embedder=HashingEmbedder(64)) as other:
+        counts = other.import_(tmp_path / "dump.json")
+        assert counts == {"threads": 2, "messages": 3, "skipped": 0}
+        again = other.export(everything=True)
+        assert again["threads"] == dump["threads"]
+        assert other.search("hello")[0].message.speaker == "Ann"
+        # Importing twice is harmless.
+        assert other.import_(dump)["skipped"] == 3
+        assert other.export(everything=True)["threads"] == dump["threads"]
+
+
+def test_import_keeps_positions_after_forgetting(memory: Memory, tmp_path: Path) -> None:
+    msgs = memory.add_many([{"content": f"m{i}", "timestamp": T0} for i in range(4)], session="s")
+    memory.forget(msgs[1].id)
+    dump = memory.export()
+    with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64)) as other:
+        other.import_(dump)
+        assert [m.index for m in other.messages()] == [0, 2, 3]
+        nxt = other.add("next", session="s", timestamp=T0)
+        assert nxt.index == 4
+
+
+def test_embedder_change_never_mixes_models(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        mem.add("the lighthouse keeper writes poems")
+        mem.search("lighthouse")
+    with Memory(db_path, embedder=HashingEmbedder(48)) as mem:
+        # The 32-d vectors are ignored; the message is embedded with the new model on search.
+        hits = mem.search("lighthouse poems")
+        assert hits and hits[0].signals.get("dense", 0) > 0
+        assert mem.backend.vector_models() == {"hash/32": 1, "hash/48": 1}
+        assert mem.reembed() == {"embedded": 0, "pruned": 1}
+        assert mem.backend.vector_models() == {"hash/48": 1}
+
+
+def test_reembed_embeds_what_is_missing(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        mem.add_many([{"content": f"fact {i}"} for i in range(5)])
+    with Memory(db_path, embedder=HashingEmbedder(16)) as mem:
+        assert mem.reembed(prune=False) == {"embedded": 5, "pruned": 0}
+        assert mem.backend.vector_models() == {"hash/32": 5, "hash/16": 5}
+
+
+def test_concurrent_readers_and_a_writer(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        mem.add("seed message about kites")
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            try:
+                while not stop.is_set():
+                    hits = mem.search("kites", k=5)
+                    assert hits and all("kites" in h.message.content for h in hits)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for i in range(100):
+            mem.add(f"message {i} about kites and wind")
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert len(mem.messages()) == 101
+        assert len(mem.search("kites", k=200)) == 101
+
+
+def test_two_processes_worth_of_memories_stay_in_step(db_path: Path) -> None:
+    with (
+        Memory(db_path, embedder=HashingEmbedder(32)) as a,
+        Memory(db_path, embedder=HashingEmbedder(32)) as b,
+    ):
+        a.add("first about comets")
+        assert len(b.search("comets")) == 1
+        b.add("second about comets")
+        assert len(a.search("comets")) == 2
+        gone = a.search("first comets")[0].message
+        b.forget(gone.id)
+        assert [h.message.content for h in a.search("comets")] == ["second about comets"]
+
+
+def test_async_memory(db_path: Path) -> None:
+    async def main() -> list[str]:
+        async with AsyncMemory(db_path, embedder=HashingEmbedder(32)) as mem:
+            await mem.add("async hello world")
+            await asyncio.gather(*(mem.search("hello") for _ in range(5)))
+            return [h.message.content for h in await mem.search("hello")]
+
+    assert asyncio.run(main()) == ["async hello world"]
+
+
+def test_db_path_comes_from_environment_then_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ARBORMEM_DB", str(tmp_path / "env.db"))
+    with Memory(embedder="hash") as mem:
+        assert Path(mem.path) == tmp_path / "env.db"
+    monkeypatch.delenv("ARBORMEM_DB")
+    with Memory(embedder="hash") as mem:
+        assert Path(mem.path).name == "memory.db" and "arbormem" in str(mem.path)

@@ -1,0 +1,167 @@
+"""The contract every storage back-end must honour (PostgreSQL joins this list later)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arbormem.errors import SchemaError, StoreError
+from arbormem.ids import content_hash
+from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
+from arbormem.store.schema import LATEST
+from arbormem.text import analyze
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "sqlite-file": lambda tmp: SQLiteBackend(tmp / "store.db"),
+    "sqlite-memory": lambda tmp: SQLiteBackend(":memory:"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    store = BACKENDS[request.param](tmp_path)
+    yield store
+    store.close()
+
+
+def msg(
+    text: str, session: str = "s1", i: int = 0, role: str = "user", uid: str | None = None
+) -> NewMessage:
+    return NewMessage(
+        id=uid or f"id-{text[:20]}-{i}",
+        role=role,
+        content=text,
+        timestamp=T0 + timedelta(minutes=i),
+        session=session,
+        terms=" ".join(analyze(text)),
+        chash=content_hash(text),
+    )
+
+
+def test_threads_are_per_user_and_agent(backend: Backend) -> None:
+    a = backend.thread("alice", "bot", create=True)
+    assert backend.thread("alice", "bot") == a
+    assert backend.thread("alice", "other") is None
+    b = backend.thread("bob", "bot", create=True)
+    assert a is not None and b is not None and a.id != b.id
+    assert [t.user for t in backend.threads("alice")] == ["alice"]
+
+
+def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    rows = backend.append(t, [msg("one", "s1", 0), msg("two", "s1", 1), msg("three", "s2", 2)])
+    assert [r.message.index for r in rows] == [0, 1, 2]
+    assert [s.id for s in backend.sessions(t)] == ["s1", "s2"]
+    assert backend.last_session(t).id == "s2"  # type: ignore[union-attr]
+    assert backend.state(t).count == 3 and backend.state(t).next_index == 3
+    assert [r.message.content for r in backend.messages(t, session="s1")] == ["one", "two"]
+    assert [r.message.index for r in backend.messages(t, start=1, end=3)] == [1, 2]
+
+
+def test_lexical_keys_and_filters(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    backend.append(
+        t,
+        [
+            msg("the red kite flew", "s1", 0),
+            msg("it was windy", "s1", 1),
+            msg("kite repair shop", "s2", 2, role="assistant"),
+        ],
+    )
+    turn = backend.lexical_search([t], "turn", ["kite"], 10)
+    assert len(turn) == 2 and all(score > 0 for _, score in turn)
+    window = {r for r, _ in backend.lexical_search([t], "window", ["windi"], 10)}
+    assert len(window) == 2  # "it was windy" and its neighbour "the red kite flew"
+    only_s2 = backend.lexical_search([t], "turn", ["kite"], 10, Filters(sessions=("s2",)))
+    assert len(only_s2) == 1
+    roles = backend.lexical_search([t], "turn", ["kite"], 10, Filters(roles=("user",)))
+    assert len(roles) == 1
+    later = backend.lexical_search(
+        [t], "turn", ["kite"], 10, Filters(since=T0 + timedelta(minutes=1))
+    )
+    assert len(later) == 1
+
+
+def test_vectors_are_per_model(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    m = msg("vector text")
+    v = np.ones(4, dtype=np.float32) / 2
+    backend.append(t, [m], {m.chash: v}, "model-a")
+    ids, matrix, missing = backend.thread_vectors(t, "model-a")
+    assert len(ids) == 1 and np.allclose(matrix[0], v) and not missing
+    ids, matrix, missing = backend.thread_vectors(t, "model-b")
+    assert len(ids) == 0 and [r.message.content for r in missing] == ["vector text"]
+    backend.put_vectors("model-b", {m.chash: np.zeros(8, dtype=np.float32)})
+    assert backend.vector_models() == {"model-a": 1, "model-b": 1}
+    assert backend.prune_vectors("model-b") == 1
+
+
+def test_deletes_remove_rows_index_entries_and_orphan_vectors(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    ms = [msg("alpha river", "s1", 0), msg("beta mountain", "s1", 1), msg("gamma lake", "s1", 2)]
+    backend.append(t, ms, {m.chash: np.ones(2, dtype=np.float32) for m in ms}, "m")
+    gen = backend.state(t).generation
+    result = backend.delete_messages([ms[1].id], t)
+    assert result.messages == 1 and result.chashes == [ms[1].chash]
+    assert backend.state(t).generation > gen
+    assert backend.lexical_search([t], "turn", ["mountain"], 5) == []
+    # The window of 'alpha' no longer includes the deleted turn, and now reaches 'gamma'.
+    assert backend.lexical_search([t], "window", ["mountain"], 5) == []
+    assert len(backend.lexical_search([t], "window", ["lake"], 5)) == 2
+    assert backend.vector_models() == {"m": 2}
+    assert backend.delete_session(t, "s1").messages == 2
+    assert backend.sessions(t) == []
+    assert backend.delete_thread(t).threads == 1
+    assert backend.threads() == []
+
+
+def test_failed_transaction_leaves_nothing(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    backend.append(t, [msg("kept", uid="x1")])
+    with pytest.raises(StoreError):
+        backend.append(t, [msg("new one", uid="x2"), msg("clash", uid="x1")])
+    assert [r.message.content for r in backend.messages(t)] == ["kept"]
+    assert backend.lexical_search([t], "turn", ["new"], 5) == []
+    with pytest.raises(RuntimeError), backend.transaction():
+        backend.append(t, [msg("inside", uid="x3")])
+        raise RuntimeError("boom")
+    assert backend.get("x3") is None
+
+
+def test_schema_version_is_recorded_and_newer_files_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SQLiteBackend(path).close()
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == LATEST
+    conn.execute("INSERT INTO schema_migrations VALUES (?, 'from the future', 'x')", (LATEST + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaError, match="upgrade arbormem"):
+        SQLiteBackend(path)
+
+
+def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("just some text, certainly not sqlite " * 100)
+    with pytest.raises(StoreError, match=r"notes\.txt"):
+        SQLiteBackend(path)
+
+
+def test_wal_mode_on_disk(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "w.db")
+    mode = store._writer.execute("PRAGMA journal_mode").fetchone()[0]
+    store.close()
+    assert mode == "wal"
