@@ -42,3 +42,27 @@ def test_errors_share_one_base_and_do_not_shadow_builtins() -> None:
     ):
         assert issubclass(getattr(arbormem, name), arbormem.ArbormemError)
     assert not hasattr(arbormem, "MemoryError")
+
+
+def test_base_install_pulls_no_torch() -> None:
+    """Walk the installed dependency tree of arbormem's base requirements."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
+
+    seen: set[str] = set()
+    todo = ["arbormem"]
+    while todo:
+        name = todo.pop()
+        try:
+            reqs = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for req in reqs:
+            if "extra ==" in req:
+                continue
+            dep = re.split(r"[ ;<>=!~\[(]", req, maxsplit=1)[0].lower().replace("_", "-")
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    assert "numpy" in seen and "wordllama" in seen
+    assert "torch" not in seen and "sentence-transformers" not in seen
