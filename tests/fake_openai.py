@@ -4,7 +4,12 @@ It serves ``POST /v1/chat/completions`` (plain and ``stream: true`` as
 server-sent events) and ``POST /v1/embeddings``, answering from a script the
 test sets up, so every failure mode a remote endpoint has can be produced on
 demand: good answers, malformed JSON, empty answers, answers slower than the
-client's timeout, 429 and 500 errors, dropped connections.
+client's timeout, 429 and 500 errors, dropped connections, streams that
+stall, break or end early.
+
+:class:`ScriptedLLM` is the in-process counterpart: an
+:class:`arbormem.llm.LLMClient` that answers from a script, for unit tests of
+the features that use an LLM.
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from arbormem.errors import LLMError
+from arbormem.llm import ChatRequest, Chunk, LLMClient
 
 
 @dataclass
@@ -31,6 +40,16 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    #: False: send no ``usage`` at all (servers that ignore ``stream_options`` do this).
+    send_usage: bool = True
+    #: Error replies only: the ``param`` the error names (a parameter the model rejects).
+    error_param: str | None = None
+    #: Streams only: after this many content chunks, close the connection (no finish, no [DONE]).
+    cut_after: int | None = None
+    #: Streams only: after this many content chunks, send an error event.
+    error_after: int | None = None
+    #: Streams only: pause this long before every chunk after the first (a stalled stream).
+    chunk_delay: float = 0.0
 
 
 def _vector(text: str, dim: int) -> list[float]:
@@ -60,6 +79,13 @@ class FakeOpenAI:
 
     def queue(self, *replies: Reply) -> None:
         self.script.extend(replies)
+
+    def reset(self) -> None:
+        """Forget the script, the recorded requests and any changed default."""
+        self.script.clear()
+        self.requests.clear()
+        self.default = Reply()
+        self.embedding_failures = 0
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -143,10 +169,11 @@ class FakeOpenAI:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
-                    body = json.dumps(
-                        {"error": {"message": f"scripted {reply.status}", "type": "server_error"}}
-                    )
-                    self._send(reply.status, body, headers=reply.headers)
+                    error = {"message": f"scripted {reply.status}", "type": "server_error"}
+                    if reply.error_param:
+                        error["param"] = reply.error_param
+                    error_body = json.dumps({"error": error})
+                    self._send(reply.status, error_body, headers=reply.headers)
                     return
                 if reply.raw is not None:
                     self._send(200, reply.raw)
@@ -172,6 +199,8 @@ class FakeOpenAI:
                         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
                     },
                 }
+                if not reply.send_usage:
+                    del body["usage"]
                 self._send(200, json.dumps(body))
 
             def _stream(self, payload: dict[str, Any], reply: Reply) -> None:
@@ -189,6 +218,17 @@ class FakeOpenAI:
                 }
                 try:
                     for i, piece in enumerate(chunks):
+                        if i == reply.cut_after:
+                            self.close_connection = True
+                            return
+                        if i == reply.error_after:
+                            error = {"error": {"message": "scripted stream error"}}
+                            self.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
+                            self.wfile.flush()
+                            self.close_connection = True
+                            return
+                        if i and reply.chunk_delay:
+                            time.sleep(reply.chunk_delay)
                         delta = {"content": piece}
                         if i == 0:
                             delta["role"] = "assistant"
@@ -207,6 +247,8 @@ class FakeOpenAI:
                             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
                         },
                     }
+                    if not reply.send_usage:
+                        del final["usage"]
                     self.wfile.write(f"data: {json.dumps(final)}\n\n".encode())
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
@@ -215,3 +257,47 @@ class FakeOpenAI:
                 self.close_connection = True
 
         return Handler
+
+
+Answer = str | None | BaseException | Callable[[list[dict[str, Any]]], str]
+
+
+class ScriptedLLM(LLMClient):
+    """An LLM that answers from a script, in process, for tests of LLM-using features.
+
+    Each answer is a string (``None`` for an empty answer), an exception to
+    raise, or a function of the messages returning the answer. When the script
+    runs out, ``default`` answers (``None``: an ``LLMError``). ``calls`` keeps
+    every request's messages. Streams come back a word at a time. Token usage
+    is left to the base class's local estimate.
+
+        llm = ScriptedLLM('{"topic": "cooking"}', LLMError("down"))
+    """
+
+    def __init__(self, *answers: Answer, default: Answer = None, model: str = "scripted") -> None:
+        super().__init__(model)
+        self.script: deque[Answer] = deque(answers)
+        self.default = default
+        self.calls: list[list[dict[str, Any]]] = []
+
+    def queue(self, *answers: Answer) -> None:
+        self.script.extend(answers)
+
+    def _complete(self, request: ChatRequest) -> Iterator[Chunk]:
+        self.calls.append(request.messages)
+        if self.script:
+            answer = self.script.popleft()
+        elif self.default is not None:
+            answer = self.default
+        else:
+            raise LLMError(f"ScriptedLLM has no answer left for {request.feature}")
+        if isinstance(answer, BaseException):
+            raise answer
+        text = answer(request.messages) if callable(answer) else (answer or "")
+        if not request.stream:
+            yield Chunk(text, "stop")
+            return
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            yield Chunk(word if i == 0 else " " + word)
+        yield Chunk("", "stop")
