@@ -29,6 +29,10 @@ from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall import RecallConfig, Retriever
 from arbormem.store import Backend, Deleted, Filters, NewMessage, Row, Thread, open_backend
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
+from arbormem.tree.config import TreeConfig
+from arbormem.tree.grow import Decision, TreeGrower
+from arbormem.tree.recall import TreeRecall
+from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
 from arbormem.vectors import VectorCache
 
 log = logging.getLogger(__name__)
@@ -71,6 +75,8 @@ class Memory:
         session_gap: timedelta | float | Any = UNSET,
         max_message_bytes: int | Any = UNSET,
         synchronous: str = "NORMAL",
+        tree: TreeConfig | bool | None = None,
+        llm: Any = None,
     ) -> None:
         settings = store_settings(
             db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
@@ -99,7 +105,20 @@ class Memory:
         inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
         self.vectors = VectorCache(self.backend, self.embedder)
-        self.retriever = Retriever(self.backend, self.embedder, self.vectors, recall)
+        if isinstance(tree, TreeConfig):
+            self.tree_config = tree
+        else:
+            self.tree_config = TreeConfig(enabled=tree is not False)
+        self.tree_recall = TreeRecall(self.backend, self.embedder)
+        self.retriever = Retriever(
+            self.backend,
+            self.embedder,
+            self.vectors,
+            recall,
+            tree=self.tree_recall if self.tree_config.enabled else None,
+        )
+        self.llm = llm
+        self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
         self._write_lock = threading.RLock()
         self._closed = False
 
@@ -237,10 +256,11 @@ class Memory:
         with self._write_lock:
             thread = self._thread(scope, create=True)
             assert thread is not None
+            decisions = self._llm_decisions(thread, prepared)
             with self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)
                 rows = self.backend.append(thread, prepared, vectors, self.embedder.model_id)
-                self._after_append(thread, rows)
+                self._after_append(thread, rows, vectors, decisions)
             if vectors is not None and all(r.chash in vectors for r in rows):
                 self.vectors.appended(
                     thread,
@@ -251,8 +271,41 @@ class Memory:
             progress(len(rows))
         return [r.message for r in rows]
 
-    def _after_append(self, thread: Thread, rows: Sequence[Row]) -> None:
-        """Hook for structures maintained in the same transaction as the messages."""
+    def _after_append(
+        self,
+        thread: Thread,
+        rows: Sequence[Row],
+        vectors: Mapping[str, np.ndarray] | None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> None:
+        """Grow the topic tree in the same transaction as the messages."""
+        self.grower.grow(thread, rows, vectors, decisions)
+
+    def _llm_decisions(
+        self, thread: Thread, prepared: Sequence[NewMessage]
+    ) -> dict[str, Decision] | None:
+        """Let the LLM place the first exchange of a live add (before the write starts).
+
+        Bulk loads (more than one user message) are placed by the heuristic:
+        one LLM round trip per exchange would make imports crawl.
+        """
+        if self.llm is None or not self.tree_config.enabled:
+            return None
+        users = [m for m in prepared if m.role == "user"]
+        if len(users) != 1:
+            return None
+        first = users[0]
+        probe = Message(
+            id=first.id,
+            role=first.role,
+            content=first.content,
+            timestamp=first.timestamp,
+            session=first.session or "",
+            index=-1,
+            speaker=first.speaker,
+        )
+        decision = self.grower.llm_decision(thread, probe)
+        return {first.id: decision} if decision else None
 
     def _embed_new(self, prepared: Sequence[NewMessage]) -> dict[str, np.ndarray] | None:
         """Vectors for content not already embedded with the current model.
@@ -417,14 +470,22 @@ class Memory:
                 if thread is None:
                     raise NotFound(f"nothing stored for scope {scope}")
                 if message_id is not None:
-                    deleted = self.backend.delete_messages([message_id], thread)
-                    if not deleted.messages:
-                        raise NotFound(f"no message {message_id!r} in scope {scope}")
+                    row = self.backend.get(message_id)
+                    doomed = [row] if row and row.message.scope == scope else []
                 else:
-                    assert session is not None
-                    deleted = self.backend.delete_session(thread, session)
-                    if not deleted.messages and not deleted.sessions:
-                        raise NotFound(f"no session {session!r} in scope {scope}")
+                    doomed = self.backend.messages(thread, session=session)
+                leaves = set(self.backend.message_leaves([r.rowid for r in doomed]).values())
+                with self.backend.transaction():
+                    if message_id is not None:
+                        deleted = self.backend.delete_messages([message_id], thread)
+                        if not deleted.messages:
+                            raise NotFound(f"no message {message_id!r} in scope {scope}")
+                    else:
+                        assert session is not None
+                        deleted = self.backend.delete_session(thread, session)
+                        if not deleted.messages and not deleted.sessions:
+                            raise NotFound(f"no session {session!r} in scope {scope}")
+                    self.grower.forgotten(thread, leaves)
                 self._forgotten([thread], deleted)
                 return deleted.to_dict()
             if user is None and agent is None:
@@ -449,10 +510,50 @@ class Memory:
             return total.to_dict()
 
     def _forgotten(self, threads: Sequence[Thread], deleted: Deleted) -> None:
+        self.backend.purge()
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(deleted.chashes)
         for thread in threads:
             self.vectors.invalidate(thread)
+            self.grower.forget_cursor(thread)
+
+    # -- the topic tree -----------------------------------------------------------------------
+
+    def tree(
+        self, *, user: str | None = None, agent: str | None = None, messages: bool = True
+    ) -> TopicNode:
+        """The thread's topic tree under a virtual root (empty if nothing is stored)."""
+        thread = self._thread(self._scope(user, agent))
+        if thread is None:
+            return TopicNode(0, "root", "ROOT", "", 0, -1, None, None, 0, False)
+        return load_tree(self.backend, thread, messages=messages)
+
+    def render_tree(
+        self,
+        format: str = "text",
+        *,
+        summaries: bool = False,
+        messages: bool = False,
+        depth: int | None = None,
+        leaves: bool = True,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> str:
+        """The tree as ``text``, ``json``, ``mermaid`` or ``dot``."""
+        root = self.tree(user=user, agent=agent, messages=messages or leaves)
+        if format == "text":
+            return render_text(
+                root, summaries=summaries, messages=messages, max_depth=depth, leaves=leaves
+            )
+        if format == "json":
+            return json.dumps(root.to_dict(messages=messages), ensure_ascii=False, indent=1)
+        if format == "mermaid":
+            return to_mermaid(root, leaves=leaves)
+        if format == "dot":
+            return to_dot(root, leaves=leaves)
+        raise InputError(
+            f"unknown format {format!r}", field="format", hint="use text, json, mermaid or dot"
+        )
 
     # -- export and import -------------------------------------------------------------------
 
@@ -529,7 +630,7 @@ class Memory:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
                 rows = self.backend.append(thread, msgs, vectors, self.embedder.model_id)
-                self._after_append(thread, rows)
+                self._after_append(thread, rows, vectors)
                 added += len(rows)
         for scope, _ in plan:
             thread = self._thread(scope)

@@ -26,6 +26,7 @@ from arbormem.embed.base import Embedder
 from arbormem.models import Hit
 from arbormem.store.base import Backend, Filters, Row, Thread
 from arbormem.text import query_terms
+from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
 
@@ -40,6 +41,9 @@ class RecallConfig:
     w_dense: float = 0.6
     #: Share of the best fused score of the turn's session added to it.
     w_session: float = 0.3
+    #: BM25 of the content of the turn's topic, and of its session's topic (tree signals).
+    w_topic: float = 0.4
+    w_session_doc: float = 0.2
     #: Signals to use (the benchmark's ``bm25`` and ``dense`` baselines switch some off).
     lexical: bool = True
     dense: bool = True
@@ -57,11 +61,13 @@ class Retriever:
         embedder: Embedder,
         vectors: VectorCache,
         config: RecallConfig | None = None,
+        tree: TreeRecall | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
         self.vectors = vectors
         self.config = config or RecallConfig()
+        self.tree = tree
 
     def rank(
         self,
@@ -78,8 +84,8 @@ class Retriever:
         n = max(cfg.candidates, k)
         signals: dict[int, dict[str, float]] = {}
 
+        terms = query_terms(query)
         if cfg.lexical:
-            terms = query_terms(query)
             for key, weight in (("turn", cfg.w_turn), ("window", cfg.w_window)):
                 if weight <= 0 or not terms:
                     continue
@@ -111,7 +117,16 @@ class Retriever:
 
         if not signals:
             return []
-        weights = {"turn": cfg.w_turn, "window": cfg.w_window, "dense": cfg.w_dense}
+        if self.tree is not None and cfg.lexical and (cfg.w_topic > 0 or cfg.w_session_doc > 0):
+            for rowid, sig in self.tree.turn_signals(threads, terms, list(signals)).items():
+                signals[rowid].update(sig)
+        weights = {
+            "turn": cfg.w_turn,
+            "window": cfg.w_window,
+            "dense": cfg.w_dense,
+            "topic": cfg.w_topic,
+            "session_doc": cfg.w_session_doc,
+        }
         fused = {
             rowid: score
             for rowid, sig in signals.items()

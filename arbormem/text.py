@@ -248,6 +248,23 @@ def words(text: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=200_000)
+def term_of(token: str) -> str | None:
+    """The index term of one raw word token (None for a stop word)."""
+    word = _fold(token)
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    word = _APOSTROPHE.sub("", word)
+    if not word or word in STOPWORDS:
+        return None
+    return word if word.isdigit() else _stem(word)
+
+
+def tokens(text: str) -> list[str]:
+    """Raw word tokens of ``text`` as written (case kept), for display purposes."""
+    return _TOKEN.findall(text)
+
+
 def analyze(text: str) -> list[str]:
     """Index terms of ``text`` in order, repeated as often as they occur.
 

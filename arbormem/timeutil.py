@@ -76,7 +76,9 @@ def format_timestamp(value: datetime) -> str:
 
 def parse_stored(value: str) -> datetime:
     """Parse the canonical stored form (fast path, no validation)."""
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    # fromisoformat is an order of magnitude faster than strptime; the trailing Z
+    # is dropped because Python 3.10 does not accept it.
+    return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
 
 
 def display(value: datetime, *, seconds: bool = True) -> str:

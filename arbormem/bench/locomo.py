@@ -37,7 +37,7 @@ from arbormem.recall import RecallConfig
 from arbormem.timeutil import display
 from arbormem.tokens import TokenCounter, default_counter
 
-ALL_SYSTEMS = ("arbormem", "bm25", "dense", "window", "full")
+ALL_SYSTEMS = ("arbormem", "flat", "bm25", "dense", "window", "full")
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 #: Turns retrieved per question: enough for recall@20 and to fill the budget.
 RANK_DEPTH = 80
@@ -177,8 +177,10 @@ class ArbormemSystem(System):
         counter: TokenCounter,
         recall: RecallConfig | None,
         workdir: Path,
+        tree: bool = True,
     ) -> None:
         self.name = name
+        self.tree = tree
         self.embedder = embedder
         self.counter = counter
         self.recall = recall or RecallConfig()
@@ -192,7 +194,7 @@ class ArbormemSystem(System):
         self.close()
         self._n += 1
         path = self.workdir / f"{self.name}-{self._n}.db"
-        self.memory = Memory(path, embedder=self.embedder, recall=self.recall)
+        self.memory = Memory(path, embedder=self.embedder, recall=self.recall, tree=self.tree)
         by_session: dict[int, list[LocomoTurn]] = {}
         for t in conv.turns:
             by_session.setdefault(t.session, []).append(t)
@@ -227,7 +229,7 @@ class ArbormemSystem(System):
         return {
             "embedder": self.embedder.model_id,
             "recall": self.recall.to_dict(),
-            "tree": False,
+            "tree": self.tree,
             "llm": None,
             "store": "sqlite",
             "context": "top-ranked turns by session with dates",
@@ -289,12 +291,14 @@ def make_systems(
     for name in names:
         if name == "arbormem":
             out.append(ArbormemSystem(name, embedder, counter, base, workdir))
+        elif name == "flat":
+            out.append(ArbormemSystem(name, embedder, counter, base, workdir, tree=False))
         elif name == "bm25":
             cfg = replace(base, dense=False, w_window=0.0, w_session=0.0)
-            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir))
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
         elif name == "dense":
             cfg = replace(base, lexical=False, w_session=0.0)
-            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir))
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
         elif name == "window":
             out.append(WindowSystem(counter))
         elif name == "full":

@@ -7,26 +7,34 @@ import os
 from arbormem.errors import ConfigError
 from arbormem.store.base import (
     LEXICAL_KEYS,
+    NODE_KEYS,
     Backend,
     Deleted,
     Filters,
     NewMessage,
+    NodeRow,
     Row,
     Thread,
     ThreadState,
+    TreeLogEntry,
+    TreeState,
 )
 from arbormem.store.sqlite import SQLiteBackend
 
 __all__ = [
     "LEXICAL_KEYS",
+    "NODE_KEYS",
     "Backend",
     "Deleted",
     "Filters",
     "NewMessage",
+    "NodeRow",
     "Row",
     "SQLiteBackend",
     "Thread",
     "ThreadState",
+    "TreeLogEntry",
+    "TreeState",
     "open_backend",
 ]
 

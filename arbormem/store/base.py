@@ -108,6 +108,55 @@ class Deleted:
         return {"messages": self.messages, "sessions": self.sessions, "threads": self.threads}
 
 
+#: Lexical keys over tree nodes: topic names/summaries/keyphrases, and topic contents.
+NODE_KEYS = ("topic", "segment")
+
+
+@dataclass
+class NodeRow:
+    """One node of a thread's topic tree as stored: a topic, a width-control group, or a
+    leaf (one exchange). ``parent_id`` None means the node hangs from the thread's root."""
+
+    id: int | None
+    parent_id: int | None
+    kind: str
+    seq: int
+    first_index: int
+    last_index: int
+    first_at: datetime
+    last_at: datetime
+    level: int = 0
+    name: str = ""
+    summary: str = ""
+    keyphrases: list[str] = field(default_factory=list)
+    message_count: int = 0
+    child_count: int = 0
+    frozen: bool = False
+    archived: bool = False
+    origin: str = "heuristic"
+    chash: str | None = None
+
+
+@dataclass
+class TreeState:
+    """Where a thread's tree grows next; ``version`` changes with every tree write."""
+
+    version: int = 0
+    active_id: int | None = None
+    leaf_id: int | None = None
+    next_seq: int = 0
+
+
+@dataclass
+class TreeLogEntry:
+    id: int
+    kind: str
+    at: datetime
+    stats: dict[str, Any]
+    undo: list[Any]
+    undone_at: datetime | None
+
+
 class Backend(abc.ABC):
     """Durable storage for messages, their lexical index and their vectors."""
 
@@ -242,8 +291,82 @@ class Backend(abc.ABC):
     def delete_thread(self, thread: Thread) -> Deleted:
         """Delete a whole thread."""
 
+    @abc.abstractmethod
+    def purge(self) -> None:
+        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages)."""
+
     # -- extension state (tree, summaries...) ----------------------------------------
 
     @abc.abstractmethod
     def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:
         """Every message of a thread in order, streamed."""
+
+    # -- the topic tree ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def tree_state(self, thread: Thread) -> TreeState:
+        """The thread's tree cursor (an empty state when it has no tree yet)."""
+
+    @abc.abstractmethod
+    def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
+        """Store the cursor and bump ``version``; returns the stored state."""
+
+    @abc.abstractmethod
+    def tree_nodes(
+        self,
+        thread: Thread,
+        *,
+        ids: Sequence[int] | None = None,
+        parent: int | object | None = ...,
+        kinds: Sequence[str] | None = None,
+        frozen: bool | None = None,
+    ) -> list[NodeRow]:
+        """Nodes of a thread, by id, by parent (``None`` = root level), kind or state,
+        ordered by ``seq``."""
+
+    @abc.abstractmethod
+    def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
+        """Insert nodes whose ``id`` is None (assigning it) and update the others."""
+
+    @abc.abstractmethod
+    def delete_nodes(self, thread: Thread, ids: Sequence[int] | None = None) -> int:
+        """Delete nodes (all of the thread's when ``ids`` is None) and their index rows."""
+
+    @abc.abstractmethod
+    def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
+        """Record which leaf each message belongs to."""
+
+    @abc.abstractmethod
+    def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
+        """Soft-archive (or restore) leaves and their messages: kept, but out of recall.
+        Returns how many messages changed."""
+
+    @abc.abstractmethod
+    def message_leaves(self, rowids: Sequence[int]) -> dict[int, int]:
+        """Leaf id of each message that has one."""
+
+    @abc.abstractmethod
+    def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
+        """Replace the lexical documents (analysed terms) of nodes under ``key``."""
+
+    @abc.abstractmethod
+    def node_search(
+        self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int
+    ) -> list[tuple[int, float]]:
+        """BM25 over node documents: ``(node id, score)``, best first."""
+
+    @abc.abstractmethod
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Document frequency of each term over all messages, and the message count."""
+
+    @abc.abstractmethod
+    def log_tree(self, thread: Thread, kind: str, stats: Mapping[str, Any], undo: list[Any]) -> int:
+        """Record a tree operation (with what it takes to undo it); returns its id."""
+
+    @abc.abstractmethod
+    def tree_log(self, thread: Thread, entry_id: int | None = None) -> list[TreeLogEntry]:
+        """A thread's tree operations, newest first (or one of them)."""
+
+    @abc.abstractmethod
+    def mark_undone(self, entry_id: int) -> None:
+        """Note that a logged operation was undone."""

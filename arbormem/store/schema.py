@@ -69,6 +69,65 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        "topic tree: nodes, message leaves, tree state, topic indexes, reorganisation log",
+        """
+        CREATE TABLE tree_nodes (
+            id            INTEGER PRIMARY KEY,
+            thread_id     INTEGER NOT NULL REFERENCES threads(id),
+            parent_id     INTEGER,
+            kind          TEXT NOT NULL,
+            seq           INTEGER NOT NULL,
+            level         INTEGER NOT NULL DEFAULT 0,
+            name          TEXT NOT NULL DEFAULT '',
+            summary       TEXT NOT NULL DEFAULT '',
+            keyphrases    TEXT NOT NULL DEFAULT '[]',
+            first_index   INTEGER NOT NULL,
+            last_index    INTEGER NOT NULL,
+            first_at      TEXT NOT NULL,
+            last_at       TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            child_count   INTEGER NOT NULL DEFAULT 0,
+            frozen        INTEGER NOT NULL DEFAULT 0,
+            archived      INTEGER NOT NULL DEFAULT 0,
+            origin        TEXT NOT NULL DEFAULT 'heuristic',
+            chash         TEXT
+        );
+        CREATE INDEX tree_children ON tree_nodes (thread_id, parent_id, seq);
+        CREATE INDEX tree_by_kind ON tree_nodes (thread_id, kind, frozen);
+        ALTER TABLE messages ADD COLUMN leaf_id INTEGER;
+        -- Soft-archived messages (trivial exchanges) stay stored but leave recall.
+        ALTER TABLE messages ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX messages_by_leaf ON messages (leaf_id);
+        CREATE TABLE tree_state (
+            thread_id     INTEGER PRIMARY KEY REFERENCES threads(id),
+            version       INTEGER NOT NULL DEFAULT 0,
+            active_id     INTEGER,
+            leaf_id       INTEGER,
+            next_seq      INTEGER NOT NULL DEFAULT 0,
+            updated_at    TEXT NOT NULL
+        );
+        CREATE TABLE tree_log (
+            id            INTEGER PRIMARY KEY,
+            thread_id     INTEGER NOT NULL,
+            kind          TEXT NOT NULL,
+            at            TEXT NOT NULL,
+            stats         TEXT NOT NULL DEFAULT '{}',
+            undo          TEXT NOT NULL DEFAULT '[]',
+            undone_at     TEXT
+        );
+        CREATE INDEX tree_log_by_thread ON tree_log (thread_id, id);
+        -- Names, summaries and keyphrases of topics (rowid = tree_nodes.id).
+        CREATE VIRTUAL TABLE topic_fts USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0');
+        -- Full content of the topics that hold leaves (rowid = tree_nodes.id).
+        CREATE VIRTUAL TABLE segment_fts USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0');
+        CREATE VIRTUAL TABLE turn_vocab USING fts5vocab (turn_fts, 'row')
+        """,
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]
 
 

@@ -26,13 +26,17 @@ from arbormem.errors import StoreError
 from arbormem.models import Message, Session
 from arbormem.store.base import (
     LEXICAL_KEYS,
+    NODE_KEYS,
     Backend,
     Deleted,
     Filters,
     NewMessage,
+    NodeRow,
     Row,
     Thread,
     ThreadState,
+    TreeLogEntry,
+    TreeState,
 )
 from arbormem.store.schema import migrate
 from arbormem.text import fts_query
@@ -495,7 +499,7 @@ class SQLiteBackend(Backend):
     @staticmethod
     def _filter_sql(threads: Sequence[Thread], filters: Filters | None) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(threads))
-        sql = f"m.thread_id IN ({marks})"
+        sql = f"m.thread_id IN ({marks}) AND m.archived = 0"
         args: list[Any] = [t.id for t in threads]
         if filters is None:
             return sql, args
@@ -577,7 +581,7 @@ class SQLiteBackend(Backend):
             rows = conn.execute(
                 "SELECT m.id, v.vec FROM messages m"
                 " LEFT JOIN vectors v ON v.model = ? AND v.chash = m.chash"
-                " WHERE m.thread_id = ? AND m.id > ? ORDER BY m.id",
+                " WHERE m.thread_id = ? AND m.id > ? AND m.archived = 0 ORDER BY m.id",
                 (model_id, thread.id, after_rowid),
             ).fetchall()
         have = [(r[0], r[1]) for r in rows if r[1] is not None]
@@ -653,12 +657,11 @@ class SQLiteBackend(Backend):
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (tid,))
         return result
 
-    def _purge(self) -> None:
+    def purge(self) -> None:
         """Merge the full-text indexes and checkpoint, so deleted terms leave the file."""
-        for table in ("turn_fts", "window_fts"):
-            self._writer.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-
-    def _after_delete(self) -> None:
+        with self.transaction():
+            for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
+                self._writer.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         if not self._memory:
             try:
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -682,11 +685,7 @@ class SQLiteBackend(Backend):
                 if r:
                     found.append(r[0])
                     threads.add(r[1])
-            result = self._delete_rowids(found, threads)
-            if result.messages:
-                self._purge()
-        self._after_delete()
-        return result
+            return self._delete_rowids(found, threads)
 
     def delete_session(self, thread: Thread, session: str) -> Deleted:
         with self.transaction():
@@ -703,10 +702,7 @@ class SQLiteBackend(Backend):
                 "DELETE FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, session)
             ).rowcount
             result.sessions += left
-            if result.messages:
-                self._purge()
-        self._after_delete()
-        return result
+            return result
 
     def delete_thread(self, thread: Thread) -> Deleted:
         with self.transaction():
@@ -718,7 +714,294 @@ class SQLiteBackend(Backend):
             result.sessions += c.execute(
                 "DELETE FROM sessions WHERE thread_id = ?", (thread.id,)
             ).rowcount
+            self.delete_nodes(thread)
+            c.execute("DELETE FROM tree_state WHERE thread_id = ?", (thread.id,))
+            c.execute("DELETE FROM tree_log WHERE thread_id = ?", (thread.id,))
             result.threads = c.execute("DELETE FROM threads WHERE id = ?", (thread.id,)).rowcount
-            self._purge()
-        self._after_delete()
-        return result
+            return result
+
+    # -- the topic tree -------------------------------------------------------------------
+
+    _NODE_COLUMNS = (
+        "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
+        " first_at, last_at, message_count, child_count, frozen, archived, origin, chash"
+    )
+
+    @staticmethod
+    def _node(r: Sequence[Any]) -> NodeRow:
+        return NodeRow(
+            id=r[0],
+            parent_id=r[1],
+            kind=r[2],
+            seq=r[3],
+            level=r[4],
+            name=r[5],
+            summary=r[6],
+            keyphrases=json.loads(r[7]),
+            first_index=r[8],
+            last_index=r[9],
+            first_at=parse_stored(r[10]),
+            last_at=parse_stored(r[11]),
+            message_count=r[12],
+            child_count=r[13],
+            frozen=bool(r[14]),
+            archived=bool(r[15]),
+            origin=r[16],
+            chash=r[17],
+        )
+
+    def tree_state(self, thread: Thread) -> TreeState:
+        with self._reading() as conn:
+            r = conn.execute(
+                "SELECT version, active_id, leaf_id, next_seq FROM tree_state WHERE thread_id = ?",
+                (thread.id,),
+            ).fetchone()
+        return TreeState(*r) if r else TreeState()
+
+    def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
+        with self.transaction():
+            c = self._writer
+            r = c.execute(
+                "SELECT version FROM tree_state WHERE thread_id = ?", (thread.id,)
+            ).fetchone()
+            version = (r[0] if r else 0) + 1
+            c.execute(
+                "INSERT OR REPLACE INTO tree_state"
+                " (thread_id, version, active_id, leaf_id, next_seq, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    thread.id,
+                    version,
+                    state.active_id,
+                    state.leaf_id,
+                    state.next_seq,
+                    format_timestamp(utcnow()),
+                ),
+            )
+        return TreeState(version, state.active_id, state.leaf_id, state.next_seq)
+
+    def tree_nodes(
+        self,
+        thread: Thread,
+        *,
+        ids: Sequence[int] | None = None,
+        parent: int | object | None = ...,
+        kinds: Sequence[str] | None = None,
+        frozen: bool | None = None,
+    ) -> list[NodeRow]:
+        sql = f"SELECT {self._NODE_COLUMNS} FROM tree_nodes WHERE thread_id = ?"
+        args: list[Any] = [thread.id]
+        if parent is not ...:
+            if parent is None:
+                sql += " AND parent_id IS NULL"
+            else:
+                sql += " AND parent_id = ?"
+                args.append(parent)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += list(kinds)
+        if frozen is not None:
+            sql += " AND frozen = ?"
+            args.append(int(frozen))
+        out: list[NodeRow] = []
+        with self._reading() as conn:
+            if ids is None:
+                out = [self._node(r) for r in conn.execute(sql + " ORDER BY seq", args)]
+            else:
+                wanted = list(dict.fromkeys(int(i) for i in ids))
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start : start + 500]
+                    q = sql + f" AND id IN ({','.join('?' * len(chunk))})"
+                    out.extend(self._node(r) for r in conn.execute(q, [*args, *chunk]))
+                out.sort(key=lambda n: n.seq)
+        return out
+
+    def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
+        with self.transaction():
+            c = self._writer
+            for n in nodes:
+                values = (
+                    n.parent_id,
+                    n.kind,
+                    n.seq,
+                    n.level,
+                    n.name,
+                    n.summary,
+                    json.dumps(n.keyphrases, ensure_ascii=False),
+                    n.first_index,
+                    n.last_index,
+                    format_timestamp(n.first_at),
+                    format_timestamp(n.last_at),
+                    n.message_count,
+                    n.child_count,
+                    int(n.frozen),
+                    int(n.archived),
+                    n.origin,
+                    n.chash,
+                )
+                if n.id is None:
+                    n.id = c.execute(
+                        "INSERT INTO tree_nodes (thread_id, parent_id, kind, seq, level, name,"
+                        " summary, keyphrases, first_index, last_index, first_at, last_at,"
+                        " message_count, child_count, frozen, archived, origin, chash)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (thread.id, *values),
+                    ).lastrowid
+                else:
+                    c.execute(
+                        "UPDATE tree_nodes SET parent_id = ?, kind = ?, seq = ?, level = ?,"
+                        " name = ?, summary = ?, keyphrases = ?, first_index = ?, last_index = ?,"
+                        " first_at = ?, last_at = ?, message_count = ?, child_count = ?,"
+                        " frozen = ?, archived = ?, origin = ?, chash = ?"
+                        " WHERE id = ? AND thread_id = ?",
+                        (*values, n.id, thread.id),
+                    )
+
+    def delete_nodes(self, thread: Thread, ids: Sequence[int] | None = None) -> int:
+        with self.transaction():
+            c = self._writer
+            if ids is None:
+                ids = [
+                    r[0]
+                    for r in c.execute(
+                        "SELECT id FROM tree_nodes WHERE thread_id = ?", (thread.id,)
+                    )
+                ]
+            removed = 0
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for table in ("topic_fts", "segment_fts"):
+                    c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
+                c.execute(f"UPDATE messages SET leaf_id = NULL WHERE leaf_id IN ({marks})", chunk)
+                removed += c.execute(
+                    f"DELETE FROM tree_nodes WHERE thread_id = ? AND id IN ({marks})",
+                    [thread.id, *chunk],
+                ).rowcount
+            return removed
+
+    def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
+        with self.transaction():
+            self._writer.executemany(
+                "UPDATE messages SET leaf_id = ? WHERE id = ?", [(leaf_id, r) for r in rowids]
+            )
+
+    def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
+        with self.transaction():
+            c = self._writer
+            changed = 0
+            for start in range(0, len(leaf_ids), 500):
+                chunk = list(leaf_ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    f"UPDATE tree_nodes SET archived = ? WHERE thread_id = ? AND id IN ({marks})",
+                    [int(archived), thread.id, *chunk],
+                )
+                changed += c.execute(
+                    f"UPDATE messages SET archived = ? WHERE thread_id = ? AND leaf_id IN ({marks})",
+                    [int(archived), thread.id, *chunk],
+                ).rowcount
+            # Cached vector indexes must drop or regain these rows.
+            c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (thread.id,))
+            return changed
+
+    def message_leaves(self, rowids: Sequence[int]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        with self._reading() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for rowid, leaf in conn.execute(
+                    f"SELECT id, leaf_id FROM messages WHERE id IN ({marks})"
+                    " AND leaf_id IS NOT NULL",
+                    chunk,
+                ):
+                    out[rowid] = leaf
+        return out
+
+    def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        table = f"{key}_fts"
+        with self.transaction():
+            c = self._writer
+            for node_id, terms in docs.items():
+                c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
+                if terms:
+                    c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+
+    def node_search(
+        self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int
+    ) -> list[tuple[int, float]]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        if not terms or not threads:
+            return []
+        table = f"{key}_fts"
+        marks = ",".join("?" * len(threads))
+        sql = (
+            f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+            f" JOIN tree_nodes n ON n.id = f.rowid"
+            f" WHERE {table} MATCH ? AND n.thread_id IN ({marks}) AND n.archived = 0"
+            " ORDER BY r LIMIT ?"
+        )
+        with self._reading() as conn:
+            rows = conn.execute(sql, [fts_query(terms), *[t.id for t in threads], limit]).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        wanted = list(dict.fromkeys(terms))
+        out: dict[str, int] = {}
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for term, doc in conn.execute(
+                    f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", chunk
+                ):
+                    out[term] = int(doc)
+            total = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
+        return out, int(total)
+
+    def log_tree(self, thread: Thread, kind: str, stats: Mapping[str, Any], undo: list[Any]) -> int:
+        with self.transaction():
+            entry = self._writer.execute(
+                "INSERT INTO tree_log (thread_id, kind, at, stats, undo) VALUES (?, ?, ?, ?, ?)",
+                (
+                    thread.id,
+                    kind,
+                    format_timestamp(utcnow()),
+                    json.dumps(dict(stats)),
+                    json.dumps(undo),
+                ),
+            ).lastrowid
+        assert entry is not None
+        return entry
+
+    def tree_log(self, thread: Thread, entry_id: int | None = None) -> list[TreeLogEntry]:
+        sql = "SELECT id, kind, at, stats, undo, undone_at FROM tree_log WHERE thread_id = ?"
+        args: list[Any] = [thread.id]
+        if entry_id is not None:
+            sql += " AND id = ?"
+            args.append(entry_id)
+        with self._reading() as conn:
+            rows = conn.execute(sql + " ORDER BY id DESC", args).fetchall()
+        return [
+            TreeLogEntry(
+                r[0],
+                r[1],
+                parse_stored(r[2]),
+                json.loads(r[3]),
+                json.loads(r[4]),
+                parse_stored(r[5]) if r[5] else None,
+            )
+            for r in rows
+        ]
+
+    def mark_undone(self, entry_id: int) -> None:
+        with self.transaction():
+            self._writer.execute(
+                "UPDATE tree_log SET undone_at = ? WHERE id = ?",
+                (format_timestamp(utcnow()), entry_id),
+            )

@@ -1,0 +1,704 @@
+"""Growing a thread's topic tree, one message at a time.
+
+Shape: the thread's (virtual) root holds one topic per session; a session
+topic holds the topics found inside it; topics hold leaves, one leaf per
+exchange (a ``user`` message opens an exchange once the previous one has a
+reply; everything else joins the open exchange). New topics always hang from
+the active topic or one of its ancestors, so time runs down the tree.
+
+Each new exchange either continues the active topic or opens a new one. With
+no LLM the decision weighs the drift between the exchange and the active
+topic (cosine to the topic's mean vector and IDF-weighted word overlap), the
+silence since the last message and the topic's size. With an LLM configured
+the LLM may decide instead; its JSON answer is validated and the heuristic
+decides whenever the call fails or the answer is unusable.
+
+Width control: before a node gets a child beyond ``max_children``, its
+oldest run of frozen children of the same kind and level is moved under a
+new *group* node, so every layer stays narrow and the depth grows with the
+logarithm of the thread's length.
+
+A topic that leaves the active path is *frozen*: it gets its name, summary
+and keyphrases (:mod:`arbormem.tree.summarize`), its summary is embedded and
+indexed for lexical search, and its content stays indexed as a segment.
+
+Everything here runs inside the caller's write transaction: the tree lands
+with the messages or not at all. The tree is never the only copy of anything;
+it can always be rebuilt from the messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from arbormem.embed.base import Embedder
+from arbormem.errors import LLMError
+from arbormem.ids import content_hash
+from arbormem.models import Message
+from arbormem.store.base import Backend, NodeRow, Row, Thread, TreeState
+from arbormem.text import analyze
+from arbormem.tree.config import TreeConfig
+from arbormem.tree.summarize import (
+    LLM_SUMMARY_PROMPT,
+    Digest,
+    digest_children,
+    digest_messages,
+    validate_digest,
+)
+
+log = logging.getLogger(__name__)
+
+TOPIC_KINDS = ("topic", "group")
+
+
+@dataclass
+class Decision:
+    """Where the next exchange goes: ``parent`` is an index into the active path
+    (-1 for the root), or None to continue the active topic."""
+
+    new_topic: bool
+    parent: int | None = None
+    origin: str = "heuristic"
+    name: str | None = None
+
+
+@dataclass
+class Cursor:
+    """The growing edge of one thread's tree, cached between writes."""
+
+    version: int = -1
+    path: list[NodeRow] = field(default_factory=list)
+    leaf: NodeRow | None = None
+    leaf_has_reply: bool = False
+    session: str | None = None
+    last_at: datetime | None = None
+    root_children: int = 0
+    next_seq: int = 0
+    #: The active topic's running mean vector, its terms and its exchange count.
+    centroid: np.ndarray | None = None
+    n_vectors: int = 0
+    terms: Counter[str] = field(default_factory=Counter)
+    exchanges: int = 0
+    #: Indexed terms of every message under each node of the active path (its documents).
+    docs: dict[int, list[str]] = field(default_factory=dict)
+
+
+def summary_text(node: NodeRow) -> str:
+    """What is embedded and indexed for a topic: its name, summary and keyphrases."""
+    keys = ", ".join(node.keyphrases)
+    return f"{node.name}: {node.summary} ({keys})" if keys else f"{node.name}: {node.summary}"
+
+
+class TreeGrower:
+    """Maintains the trees of all threads of one store."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        config: TreeConfig,
+        llm: Any = None,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.config = config
+        self.llm = llm
+        self._cursors: dict[int, Cursor] = {}
+        # Document frequencies only weight words, so slightly stale ones are fine: they
+        # are cached and the cache is dropped now and then instead of queried per exchange.
+        self._df: dict[str, int] = {}
+        self._n_docs = 0
+        self._df_uses = 0
+
+    # -- cursor -------------------------------------------------------------------------
+
+    def cursor(self, thread: Thread) -> Cursor:
+        state = self.backend.tree_state(thread)
+        cur = self._cursors.get(thread.id)
+        if cur is None or cur.version != state.version:
+            cur = self._load_cursor(thread, state)
+            self._cursors[thread.id] = cur
+        return cur
+
+    def forget_cursor(self, thread: Thread | None = None) -> None:
+        if thread is None:
+            self._cursors.clear()
+        else:
+            self._cursors.pop(thread.id, None)
+
+    def _load_cursor(self, thread: Thread, state: TreeState) -> Cursor:
+        cur = Cursor(version=state.version, next_seq=state.next_seq)
+        cur.root_children = len(self.backend.tree_nodes(thread, parent=None))
+        if state.active_id is None:
+            return cur
+        path: list[NodeRow] = []
+        node_id: int | None = state.active_id
+        while node_id is not None:
+            found = self.backend.tree_nodes(thread, ids=[node_id])
+            if not found:
+                return Cursor(
+                    version=state.version, next_seq=state.next_seq, root_children=cur.root_children
+                )
+            path.append(found[0])
+            node_id = found[0].parent_id
+        cur.path = list(reversed(path))
+        if state.leaf_id is not None:
+            leaves = self.backend.tree_nodes(thread, ids=[state.leaf_id])
+            cur.leaf = leaves[0] if leaves else None
+        active = cur.path[-1]
+        rows = self.backend.messages(thread, start=active.first_index, end=active.last_index + 1)
+        if rows:
+            last = rows[-1].message
+            cur.session, cur.last_at = last.session, last.timestamp
+        if cur.leaf is not None:
+            cur.leaf_has_reply = any(
+                r.message.role == "assistant" and r.message.index >= cur.leaf.first_index
+                for r in rows
+            )
+        cur.exchanges = len(self.backend.tree_nodes(thread, parent=active.id, kinds=["leaf"]))
+        mine = self.node_messages(thread, active)
+        vectors = self.backend.vectors(self.embedder.model_id, [r.chash for r in rows])
+        for r in rows:
+            vec = vectors.get(r.chash)
+            if vec is not None:
+                self._add_to_centroid(cur, vec)
+        for m in mine:
+            cur.terms.update(analyze(m.content))
+        for node in cur.path:
+            assert node.id is not None
+            cur.docs[node.id] = [
+                t for m in self.node_messages(thread, node) for t in analyze(m.text)
+            ]
+        return cur
+
+    @staticmethod
+    def _add_to_centroid(cur: Cursor, vec: np.ndarray) -> None:
+        vec = np.asarray(vec, dtype=np.float32)
+        if cur.centroid is None or cur.centroid.shape != vec.shape:
+            cur.centroid, cur.n_vectors = vec.copy(), 1
+        else:
+            cur.n_vectors += 1
+            cur.centroid += (vec - cur.centroid) / cur.n_vectors
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Document frequencies of terms over the store, cached."""
+        self._df_uses += 1
+        if self._df_uses > 2000 or len(self._df) > 200_000:
+            self._df.clear()
+            self._df_uses = 0
+        missing = [t for t in set(terms) if t not in self._df]
+        if missing or not self._n_docs:
+            found, self._n_docs = self.backend.term_frequencies(missing)
+            for t in missing:
+                self._df[t] = found.get(t, 0)
+        return {t: self._df[t] for t in terms}, self._n_docs
+
+    def _similarity(self, cur: Cursor, message: Message, vec: np.ndarray | None) -> float | None:
+        terms = [t for t in analyze(message.content) if not t.isdigit()]
+        if len(set(terms)) < 3:
+            return None  # too little to judge: stay in the topic
+        df, n_docs = self.frequencies(terms)
+        idf = {t: math.log((n_docs + 1) / (df.get(t, 0) + 1)) + 1.0 for t in set(terms)}
+        total = sum(idf.values())
+        lexical = sum(w for t, w in idf.items() if t in cur.terms) / total if total else 0.0
+        if vec is None or cur.centroid is None:
+            return lexical
+        norm = float(np.linalg.norm(cur.centroid)) or 1.0
+        dense = max(0.0, float(np.dot(vec, cur.centroid)) / norm)
+        w = self.config.dense_weight
+        return w * dense + (1 - w) * lexical
+
+    def heuristic_decision(self, cur: Cursor, message: Message, vec: np.ndarray | None) -> Decision:
+        cfg = self.config
+        if cur.exchanges >= cfg.max_exchanges:
+            return Decision(True, len(cur.path) - 2)
+        if cur.last_at is not None and message.timestamp - cur.last_at > timedelta(
+            minutes=cfg.gap_minutes
+        ):
+            return Decision(True, len(cur.path) - 2)
+        if cur.exchanges < cfg.min_exchanges:
+            return Decision(False)
+        sim = self._similarity(cur, message, vec)
+        if sim is not None and sim < cfg.split_threshold:
+            return Decision(True, len(cur.path) - 2)
+        return Decision(False)
+
+    def llm_decision(self, thread: Thread, message: Message) -> Decision | None:
+        """Ask the LLM where the exchange opened by ``message`` belongs (None on failure)."""
+        if self.llm is None or not self.config.llm_decisions:
+            return None
+        cur = self.cursor(thread)
+        if not cur.path or message.session != cur.session:
+            return None  # session boundaries are structural, not a judgement call
+        options: list[dict[str, Any]] = [{"id": "root", "name": "(the whole conversation)"}]
+        options += [
+            {"id": n.id, "name": n.name or "(active topic, unnamed)", "summary": n.summary}
+            for n in cur.path
+        ]
+        active = cur.path[-1]
+        recent = self.backend.messages(
+            thread, start=max(active.first_index, active.last_index - 5), end=active.last_index + 1
+        )
+        prompt = [
+            {
+                "role": "system",
+                "content": (
+                    "You organise a conversation into a tree of topics. Given the active path "
+                    "of topics (outermost first) and the newest message, decide whether the "
+                    'message continues the active topic. Answer JSON only: {"decision": '
+                    '"continue"} or {"decision": "new", "parent": <id of the topic on the path '
+                    'the new topic belongs under, or "root">, "name": "<2-5 words>"}.'
+                ),
+            },
+            {
+                "role": "user",
+                "content": (
+                    f"Active path: {options}\nRecent messages of the active topic:\n"
+                    + "\n".join(f"- {r.message.text}" for r in recent)
+                    + f"\nNewest message: {message.text}"
+                ),
+            },
+        ]
+        ids = [n.id for n in cur.path]
+
+        def validate(value: Any) -> Decision:
+            if not isinstance(value, Mapping) or value.get("decision") not in ("continue", "new"):
+                raise ValueError("'decision' must be 'continue' or 'new'")
+            if value["decision"] == "continue":
+                return Decision(False, origin="llm")
+            parent = value.get("parent")
+            if parent == "root":
+                index = -1
+            elif parent in ids:
+                index = ids.index(parent)
+            else:
+                raise ValueError(f"parent {parent!r} is not a topic on the active path")
+            name = value.get("name") if isinstance(value.get("name"), str) else None
+            return Decision(True, index, origin="llm", name=name)
+
+        try:
+            decision: Decision = self.llm.complete_json(
+                prompt, validate=validate, feature="topic_decisions", max_tokens=80
+            )
+            return decision
+        except LLMError as exc:
+            log.info("LLM topic decision unusable, the heuristic decides: %s", exc)
+            return None
+
+    # -- growth -----------------------------------------------------------------------------
+
+    def grow(
+        self,
+        thread: Thread,
+        rows: Sequence[Row],
+        vectors: Mapping[str, np.ndarray] | None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> None:
+        """Place newly stored messages in the tree (inside the caller's transaction)."""
+        if not self.config.enabled or not rows:
+            return
+        cur = self.cursor(thread)
+        dirty: dict[int, NodeRow] = {}
+        for row in rows:
+            m = row.message
+            vec = vectors.get(row.chash) if vectors else None
+            if not cur.path or m.session != cur.session:
+                self._freeze_path(thread, cur, 0, dirty)
+                session_topic = self._new_topic(thread, cur, None, m, dirty)
+                cur.path = [session_topic]
+                cur.path.append(self._new_topic(thread, cur, session_topic, m, dirty))
+                self._reset_active(cur)
+                self._open_leaf(thread, cur, m, dirty)
+            elif cur.leaf is None or (m.role == "user" and cur.leaf_has_reply):
+                decision = (decisions or {}).get(m.id) or self.heuristic_decision(cur, m, vec)
+                if decision.parent is not None and decision.parent >= len(cur.path):
+                    decision = self.heuristic_decision(cur, m, vec)
+                if decision.new_topic:
+                    keep = decision.parent + 1 if decision.parent is not None else len(cur.path) - 1
+                    keep = max(0, min(keep, len(cur.path)))
+                    self._freeze_path(thread, cur, keep, dirty)
+                    parent = cur.path[-1] if cur.path else None
+                    topic = self._new_topic(
+                        thread,
+                        cur,
+                        parent,
+                        m,
+                        dirty,
+                        origin=decision.origin,
+                        name=decision.name or "",
+                    )
+                    cur.path.append(topic)
+                    self._reset_active(cur)
+                self._open_leaf(thread, cur, m, dirty)
+            self._attach(cur, row, vec, dirty)
+            assert cur.leaf is not None and cur.leaf.id is not None
+            self.backend.set_message_leaf([row.rowid], cur.leaf.id)
+        self.backend.put_nodes(thread, list(dirty.values()))
+        active = cur.path[-1]
+        assert active.id is not None
+        self.backend.index_nodes(
+            "segment", {n.id: " ".join(cur.docs.get(n.id, [])) for n in cur.path if n.id}
+        )
+        state = self.backend.set_tree_state(
+            thread, TreeState(0, active.id, cur.leaf.id if cur.leaf else None, cur.next_seq)
+        )
+        cur.version = state.version
+
+    def _reset_active(self, cur: Cursor) -> None:
+        cur.centroid, cur.n_vectors, cur.terms, cur.exchanges = None, 0, Counter(), 0
+        cur.leaf, cur.leaf_has_reply = None, False
+
+    def _new_node(
+        self, cur: Cursor, parent: NodeRow | None, kind: str, m: Message, **extra: Any
+    ) -> NodeRow:
+        node = NodeRow(
+            id=None,
+            parent_id=parent.id if parent else None,
+            kind=kind,
+            seq=cur.next_seq,
+            first_index=m.index,
+            last_index=m.index,
+            first_at=m.timestamp,
+            last_at=m.timestamp,
+            **extra,
+        )
+        cur.next_seq += 1
+        return node
+
+    def _new_topic(
+        self,
+        thread: Thread,
+        cur: Cursor,
+        parent: NodeRow | None,
+        m: Message,
+        dirty: dict[int, NodeRow],
+        origin: str = "heuristic",
+        name: str = "",
+    ) -> NodeRow:
+        self._make_room(thread, cur, parent, dirty)
+        topic = self._new_node(cur, parent, "topic", m, origin=origin, name=name)
+        self.backend.put_nodes(thread, [topic])
+        self._count_child(cur, parent, dirty)
+        assert topic.id is not None
+        cur.docs[topic.id] = []
+        return topic
+
+    def _open_leaf(
+        self, thread: Thread, cur: Cursor, m: Message, dirty: dict[int, NodeRow]
+    ) -> None:
+        parent = cur.path[-1]
+        self._make_room(thread, cur, parent, dirty)
+        leaf = self._new_node(cur, parent, "leaf", m)
+        self.backend.put_nodes(thread, [leaf])
+        self._count_child(cur, parent, dirty)
+        cur.leaf, cur.leaf_has_reply = leaf, False
+        cur.exchanges += 1
+
+    def _count_child(self, cur: Cursor, parent: NodeRow | None, dirty: dict[int, NodeRow]) -> None:
+        if parent is None:
+            cur.root_children += 1
+        else:
+            parent.child_count += 1
+            assert parent.id is not None
+            dirty[parent.id] = parent
+
+    def _attach(
+        self, cur: Cursor, row: Row, vec: np.ndarray | None, dirty: dict[int, NodeRow]
+    ) -> None:
+        m = row.message
+        assert cur.leaf is not None
+        for node in [*cur.path, cur.leaf]:
+            node.last_index = max(node.last_index, m.index)
+            node.first_index = min(node.first_index, m.index)
+            node.last_at = max(node.last_at, m.timestamp)
+            node.first_at = min(node.first_at, m.timestamp)
+            node.message_count += 1
+            assert node.id is not None
+            dirty[node.id] = node
+        if m.role == "assistant":
+            cur.leaf_has_reply = True
+        cur.session, cur.last_at = m.session, m.timestamp
+        cur.terms.update(analyze(m.content))
+        indexed = analyze(m.text)
+        for node in cur.path:
+            assert node.id is not None
+            cur.docs.setdefault(node.id, []).extend(indexed)
+        if vec is not None:
+            self._add_to_centroid(cur, vec)
+
+    # -- width control ------------------------------------------------------------------------
+
+    def _make_room(
+        self, thread: Thread, cur: Cursor, parent: NodeRow | None, dirty: dict[int, NodeRow]
+    ) -> None:
+        count = cur.root_children if parent is None else parent.child_count
+        if count < self.config.max_children:
+            return
+        children = self.backend.tree_nodes(thread, parent=parent.id if parent else None)
+        for child in children:  # the freshest state of nodes this batch touched
+            if child.id in dirty:
+                child.__dict__.update(dirty[child.id].__dict__)
+        pinned = {n.id for n in cur.path} | ({cur.leaf.id} if cur.leaf else set())
+        run = self._groupable_run(children, pinned)
+        if len(run) < 2:
+            return
+        group = NodeRow(
+            id=None,
+            parent_id=parent.id if parent else None,
+            kind="group",
+            seq=run[0].seq,
+            first_index=min(n.first_index for n in run),
+            last_index=max(n.last_index for n in run),
+            first_at=min(n.first_at for n in run),
+            last_at=max(n.last_at for n in run),
+            level=1 + max((n.level if n.kind == "group" else 0) for n in run),
+            message_count=sum(n.message_count for n in run),
+            child_count=len(run),
+            frozen=True,
+        )
+        self.backend.put_nodes(thread, [group])
+        for n in run:
+            n.parent_id = group.id
+            assert n.id is not None
+            dirty[n.id] = n
+        self.backend.put_nodes(thread, run)
+        self.name_node(thread, group, run)
+        self.backend.put_nodes(thread, [group])
+        if parent is None:
+            cur.root_children = count - len(run) + 1
+        else:
+            parent.child_count = count - len(run) + 1
+            assert parent.id is not None
+            dirty[parent.id] = parent
+
+    @staticmethod
+    def _groupable_run(children: Sequence[NodeRow], active: set[int | None]) -> list[NodeRow]:
+        """The oldest run of consecutive frozen children that share kind and level."""
+        best: list[NodeRow] = []
+        run: list[NodeRow] = []
+
+        def key(n: NodeRow) -> tuple[str, int]:
+            return ("group", n.level) if n.kind == "group" else ("plain", 0)
+
+        for child in children:
+            movable = child.id not in active and (child.frozen or child.kind == "leaf")
+            if movable and run and key(run[-1]) == key(child):
+                run.append(child)
+            else:
+                if len(run) >= 2 and not best:
+                    best = run
+                run = [child] if movable else []
+        if len(run) >= 2 and not best:
+            best = run
+        if not best:
+            oldest = [c for c in children if c.id not in active][:2]
+            best = oldest if len(oldest) == 2 else []
+        return best
+
+    # -- freezing and naming ---------------------------------------------------------------------
+
+    def _freeze_path(
+        self, thread: Thread, cur: Cursor, keep: int, dirty: dict[int, NodeRow]
+    ) -> None:
+        """Freeze the active path below its first ``keep`` nodes, deepest first."""
+        for node in reversed(cur.path[keep:]):
+            assert node.id is not None
+            doc = cur.docs.pop(node.id, None)
+            if doc is not None:
+                self.backend.index_nodes("segment", {node.id: " ".join(doc)})
+            node.frozen = True
+            self.name_node(thread, node)
+            # Stored now: the parent frozen next is named from its children's rows.
+            self.backend.put_nodes(thread, [node])
+            dirty.pop(node.id, None)
+        del cur.path[keep:]
+
+    def subtree_leaves(self, thread: Thread, node: NodeRow) -> list[int]:
+        """Ids of the leaves under a node."""
+        assert node.id is not None
+        if node.kind == "leaf":
+            return [node.id]
+        out: list[int] = []
+        frontier = [node.id]
+        while frontier:
+            parent = frontier.pop()
+            for child in self.backend.tree_nodes(thread, parent=parent):
+                assert child.id is not None
+                (out if child.kind == "leaf" else frontier).append(child.id)
+        return out
+
+    def node_messages(self, thread: Thread, node: NodeRow) -> list[Message]:
+        """The messages under a node, in thread order, archived leaves included.
+
+        A node's index range can span other branches after a reorganisation, so
+        messages are taken by leaf membership, not by range alone.
+        """
+        rows = self.backend.messages(thread, start=node.first_index, end=node.last_index + 1)
+        leaves = set(self.subtree_leaves(thread, node))
+        owner = self.backend.message_leaves([r.rowid for r in rows])
+        return [r.message for r in rows if owner.get(r.rowid) in leaves]
+
+    def digest(
+        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+    ) -> Digest:
+        """The heuristic name, summary and keyphrases of a node."""
+        assert node.id is not None
+        kids = (
+            list(children)
+            if children is not None
+            else self.backend.tree_nodes(thread, parent=node.id)
+        )
+        topic_kids = [k for k in kids if k.kind in TOPIC_KINDS]
+        if topic_kids and len(topic_kids) == len(kids):
+            return digest_children(
+                [(k.name, k.keyphrases) for k in topic_kids],
+                max_words=self.config.summary_words,
+                group=node.kind == "group",
+            )
+        messages = self.node_messages(thread, node)
+        terms = {t for m in messages for t in analyze(m.content)}
+        df, n_docs = self.frequencies(list(terms))
+        return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
+
+    def name_node(
+        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+    ) -> None:
+        """Give a node its name, summary and keyphrases, and index and embed them."""
+        digest = self.digest(thread, node, children)
+        node.keyphrases = digest.keyphrases
+        if node.origin == "llm" and node.name:
+            node.summary = digest.summary  # the LLM's name stays; summary is extractive for now
+        else:
+            node.name, node.summary = digest.name, digest.summary
+        self.index_summary(thread, node)
+
+    def index_summary(self, thread: Thread, node: NodeRow) -> None:
+        assert node.id is not None
+        text = summary_text(node)
+        node.chash = content_hash(text)
+        self.backend.index_nodes("topic", {node.id: " ".join(analyze(text))})
+        model = self.embedder.model_id
+        if not self.backend.vectors(model, [node.chash]):
+            try:
+                vec = self.embedder.embed(text)
+            except Exception as exc:  # the summary vector is derived; recall copes without it
+                log.warning("cannot embed topic summary: %s", exc)
+                return
+            self.backend.put_vectors(model, {node.chash: vec})
+
+    def _index_segment(self, thread: Thread, node: NodeRow) -> None:
+        """Index the whole content of a topic that holds leaves, for turn ranking."""
+        assert node.id is not None
+        messages = self.node_messages(thread, node)
+        terms = " ".join(t for m in messages for t in analyze(m.text))
+        self.backend.index_nodes("segment", {node.id: terms})
+
+    def llm_rename(self, thread: Thread, node: NodeRow) -> bool:
+        """Replace a heuristic name and summary by the LLM's; False if it failed."""
+        if self.llm is None or node.kind == "leaf":
+            return False
+        digest_source = self.node_messages(thread, node)
+        text = "\n".join(m.text for m in digest_source)[-12000:]
+        validate = validate_digest(self.config.summary_words)
+        try:
+            name, summary = self.llm.complete_json(
+                [
+                    {"role": "system", "content": LLM_SUMMARY_PROMPT % self.config.summary_words},
+                    {"role": "user", "content": text},
+                ],
+                validate=validate,
+                feature="topic_summaries",
+                max_tokens=200,
+            )
+        except LLMError as exc:
+            log.info("LLM summary unusable, keeping the extractive one: %s", exc)
+            return False
+        node.name, node.summary, node.origin = name, summary, "llm"
+        self.index_summary(thread, node)
+        self.backend.put_nodes(thread, [node])
+        return True
+
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def forgotten(self, thread: Thread, leaf_ids: set[int]) -> None:
+        """Repair the tree after messages of these leaves were deleted.
+
+        Emptied leaves and topics go; every ancestor of what changed has its
+        counts and ranges recomputed and, if frozen, its name, summary and
+        indexes redone, so no summary keeps quoting forgotten text.
+        """
+        if not leaf_ids:
+            return
+        touched: set[int] = set()
+        gone: list[int] = []
+        for leaf in self.backend.tree_nodes(thread, ids=sorted(leaf_ids)):
+            assert leaf.id is not None
+            rows = self.backend.messages(thread, start=leaf.first_index, end=leaf.last_index + 1)
+            owner = self.backend.message_leaves([r.rowid for r in rows])
+            mine = [r.message for r in rows if owner.get(r.rowid) == leaf.id]
+            if not mine:
+                gone.append(leaf.id)
+            else:
+                leaf.first_index, leaf.last_index = mine[0].index, mine[-1].index
+                leaf.first_at = min(m.timestamp for m in mine)
+                leaf.last_at = max(m.timestamp for m in mine)
+                leaf.message_count = len(mine)
+                self.backend.put_nodes(thread, [leaf])
+            if leaf.parent_id is not None:
+                touched.add(leaf.parent_id)
+        if gone:
+            self.backend.delete_nodes(thread, gone)
+        self._refresh_upwards(thread, touched)
+        state = self.backend.tree_state(thread)
+        alive = {
+            n.id
+            for n in self.backend.tree_nodes(
+                thread, ids=[i for i in (state.active_id, state.leaf_id) if i is not None]
+            )
+        }
+        if state.active_id not in alive or (
+            state.leaf_id is not None and state.leaf_id not in alive
+        ):
+            # The growing edge was forgotten: the next message starts a fresh topic.
+            state = TreeState(0, None, None, state.next_seq)
+        self.backend.set_tree_state(thread, state)
+        self.forget_cursor(thread)
+
+    def _refresh_upwards(self, thread: Thread, node_ids: set[int]) -> None:
+        """Recompute nodes from their children, deepest first, then their parents."""
+        pending = set(node_ids)
+        while pending:
+            nodes = self.backend.tree_nodes(thread, ids=sorted(pending))
+            pending = set()
+            # Deepest first is not known without walking; a node refreshed before a child
+            # is simply refreshed again when the child's parent comes round.
+            for node in nodes:
+                assert node.id is not None
+                kids = self.backend.tree_nodes(thread, parent=node.id)
+                if node.parent_id is not None:
+                    pending.add(node.parent_id)
+                if not kids:
+                    self.backend.delete_nodes(thread, [node.id])
+                    continue
+                node.first_index = min(k.first_index for k in kids)
+                node.last_index = max(k.last_index for k in kids)
+                node.first_at = min(k.first_at for k in kids)
+                node.last_at = max(k.last_at for k in kids)
+                node.message_count = sum(k.message_count for k in kids)
+                node.child_count = len(kids)
+                if node.kind == "topic":
+                    self._index_segment(thread, node)
+                if node.frozen:
+                    node.origin = "heuristic"  # an LLM summary may quote what was forgotten
+                    self.name_node(thread, node, kids)
+                self.backend.put_nodes(thread, [node])

@@ -1,0 +1,229 @@
+"""Recall through the tree.
+
+* **Topic signals for turns.** Every topic's whole content is indexed as a
+  document; a turn inherits the BM25 score of its own topic (``topic``) and of
+  its session's topic (``session_doc``), so a turn that shares few words with
+  the question still rises when its topic is about it.
+* **Multi-path recall.** Topic summaries are searched (BM25 and cosine); each
+  topic above a threshold is walked up to the root, shared ancestors are
+  merged, and the best few paths are returned, each with its names, summaries
+  and dates, ready to be rendered as a compact block.
+* **Multi-resolution.** A path whose deepest summary covers the question's
+  terms is returned as a summary; otherwise it drills down to its best turns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arbormem.embed.base import Embedder
+from arbormem.models import Message
+from arbormem.store.base import Backend, NodeRow, Thread
+from arbormem.text import analyze
+from arbormem.timeutil import display
+
+
+@dataclass
+class PathNode:
+    id: int
+    kind: str
+    name: str
+    summary: str
+    first_index: int
+    last_index: int
+    first_at: object
+    last_at: object
+
+
+@dataclass
+class TopicPath:
+    """One branch of the tree, root first, that answers part of a query."""
+
+    nodes: list[PathNode]
+    score: float
+    #: True when the deepest summary covers the query's terms (no need to drill down).
+    sufficient: bool = False
+    #: The topic's best turns, when the summary alone does not answer.
+    turns: list[Message] = field(default_factory=list)
+
+    @property
+    def topic(self) -> PathNode:
+        return self.nodes[-1]
+
+    def render(self) -> str:
+        t = self.topic
+        names = " › ".join(n.name or "(untitled)" for n in self.nodes)
+        when = f"{display(t.first_at, seconds=False)[:10]}"  # type: ignore[arg-type]
+        if t.last_at != t.first_at:
+            when += f" to {display(t.last_at, seconds=False)[:10]}"  # type: ignore[arg-type]
+        lines = [f"- {names} ({when}, messages {t.first_index}-{t.last_index})"]
+        if t.summary:
+            lines.append(f"  {t.summary}")
+        for m in self.turns:
+            lines.append(f"  > {m.speaker or m.role}: {m.content}")
+        return "\n".join(lines)
+
+
+class _ThreadCache:
+    __slots__ = ("matrix", "nodes", "topic_ids", "version")
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.nodes: dict[int, NodeRow] = {}
+        self.topic_ids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+
+
+class TreeRecall:
+    """Reads the trees of a store for ranking and multi-path recall."""
+
+    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self._cache: dict[int, _ThreadCache] = {}
+        self._lock = threading.Lock()
+
+    def _nodes(self, thread: Thread) -> _ThreadCache:
+        """Topics and groups of a thread (not leaves), reloaded when the tree changed."""
+        version = self.backend.tree_state(thread).version
+        with self._lock:
+            cache = self._cache.get(thread.id)
+            if cache is not None and cache.version == version:
+                return cache
+            cache = _ThreadCache()
+            cache.version = version
+            rows = self.backend.tree_nodes(thread, kinds=["topic", "group"])
+            cache.nodes = {r.id: r for r in rows if r.id is not None}
+            frozen = [r for r in rows if r.frozen and r.chash and not r.archived]
+            vectors = self.backend.vectors(
+                self.embedder.model_id, [r.chash for r in frozen if r.chash]
+            )
+            have = [r for r in frozen if r.chash in vectors]
+            cache.topic_ids = np.asarray([r.id for r in have], dtype=np.int64)
+            if have:
+                cache.matrix = np.vstack([vectors[r.chash] for r in have if r.chash])
+            self._cache[thread.id] = cache
+            return cache
+
+    def invalidate(self, thread: Thread | None = None) -> None:
+        with self._lock:
+            if thread is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(thread.id, None)
+
+    def ancestry(self, thread: Thread, node_id: int | None) -> list[NodeRow]:
+        """The chain of topics from the root level down to ``node_id``."""
+        nodes = self._nodes(thread).nodes
+        chain: list[NodeRow] = []
+        while node_id is not None and node_id in nodes:
+            chain.append(nodes[node_id])
+            node_id = nodes[node_id].parent_id
+        return list(reversed(chain))
+
+    # -- topic signals for turns ---------------------------------------------------------
+
+    def turn_signals(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        rowids: Sequence[int],
+        depth: int = 200,
+    ) -> dict[int, dict[str, float]]:
+        """``topic`` and ``session_doc`` for each turn: the normalised BM25 of the
+        content of its own topic and of its session's topic."""
+        if not terms or not rowids:
+            return {}
+        hits = self.backend.node_search(threads, "segment", terms, depth)
+        if not hits:
+            return {}
+        top = hits[0][1]
+        score = {node: s / top for node, s in hits}
+        leaves = self.backend.message_leaves(rowids)
+        wanted = list(set(leaves.values()))
+        leaf_rows: dict[int, tuple[Thread, NodeRow]] = {}
+        for t in threads:
+            for leaf in self.backend.tree_nodes(t, ids=wanted):
+                if leaf.id is not None:
+                    leaf_rows[leaf.id] = (t, leaf)
+        out: dict[int, dict[str, float]] = {}
+        for rowid, leaf_id in leaves.items():
+            if leaf_id not in leaf_rows:
+                continue
+            thread, leaf = leaf_rows[leaf_id]
+            chain = [n for n in self.ancestry(thread, leaf.parent_id) if n.kind == "topic"]
+            if not chain:
+                continue
+            sig = {
+                "topic": score.get(chain[-1].id or -1, 0.0),
+                "session_doc": score.get(chain[0].id or -1, 0.0),
+            }
+            if sig["topic"] or sig["session_doc"]:
+                out[rowid] = sig
+        return out
+
+    # -- multi-path recall -----------------------------------------------------------------
+
+    def paths(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        qvec: np.ndarray | None,
+        *,
+        k: int = 3,
+        threshold: float = 0.3,
+    ) -> list[TopicPath]:
+        """The best ``k`` branches for a query, shared ancestors merged."""
+        terms = list(dict.fromkeys(analyze(query)))
+        lexical: dict[int, float] = {}
+        hits = self.backend.node_search(threads, "topic", terms, 50) if terms else []
+        if hits:
+            top = hits[0][1]
+            lexical = {n: s / top for n, s in hits}
+        scored: dict[tuple[int, int], float] = {}
+        for thread in threads:
+            cache = self._nodes(thread)
+            dense: dict[int, float] = {}
+            if qvec is not None and len(cache.topic_ids):
+                sims = cache.matrix @ np.asarray(qvec, dtype=np.float32)
+                dense = dict(zip(cache.topic_ids.tolist(), sims.tolist()))
+            for node_id in set(dense) | (set(lexical) & set(cache.nodes)):
+                s = 0.5 * lexical.get(node_id, 0.0) + 0.5 * max(0.0, dense.get(node_id, 0.0))
+                if s >= threshold:
+                    scored[(thread.id, node_id)] = s
+        by_id = {t.id: t for t in threads}
+        # Prefer the most specific topic of a branch: drop a node when a descendant
+        # of it also qualified (the descendant's path carries the ancestor anyway).
+        chains = {key: self.ancestry(by_id[key[0]], key[1]) for key in scored}
+        covered = {(key[0], n.id) for key, chain in chains.items() for n in chain[:-1]}
+        best = sorted((k_ for k_ in scored if k_ not in covered), key=lambda x: -scored[x])[:k]
+        query_terms = set(terms)
+        out = []
+        for key in best:
+            chain = chains[key]
+            node = chain[-1]
+            covered_terms = set(analyze(f"{node.name} {node.summary} {' '.join(node.keyphrases)}"))
+            out.append(
+                TopicPath(
+                    nodes=[
+                        PathNode(
+                            n.id or 0,
+                            n.kind,
+                            n.name,
+                            n.summary,
+                            n.first_index,
+                            n.last_index,
+                            n.first_at,
+                            n.last_at,
+                        )
+                        for n in chain
+                    ],
+                    score=scored[key],
+                    sufficient=bool(query_terms) and query_terms <= covered_terms,
+                )
+            )
+        return out

@@ -1,0 +1,381 @@
+"""Names and summaries of topics, without an LLM (and with one, when configured).
+
+A topic's keyphrases are its words weighted by TF-IDF against the whole store
+(document frequencies come from the full-text index), with capitalised words
+(names, places) counted a little higher. Its name is the best two- or
+three-word phrase that occurs in its messages, completed from the top
+keyphrases to 2-5 words; its summary is the sentences that cover most of
+those keyphrases, each with its speaker, at most ``max_words`` words.
+
+Topics built from other topics (sessions, width-control groups) are named
+from their children's keyphrases and summarised as the list of their
+children's names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arbormem.models import Message
+from arbormem.text import analyze, term_of, tokens
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# Chat filler and generic verbs: frequent in conversation, useless in a topic's name.
+_FILLERS = frozenset(
+    term
+    for word in [
+        "yeah",
+        "yes",
+        "oh",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "really",
+        "just",
+        "got",
+        "get",
+        "glad",
+        "awesome",
+        "great",
+        "cool",
+        "wow",
+        "lol",
+        "haha",
+        "sure",
+        "well",
+        "good",
+        "nice",
+        "totally",
+        "definitely",
+        "like",
+        "sounds",
+        "sound",
+        "make",
+        "made",
+        "keep",
+        "let",
+        "lets",
+        "wanna",
+        "gonna",
+        "think",
+        "know",
+        "feel",
+        "want",
+        "love",
+        "happy",
+        "fun",
+        "lot",
+        "lots",
+        "time",
+        "things",
+        "thing",
+        "way",
+        "day",
+        "much",
+        "also",
+        "still",
+        "even",
+        "always",
+        "never",
+        "maybe",
+        "pretty",
+        "amazing",
+        "wonderful",
+        "especially",
+        "need",
+        "see",
+        "say",
+        "said",
+        "tell",
+        "told",
+        "going",
+        "go",
+        "went",
+        "come",
+        "came",
+        "take",
+        "took",
+        "look",
+        "looks",
+        "looking",
+        "can't",
+        "wait",
+        "remind",
+        "reminds",
+        "super",
+        "share",
+        "shares",
+        "shared",
+        "photo",
+        "pic",
+        "picture",
+        "last",
+        "next",
+        "week",
+        "weekend",
+        "yesterday",
+        "today",
+        "tomorrow",
+        "recently",
+        "year",
+        "month",
+        "ago",
+        "lately",
+    ]
+    if (term := term_of(word))
+)
+
+
+@dataclass
+class Digest:
+    """What naming a topic produces."""
+
+    name: str
+    summary: str
+    keyphrases: list[str]
+    #: term -> weight, kept for naming the topic's parents.
+    weights: dict[str, float]
+
+
+def _idf(df: Mapping[str, int], n_docs: int, term: str) -> float:
+    return math.log((n_docs + 1) / (df.get(term, 0) + 1)) + 1.0
+
+
+@dataclass
+class _Analysed:
+    """Messages split into sentences of (raw token, term) pairs, computed once."""
+
+    sentences: list[tuple[int, str, list[tuple[str, str | None]]]]
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> _Analysed:
+        out = []
+        for i, m in enumerate(messages):
+            for sentence in _SENTENCE.split(m.content.strip()):
+                if sentence:
+                    out.append((i, sentence, [(t, term_of(t)) for t in tokens(sentence)]))
+        return cls(out)
+
+
+def _surface_forms(analysed: _Analysed) -> dict[str, Counter[str]]:
+    """For each term, how it is spelled in the messages (to show words, not stems)."""
+    forms: dict[str, Counter[str]] = {}
+    for _, _, pairs in analysed.sentences:
+        for raw, term in pairs:
+            if term:
+                forms.setdefault(term, Counter())[raw.strip("'’")] += 1
+    return forms
+
+
+def _display(stem: str, forms: Mapping[str, Counter[str]]) -> str:
+    counts = forms.get(stem)
+    if not counts:
+        return stem
+    word = counts.most_common(1)[0][0]
+    # Prefer a capitalised spelling when the word is mostly written that way (a name).
+    capital = sum(c for w, c in counts.items() if w[:1].isupper())
+    if capital * 2 >= sum(counts.values()) and not word[:1].isupper():
+        word = word[:1].upper() + word[1:]
+    return word
+
+
+def term_weights(
+    analysed: _Analysed, df: Mapping[str, int], n_docs: int
+) -> tuple[dict[str, float], dict[str, Counter[str]]]:
+    tf: Counter[str] = Counter()
+    for _, _, pairs in analysed.sentences:
+        tf.update(t for _, t in pairs if t and t not in _FILLERS and not t.isdigit())
+    forms = _surface_forms(analysed)
+    weights: dict[str, float] = {}
+    for term, count in tf.items():
+        if len(term) < 3:
+            continue
+        w = (1.0 + math.log(count)) * _idf(df, n_docs, term)
+        spellings = forms.get(term, Counter())
+        capital = sum(c for w_, c in spellings.items() if w_[:1].isupper())
+        if capital * 2 >= sum(spellings.values()) > 0:
+            w *= 1.3
+        weights[term] = w
+    return weights, forms
+
+
+def _best_phrase(analysed: _Analysed, weights: Mapping[str, float]) -> tuple[list[str], float]:
+    """The highest-weighted run of 2-3 consecutive content words in the messages."""
+    best: list[str] = []
+    best_score = 0.0
+    for _, _, pairs in analysed.sentences:
+        run: list[tuple[str, str]] = []
+        for raw, term in [*pairs, ("", None)]:
+            if term and term in weights:
+                run.append((raw, term))
+                continue
+            for size in (3, 2):
+                for i in range(len(run) - size + 1):
+                    chunk = run[i : i + size]
+                    if len({t for _, t in chunk}) < size:
+                        continue
+                    score = sum(weights[t] for _, t in chunk) / math.sqrt(size)
+                    if score > best_score:
+                        best, best_score = [w for w, _ in chunk], score
+            run = []
+    return best, best_score
+
+
+def _title(words: Sequence[str]) -> str:
+    return " ".join(w if w[:1].isupper() or w.isupper() else w.capitalize() for w in words)
+
+
+def name_from(
+    ranked: Sequence[str], forms: Mapping[str, Counter[str]], phrase: Sequence[str] = ()
+) -> str:
+    """A 2-5 word name: the phrase if there is one, completed from the ranked stems."""
+    words = list(phrase)[:3]
+    used = {t for w in words if (t := term_of(w))}
+    for stem in ranked:
+        if len(words) >= 3 or (len(words) >= 2 and phrase):
+            break
+        if stem not in used:
+            words.append(_display(stem, forms))
+            used.add(stem)
+    if len(words) < 2:
+        words.append("conversation" if words else "Small talk")
+    return _title(words[:5])
+
+
+def _truncate_words(text: str, max_words: int) -> str:
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    return " ".join(words[:max_words]).rstrip(",;:") + "…"
+
+
+def digest_messages(
+    messages: Sequence[Message],
+    df: Mapping[str, int],
+    n_docs: int,
+    *,
+    max_words: int = 60,
+    max_keyphrases: int = 8,
+) -> Digest:
+    """Name, summary and keyphrases of a topic from its own messages."""
+    analysed = _Analysed.of(messages)
+    weights, forms = term_weights(analysed, df, n_docs)
+    ranked = sorted(weights, key=lambda t: -weights[t])
+    top = ranked[:max_keyphrases]
+    phrase, _ = _best_phrase(analysed, {t: weights[t] for t in ranked[:20]})
+    name = name_from(ranked, forms, phrase)
+    keyset = set(top)
+    scored: list[tuple[float, int, str, set[str]]] = []
+    for i, sentence, pairs in analysed.sentences:
+        hit = {t for _, t in pairs if t in keyset}
+        if not hit:
+            continue
+        score = sum(weights[t] for t in hit) / math.sqrt(len(pairs) + 4)
+        if sentence.lstrip().startswith("["):
+            score *= 0.5  # an attachment's caption says less than what was said
+        m = messages[i]
+        scored.append((score, i, f"{m.speaker or m.role}: {sentence.strip()}", hit))
+    chosen: list[tuple[int, str]] = []
+    words = 0
+    covered: set[str] = set()
+    for _, i, sentence, terms in sorted(scored, key=lambda x: -x[0]):
+        if terms <= covered and chosen:
+            continue
+        n = len(sentence.split())
+        if chosen and words + n > max_words:
+            continue
+        chosen.append((i, sentence))
+        covered |= terms
+        words += n
+        if words >= max_words * 0.8 or len(chosen) >= 3:
+            break
+    summary = (
+        " ".join(s for _, s in sorted(chosen))
+        if chosen
+        else ", ".join(_display(t, forms) for t in top)
+    )
+    return Digest(
+        name=name,
+        summary=_truncate_words(summary, max_words),
+        keyphrases=[_display(t, forms) for t in top],
+        weights={t: weights[t] for t in ranked[:40]},
+    )
+
+
+def digest_children(
+    children: Sequence[tuple[str, Sequence[str]]], *, max_words: int = 60, group: bool = False
+) -> Digest:
+    """Name and summary of a topic made of other topics, from their names and keyphrases.
+
+    A topic is named after its children; a width-control ``group`` (a stretch of
+    time rather than a subject) after the keyphrases most shared among them.
+    """
+    weight: dict[str, float] = {}
+    display: dict[str, str] = {}
+    for _, keyphrases in children:
+        for rank, phrase in enumerate(keyphrases):
+            for stem in analyze(phrase):
+                weight[stem] = weight.get(stem, 0.0) + 1.0 / (1 + rank)
+                display.setdefault(stem, phrase)
+    ranked = sorted(weight, key=lambda t: -weight[t])
+    names = [n for n, _ in children if n]
+    # A topic of topics is named after its children: the first two when they fit in
+    # five words, else the first (children come in time order).
+    distinct = list(dict.fromkeys(names))
+    if group and len(distinct) > 2:
+        top: list[str] = []
+        for t in ranked:
+            word = display[t]
+            if word.lower() not in {w.lower() for w in top}:
+                top.append(word)
+            if len(" ".join(top).split()) >= 3:
+                break
+        name = ", ".join(top) if top else distinct[0]
+    elif len(distinct) >= 2 and len(f"{distinct[0]} {distinct[1]}".split()) <= 4:
+        name = f"{distinct[0]} & {distinct[1]}"
+    elif distinct:
+        name = distinct[0]
+    else:
+        name = name_from(ranked, {t: Counter({display[t]: 1}) for t in ranked})
+    summary = "Covers: " + "; ".join(dict.fromkeys(names)) + "." if names else ""
+    return Digest(
+        name=name,
+        summary=_truncate_words(summary, max_words),
+        keyphrases=[display[t] for t in ranked[:8]],
+        weights=dict(weight),
+    )
+
+
+LLM_SUMMARY_PROMPT = (
+    "You name and summarise one topic of a conversation for a memory index. "
+    'Answer with JSON only: {"name": "<2 to 5 words>", "summary": "<at most %d words: the '
+    'facts, decisions, preferences and names a later question could need>"}.'
+)
+
+
+def validate_digest(max_words: int) -> Callable[[Any], tuple[str, str]]:
+    """A validator for an LLM's naming answer (raises ValueError when unusable)."""
+
+    def check(value: Any) -> tuple[str, str]:
+        if not isinstance(value, Mapping):
+            raise ValueError("answer is not a JSON object")
+        name, summary = value.get("name"), value.get("summary")
+        if not isinstance(name, str) or not isinstance(summary, str):
+            raise ValueError("'name' and 'summary' must be strings")
+        n_words = len(name.split())
+        if not 1 <= n_words <= 6:
+            raise ValueError(f"name has {n_words} words, expected 2-5")
+        if not summary.strip():
+            raise ValueError("summary is empty")
+        return name.strip(), _truncate_words(summary.strip(), max_words)
+
+    return check
