@@ -24,21 +24,32 @@ from arbormem.config import UNSET, resolve, store_settings
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import ArbormemError, InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
-from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, check_name, prepare
+from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, prepare
 from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall import RecallConfig, Retriever
-from arbormem.store import Backend, Deleted, Filters, NewMessage, Row, Thread, open_backend
+from arbormem.store import (
+    Backend,
+    Deleted,
+    Filters,
+    NewMessage,
+    NodeRow,
+    Row,
+    Thread,
+    open_backend,
+)
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
+from arbormem.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
+from arbormem.tree.background import IdleReorganizer
+from arbormem.tree.check import TreeProblem, check_and_repair
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.grow import Decision, TreeGrower
-from arbormem.tree.recall import TreeRecall
+from arbormem.tree.navigate import TreeNavigator
+from arbormem.tree.recall import TopicPath, TreeRecall
+from arbormem.tree.reorganize import Reorganizer
 from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
 from arbormem.vectors import VectorCache
 
 log = logging.getLogger(__name__)
-
-EXPORT_FORMAT = "arbormem-export"
-EXPORT_VERSION = 1
 
 #: A message arriving more than this long after the previous one opens a new
 #: session, unless the caller names the session.
@@ -76,7 +87,7 @@ class Memory:
         max_message_bytes: int | Any = UNSET,
         synchronous: str = "NORMAL",
         tree: TreeConfig | bool | None = None,
-        llm: Any = None,
+        llm: Any = UNSET,
     ) -> None:
         settings = store_settings(
             db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
@@ -109,7 +120,7 @@ class Memory:
             self.tree_config = tree
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
-        self.tree_recall = TreeRecall(self.backend, self.embedder)
+        self.tree_recall = TreeRecall(self.backend, self.embedder, self._describe_growing)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -117,10 +128,25 @@ class Memory:
             recall,
             tree=self.tree_recall if self.tree_config.enabled else None,
         )
+        if llm is UNSET:
+            from arbormem.llm import get_llm, resolve_llm_config
+
+            llm = get_llm(resolve_llm_config())
         self.llm = llm
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
+        self.reorganizer = Reorganizer(self.grower)
+        #: Inconsistencies found (and repaired) in trees opened by this instance.
+        self.tree_problems: list[TreeProblem] = []
+        self._checked: set[int] = set()
         self._write_lock = threading.RLock()
         self._closed = False
+        self._naming: Any = None
+        idle = self.tree_config.reorganize_idle_seconds
+        self._idle: IdleReorganizer | None = (
+            IdleReorganizer(idle, self._reorganize_thread)
+            if idle is not None and self.tree_config.enabled
+            else None
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -128,6 +154,12 @@ class Memory:
         """Close the store. Safe to call twice."""
         if not self._closed:
             self._closed = True
+            if self._idle is not None:
+                self._idle.stop()
+            if self._naming is not None:
+                self._naming.shutdown(wait=True)
+            if self.llm is not None:
+                self.llm.close()
             self.backend.close()
 
     def __enter__(self) -> Memory:
@@ -145,11 +177,21 @@ class Memory:
         return Scope(user or self.scope.user, agent or self.scope.agent)
 
     def _thread(self, scope: Scope, *, create: bool = False) -> Thread | None:
-        return self.backend.thread(scope.user, scope.agent, create=create)
+        thread = self.backend.thread(scope.user, scope.agent, create=create)
+        if thread is not None and thread.id not in self._checked:
+            self._checked.add(thread.id)
+            if self.tree_config.enabled:
+                with self._write_lock:
+                    self.tree_problems.extend(check_and_repair(self.grower, thread))
+        return thread
 
     def _threads(self, scope: Scope, all_agents: bool) -> list[Thread]:
         if all_agents:
-            return self.backend.threads(scope.user)
+            return [
+                t
+                for t in self.backend.threads(scope.user)
+                if self._thread(Scope(t.user, t.agent)) is not None
+            ]
         thread = self._thread(scope)
         return [thread] if thread else []
 
@@ -267,6 +309,9 @@ class Memory:
                     [r.rowid for r in rows],
                     np.vstack([vectors[r.chash] for r in rows]),
                 )
+        if self._idle is not None:
+            self._idle.touch(thread, wrote=True)
+        self._name_with_llm(thread)
         if progress is not None:
             progress(len(rows))
         return [r.message for r in rows]
@@ -393,6 +438,9 @@ class Memory:
             roles=_as_tuple(role),
         )
         threads = self._threads(scope, all_agents)
+        if self._idle is not None:
+            for thread in threads:
+                self._idle.touch(thread, wrote=False)
         return self.retriever.search(threads, query, k, filters, neighbors=neighbors)
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
@@ -526,7 +574,17 @@ class Memory:
         thread = self._thread(self._scope(user, agent))
         if thread is None:
             return TopicNode(0, "root", "ROOT", "", 0, -1, None, None, 0, False)
-        return load_tree(self.backend, thread, messages=messages)
+        root = load_tree(self.backend, thread, messages=messages)
+        # Topics still growing are named when they freeze; show a provisional name now.
+        active = [n for n in root.walk() if n.kind == "topic" and not n.frozen and not n.name]
+        if active:
+            rows = {r.id: r for r in self.backend.tree_nodes(thread, ids=[n.id for n in active])}
+            for node in active:
+                if node.id in rows:
+                    digest = self.grower.digest(thread, rows[node.id])
+                    node.name, node.summary = digest.name, digest.summary
+                    node.keyphrases = digest.keyphrases
+        return root
 
     def render_tree(
         self,
@@ -555,6 +613,139 @@ class Memory:
             f"unknown format {format!r}", field="format", hint="use text, json, mermaid or dot"
         )
 
+    def reorganize(
+        self,
+        similarity_threshold: float = 0.55,
+        prune_trivial_leaves: bool = False,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Merge related branches of the thread's tree and optionally archive trivial
+        exchanges; returns ``{"merged", "pruned", "skipped", "duration_secs", "log_id"}``.
+
+        Every run is logged and can be undone with :meth:`undo_reorganize`.
+        Messages are never changed.
+        """
+        thread = self._thread(self._scope(user, agent))
+        if thread is None or not self.tree_config.enabled:
+            return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}
+        return self._reorganize_thread(thread, similarity_threshold, prune_trivial_leaves)
+
+    def _reorganize_thread(
+        self,
+        thread: Thread,
+        similarity_threshold: float = 0.55,
+        prune_trivial_leaves: bool = False,
+    ) -> dict[str, Any]:
+        result = self.reorganizer.run(
+            thread,
+            similarity_threshold=similarity_threshold,
+            prune_trivial_leaves=prune_trivial_leaves,
+        )
+        self.tree_recall.invalidate(thread)
+        if result.get("pruned"):
+            self.vectors.invalidate(thread)
+        return result
+
+    def undo_reorganize(
+        self, log_id: int, *, user: str | None = None, agent: str | None = None
+    ) -> dict[str, Any]:
+        """Put the tree back as it was before reorganisation ``log_id``."""
+        thread = self._thread(self._scope(user, agent))
+        if thread is None:
+            raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
+        with self._write_lock:
+            result = self.reorganizer.undo(thread, log_id)
+        self.tree_recall.invalidate(thread)
+        self.vectors.invalidate(thread)
+        return result
+
+    def tree_log(
+        self, *, user: str | None = None, agent: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The thread's logged tree operations, newest first."""
+        thread = self._thread(self._scope(user, agent))
+        if thread is None:
+            return []
+        return [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "at": format_timestamp(e.at),
+                "stats": e.stats,
+                "undone_at": format_timestamp(e.undone_at) if e.undone_at else None,
+            }
+            for e in self.backend.tree_log(thread)
+        ]
+
+    def tree_tools(self, *, user: str | None = None, agent: str | None = None) -> TreeNavigator:
+        """Tool definitions and handlers that let an LLM walk this scope's tree."""
+        scope = self._scope(user, agent)
+        return TreeNavigator(
+            lambda: self.tree(user=scope.user, agent=scope.agent, messages=False),
+            lambda start, end: self.messages(
+                start=start, end=end, user=scope.user, agent=scope.agent
+            ),
+        )
+
+    def topic_paths(
+        self,
+        query: str,
+        *,
+        k: int = 3,
+        threshold: float = 0.3,
+        user: str | None = None,
+        agent: str | None = None,
+        all_agents: bool = False,
+    ) -> list[TopicPath]:
+        """Multi-path recall: the best ``k`` branches of the tree for ``query``.
+
+        Each path runs from the root to a topic, with names, summaries and dates;
+        paths whose summary does not cover the query carry the topic's best turns.
+        """
+        threads = self._threads(self._scope(user, agent), all_agents)
+        if not threads or not self.tree_config.enabled:
+            return []
+        qvec = self.embedder.embed(query)
+        paths = self.tree_recall.paths(threads, query, qvec, k=k, threshold=threshold)
+        for path in paths:
+            if path.sufficient:
+                continue
+            topic = path.topic
+            hits = self.retriever.search(threads, query, 3, Filters())
+            path.turns = [
+                h.message for h in hits if topic.first_index <= h.message.index <= topic.last_index
+            ][:2]
+        return paths
+
+    def _describe_growing(self, thread: Thread, node: NodeRow) -> tuple[str, str, list[str]]:
+        digest = self.grower.digest(thread, node)
+        return digest.name, digest.summary, digest.keyphrases
+
+    def _name_with_llm(self, thread: Thread) -> None:
+        """Have the LLM rename newly frozen topics, off the caller's path."""
+        if self.llm is None or not self.grower.frozen_since_naming:
+            return
+        pending = self.grower.frozen_since_naming
+        self.grower.frozen_since_naming = []
+        if self._naming is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._naming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-names")
+
+        def work() -> None:
+            renamed = 0
+            for node in self.backend.tree_nodes(thread, ids=pending):
+                if node.frozen and node.origin != "llm" and self.grower.llm_rename(thread, node):
+                    renamed += 1
+            if renamed:
+                with self._write_lock:
+                    self.backend.set_tree_state(thread, self.backend.tree_state(thread))
+                self.tree_recall.invalidate(thread)
+
+        self._naming.submit(work)
+
     # -- export and import -------------------------------------------------------------------
 
     def export(
@@ -580,7 +771,7 @@ class Memory:
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
             "exported_at": format_timestamp(utcnow()),
-            "threads": [self._export_thread(t) for t in threads],
+            "threads": [export_thread(self.backend, t) for t in threads],
         }
         if dest is not None:
             path = Path(dest)
@@ -588,26 +779,6 @@ class Memory:
             tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
             tmp.replace(path)
         return out
-
-    def _export_thread(self, thread: Thread) -> dict[str, Any]:
-        sessions: dict[str, dict[str, Any]] = {
-            s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
-            for s in self.backend.sessions(thread)
-        }
-        for row in self.backend.iter_rows(thread):
-            m = row.message
-            sessions[m.session]["messages"].append(
-                {
-                    "id": m.id,
-                    "index": m.index,
-                    "role": m.role,
-                    "speaker": m.speaker,
-                    "content": m.content,
-                    "timestamp": format_timestamp(m.timestamp),
-                    "metadata": dict(m.metadata),
-                }
-            )
-        return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
 
     def import_(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, int]:
         """Restore an export. All or nothing: on any error the store is unchanged.
@@ -622,7 +793,7 @@ class Memory:
         else:
             name = os.fspath(source)
             data = parse_json(read_bytes_as_text(Path(name)), name)
-        plan, skipped = self._plan_import(data, name)
+        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
         vectors = self._embed_new([m for _, msgs in plan for m in msgs])
         added = 0
         with self._write_lock, self.backend.transaction():
@@ -637,121 +808,6 @@ class Memory:
             if thread:
                 self.vectors.invalidate(thread)
         return {"threads": len(plan), "messages": added, "skipped": skipped}
-
-    def _plan_import(
-        self, data: Any, name: str
-    ) -> tuple[list[tuple[Scope, list[NewMessage]]], int]:
-        """Validate a whole export before anything is written; returns what to append."""
-        if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
-            raise InputError(
-                "is not an arbormem export",
-                source=name,
-                field="format",
-                hint="produce one with 'arbormem export' or Memory.export()",
-            )
-        if data.get("version") != EXPORT_VERSION:
-            raise InputError(
-                f"export version {data.get('version')!r} is not supported "
-                f"(expected {EXPORT_VERSION})",
-                source=name,
-                field="version",
-            )
-        threads = data.get("threads")
-        if not isinstance(threads, list):
-            raise InputError("must be a list", source=name, field="threads")
-        plan: list[tuple[Scope, list[NewMessage]]] = []
-        seen_ids: set[str] = set()
-        skipped = 0
-        for ti, t in enumerate(threads):
-            where_t = f"threads[{ti}]"
-            if not isinstance(t, Mapping):
-                raise InputError("must be an object", source=name, field=where_t)
-            scope = Scope(
-                check_name(t.get("user"), "user", Where(name, None, where_t + ".")) or "",
-                check_name(t.get("agent"), "agent", Where(name, None, where_t + ".")) or "",
-            )
-            if not scope.user or not scope.agent:
-                raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
-            sessions = t.get("sessions")
-            if not isinstance(sessions, list):
-                raise InputError("must be a list", source=name, field=where_t + ".sessions")
-            msgs: list[NewMessage] = []
-            for si, s in enumerate(sessions):
-                where_s = f"{where_t}.sessions[{si}]"
-                if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
-                    raise InputError(
-                        "must be an object with a 'messages' list", source=name, field=where_s
-                    )
-                key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
-                if key is None:
-                    raise InputError("missing", source=name, field=where_s + ".id")
-                for mi, m in enumerate(s["messages"]):
-                    new = self._import_message(
-                        m, key, Where(name, None, f"{where_s}.messages[{mi}].")
-                    )
-                    if new.id in seen_ids:
-                        raise InputError(
-                            f"duplicate message id {new.id!r}",
-                            source=name,
-                            field=f"{where_s}.messages[{mi}].id",
-                        )
-                    seen_ids.add(new.id)
-                    stored = self.backend.get(new.id)
-                    if stored is None:
-                        msgs.append(new)
-                    elif stored.message.content == new.content and stored.message.scope == scope:
-                        skipped += 1
-                    else:
-                        raise InputError(
-                            f"message id {new.id!r} already exists with different content "
-                            "or in another scope",
-                            source=name,
-                            field=f"{where_s}.messages[{mi}].id",
-                            hint="import into a fresh store, or forget the existing message",
-                        )
-            msgs.sort(key=lambda n: (n.index is None, n.index or 0))
-            # Exported positions are kept when they all fit after what the thread holds
-            # and do not collide; otherwise the messages are appended in their order.
-            existing = self._thread(scope)
-            next_free = self.backend.state(existing).next_index if existing else 0
-            given = [n.index for n in msgs if n.index is not None]
-            if (
-                len(given) != len(msgs)
-                or len(set(given)) != len(given)
-                or (given and min(given) < next_free)
-            ):
-                for n in msgs:
-                    n.index = None
-            plan.append((scope, msgs))
-        return plan, skipped
-
-    def _import_message(self, m: Any, session: str, where: Where) -> NewMessage:
-        if not isinstance(m, Mapping):
-            raise InputError(
-                "must be an object", source=where.source, field=where.prefix.rstrip(".")
-            )
-        if m.get("timestamp") is None:
-            raise InputError("missing", source=where.source, field=where.field("timestamp"))
-        new = prepare(
-            content=m.get("content"),
-            role=m.get("role", "user"),
-            speaker=m.get("speaker"),
-            timestamp=m.get("timestamp"),
-            metadata=m.get("metadata"),
-            session=session,
-            message_id=m.get("id"),
-            where=where,
-            max_bytes=self.max_message_bytes,
-        )
-        index = m.get("index")
-        if index is not None and (
-            isinstance(index, bool) or not isinstance(index, int) or index < 0
-        ):
-            raise InputError(
-                "must be a non-negative integer", source=where.source, field=where.field("index")
-            )
-        new.index = index
-        return new
 
     # -- maintenance ----------------------------------------------------------------------------
 

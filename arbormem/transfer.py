@@ -1,0 +1,161 @@
+"""The export format and the checks an import passes before anything is written.
+
+An export is one JSON object::
+
+    {"format": "arbormem-export", "version": 1, "exported_at": "...",
+     "threads": [{"user": "...", "agent": "...",
+                  "sessions": [{"id": "...", "metadata": {...},
+                                "messages": [{"id", "index", "role", "speaker",
+                                              "content", "timestamp", "metadata"}]}]}]}
+
+Vectors and the topic tree are derived, so they are not exported; an import
+recomputes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from arbormem.errors import InputError
+from arbormem.ingest import Where, check_name, prepare
+from arbormem.models import Scope
+from arbormem.store.base import Backend, NewMessage, Thread
+from arbormem.timeutil import format_timestamp
+
+EXPORT_FORMAT = "arbormem-export"
+EXPORT_VERSION = 1
+
+
+def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
+    """One thread as the export format's JSON object."""
+    sessions: dict[str, dict[str, Any]] = {
+        s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
+        for s in backend.sessions(thread)
+    }
+    for row in backend.iter_rows(thread):
+        m = row.message
+        sessions[m.session]["messages"].append(
+            {
+                "id": m.id,
+                "index": m.index,
+                "role": m.role,
+                "speaker": m.speaker,
+                "content": m.content,
+                "timestamp": format_timestamp(m.timestamp),
+                "metadata": dict(m.metadata),
+            }
+        )
+    return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
+
+
+def plan_import(
+    backend: Backend, data: Any, name: str, max_bytes: int
+) -> tuple[list[tuple[Scope, list[NewMessage]]], int]:
+    """Validate a whole export before anything is written; returns what to append."""
+    if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
+        raise InputError(
+            "is not an arbormem export",
+            source=name,
+            field="format",
+            hint="produce one with 'arbormem export' or Memory.export()",
+        )
+    if data.get("version") != EXPORT_VERSION:
+        raise InputError(
+            f"export version {data.get('version')!r} is not supported (expected {EXPORT_VERSION})",
+            source=name,
+            field="version",
+        )
+    threads = data.get("threads")
+    if not isinstance(threads, list):
+        raise InputError("must be a list", source=name, field="threads")
+    plan: list[tuple[Scope, list[NewMessage]]] = []
+    seen_ids: set[str] = set()
+    skipped = 0
+    for ti, t in enumerate(threads):
+        where_t = f"threads[{ti}]"
+        if not isinstance(t, Mapping):
+            raise InputError("must be an object", source=name, field=where_t)
+        scope = Scope(
+            check_name(t.get("user"), "user", Where(name, None, where_t + ".")) or "",
+            check_name(t.get("agent"), "agent", Where(name, None, where_t + ".")) or "",
+        )
+        if not scope.user or not scope.agent:
+            raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
+        sessions = t.get("sessions")
+        if not isinstance(sessions, list):
+            raise InputError("must be a list", source=name, field=where_t + ".sessions")
+        msgs: list[NewMessage] = []
+        for si, s in enumerate(sessions):
+            where_s = f"{where_t}.sessions[{si}]"
+            if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
+                raise InputError(
+                    "must be an object with a 'messages' list", source=name, field=where_s
+                )
+            key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
+            if key is None:
+                raise InputError("missing", source=name, field=where_s + ".id")
+            for mi, m in enumerate(s["messages"]):
+                new = _import_message(
+                    m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes
+                )
+                if new.id in seen_ids:
+                    raise InputError(
+                        f"duplicate message id {new.id!r}",
+                        source=name,
+                        field=f"{where_s}.messages[{mi}].id",
+                    )
+                seen_ids.add(new.id)
+                stored = backend.get(new.id)
+                if stored is None:
+                    msgs.append(new)
+                elif stored.message.content == new.content and stored.message.scope == scope:
+                    skipped += 1
+                else:
+                    raise InputError(
+                        f"message id {new.id!r} already exists with different content "
+                        "or in another scope",
+                        source=name,
+                        field=f"{where_s}.messages[{mi}].id",
+                        hint="import into a fresh store, or forget the existing message",
+                    )
+        msgs.sort(key=lambda n: (n.index is None, n.index or 0))
+        # Exported positions are kept when they all fit after what the thread holds
+        # and do not collide; otherwise the messages are appended in their order.
+        existing = backend.thread(scope.user, scope.agent)
+        next_free = backend.state(existing).next_index if existing else 0
+        given = [n.index for n in msgs if n.index is not None]
+        if (
+            len(given) != len(msgs)
+            or len(set(given)) != len(given)
+            or (given and min(given) < next_free)
+        ):
+            for n in msgs:
+                n.index = None
+        plan.append((scope, msgs))
+    return plan, skipped
+
+
+def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMessage:
+    if not isinstance(m, Mapping):
+        raise InputError("must be an object", source=where.source, field=where.prefix.rstrip("."))
+    if m.get("timestamp") is None:
+        raise InputError("missing", source=where.source, field=where.field("timestamp"))
+    new = prepare(
+        content=m.get("content"),
+        role=m.get("role", "user"),
+        speaker=m.get("speaker"),
+        timestamp=m.get("timestamp"),
+        metadata=m.get("metadata"),
+        session=session,
+        message_id=m.get("id"),
+        where=where,
+        max_bytes=max_bytes,
+    )
+    index = m.get("index")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise InputError(
+            "must be a non-negative integer", source=where.source, field=where.field("index")
+        )
+    new.index = index
+    return new
