@@ -120,6 +120,9 @@ class Hit:
     score: float
     signals: Mapping[str, float] = field(default_factory=dict)
     neighbors: tuple[Message, ...] = ()
+    #: Id of a later hit that updates this one ("she can eat nuts now" after
+    #: "she is allergic to nuts"): this hit is the earlier statement.
+    superseded_by: str | None = None
 
     @property
     def id(self) -> str:
@@ -150,6 +153,8 @@ class Hit:
         out["score"] = round(self.score, 6)
         out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
         out["message_ids"] = self.message_ids
+        if self.superseded_by:
+            out["superseded_by"] = self.superseded_by
         if self.neighbors:
             out["neighbors"] = [m.to_dict() for m in self.neighbors]
         return out

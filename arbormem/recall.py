@@ -17,7 +17,7 @@ the configuration it measured.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from arbormem.embed.base import Embedder
 from arbormem.models import Hit
 from arbormem.store.base import Backend, Filters, Row, Thread
-from arbormem.text import query_terms
+from arbormem.text import analyze, query_terms, words
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
@@ -172,4 +172,50 @@ class Retriever:
                     r.message for r in self.backend.neighbors(rowid, neighbors, neighbors)
                 )
             hits.append(Hit(message=row.message, score=score, signals=dict(sig), neighbors=around))
+        return mark_updates(hits, query)
+
+
+#: Words that announce a statement replaces an earlier one (matched before stop words go).
+_UPDATE_MARKERS = frozenset(
+    [
+        "now",
+        "anymore",
+        "longer",
+        "actually",
+        "changed",
+        "instead",
+        "update",
+        "updated",
+        "cleared",
+        "switched",
+        "outgrew",
+        "nowadays",
+    ]
+)
+
+
+def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
+    """Put a later statement that updates an earlier one first, and mark the earlier.
+
+    Two hits are about the same thing when they share at least two of the
+    query's terms; the later one updates the earlier when it also carries an
+    update word ("now", "anymore", "no longer", "actually", "instead"...).
+    """
+    q = set(query_terms(query))
+    if len(hits) < 2 or len(q) < 2:
         return hits
+    terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
+    raw = [set(words(h.message.content)) for h in hits]
+    order = list(range(len(hits)))
+    marked = list(hits)
+    for i in range(len(hits)):
+        for j in range(len(hits)):
+            if hits[j].message.index <= hits[i].message.index or marked[i].superseded_by:
+                continue
+            if len(terms[i] & terms[j] & q) < 2 or not (raw[j] & _UPDATE_MARKERS):
+                continue
+            marked[i] = replace(marked[i], superseded_by=hits[j].message.id)
+            pos_i, pos_j = order.index(i), order.index(j)
+            if pos_j > pos_i:  # the update goes right before what it updates
+                order.insert(pos_i, order.pop(pos_j))
+    return [marked[i] for i in order]

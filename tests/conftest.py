@@ -24,6 +24,8 @@ def isolated_environment(
     for name in list(os.environ):
         if name.startswith("ARBORMEM_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name, raising=False)
+    # A developer's .env in the working directory must not configure an LLM for the tests.
+    monkeypatch.chdir(home)
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("HOME", str(home))

@@ -7,10 +7,19 @@ data: ``arbormem`` (the full pipeline), ``flat`` (the same with the topic tree
 off, once the tree exists), ``bm25`` (lexical only, single turns), ``dense``
 (cosine only, same embedder), ``window`` (the most recent turns that fit the
 budget) and ``full`` (the whole history).
+
+With ``distractors=N`` every conversation's history is diluted with N
+generated turns (:mod:`arbormem.bench.synth`) between other people, never
+naming either speaker, before its questions are asked. They form whole
+sessions of their own, spread evenly from the conversation's first to its last
+session date and merged into the timeline in time order, as a real history
+arrives: every system sees the same history, so ``window`` keeps the most
+recent turns of it and ``full`` pays for all of it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 import time
@@ -20,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from arbormem.bench.metrics import Accumulator
+from arbormem.bench.synth import generate_turns
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import InputError
 from arbormem.formats import (
@@ -41,6 +51,8 @@ ALL_SYSTEMS = ("arbormem", "flat", "bm25", "dense", "window", "full")
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 #: Turns retrieved per question: enough for recall@20 and to fill the budget.
 RANK_DEPTH = 80
+#: Distractor sessions are numbered from here, far above any real LoCoMo session.
+DISTRACTOR_SESSION_BASE = 10_000
 
 
 @dataclass
@@ -88,6 +100,42 @@ def questions_of(conv: LocomoConversation) -> list[Question]:
         if evidence:
             out.append(Question(qa["question"], cat, evidence))
     return out
+
+
+def with_distractors(conv: LocomoConversation, n: int, seed: int = 0) -> LocomoConversation:
+    """The conversation with ``n`` generated turns merged into its timeline.
+
+    Generated sessions are numbered from :data:`DISTRACTOR_SESSION_BASE` (turn
+    ids ``D10001:1``...), so no evidence id can match one.
+    """
+    if n <= 0:
+        return conv
+    dates = sorted(conv.session_dates.values()) or sorted(t.timestamp for t in conv.turns)
+    numbers: dict[str, int] = {}
+    counts: dict[int, int] = {}
+    extra = []
+    for turn in generate_turns(
+        n,
+        seed=seed,
+        start=dates[0],
+        end=dates[-1],
+        exclude_names=(conv.speaker_a, conv.speaker_b),
+    ):
+        number = numbers.setdefault(turn.session, DISTRACTOR_SESSION_BASE + len(numbers) + 1)
+        counts[number] = counts.get(number, 0) + 1
+        extra.append(
+            LocomoTurn(
+                dia_id=f"D{number}:{counts[number]}",
+                speaker=turn.speaker,
+                content=turn.content,
+                session=number,
+                timestamp=turn.timestamp,
+                metadata={"role": turn.role, "distractor": True},
+            )
+        )
+    # A stable sort by time: a real session's turns share one instant and win ties, so a
+    # real session is never split (a generated one, minutes long, rarely is).
+    return replace(conv, turns=sorted([*conv.turns, *extra], key=lambda t: t.timestamp))
 
 
 def render_turns(turns: Sequence[LocomoTurn | Message], budget: int, counter: TokenCounter) -> str:
@@ -194,18 +242,20 @@ class ArbormemSystem(System):
         self.close()
         self._n += 1
         path = self.workdir / f"{self.name}-{self._n}.db"
-        self.memory = Memory(path, embedder=self.embedder, recall=self.recall, tree=self.tree)
-        by_session: dict[int, list[LocomoTurn]] = {}
-        for t in conv.turns:
-            by_session.setdefault(t.session, []).append(t)
+        self.memory = Memory(
+            path, embedder=self.embedder, recall=self.recall, tree=self.tree, llm=None
+        )
         self.dia_of.clear()
         self.turn_of = {t.dia_id: t for t in conv.turns}
-        for number, turns in by_session.items():
+        # One batch per run of consecutive turns of a session, in timeline order.
+        for number, group in itertools.groupby(conv.turns, key=lambda t: t.session):
+            turns = list(group)
             stored = self.memory.add_many(
                 [
                     {
                         "content": t.content,
-                        "role": "user" if t.speaker == conv.speaker_a else "assistant",
+                        "role": t.metadata.get("role")
+                        or ("user" if t.speaker == conv.speaker_a else "assistant"),
                         "speaker": t.speaker,
                         "timestamp": t.timestamp,
                         "metadata": {"dia_id": t.dia_id},
@@ -319,8 +369,13 @@ def run(
     embedder: str | Embedder | None = None,
     recall: RecallConfig | None = None,
     progress: Callable[[str], None] | None = None,
+    distractors: int = 0,
 ) -> dict[str, Any]:
-    """Run the benchmark and return the JSON-ready result object."""
+    """Run the benchmark and return the JSON-ready result object.
+
+    ``distractors`` generated turns are added to each conversation (see the
+    module docstring); the dataset figures count the real turns only.
+    """
     conversations = load_paths(paths)
     counter = default_counter()
     emb = get_embedder(embedder)
@@ -330,8 +385,9 @@ def run(
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
         runners = make_systems(systems, emb, counter, Path(tmp), recall)
         try:
-            for source, conv in conversations:
+            for i, (source, conv) in enumerate(conversations):
                 questions = questions_of(conv)
+                conv = with_distractors(conv, distractors, seed=i)
                 n_questions += sum(1 for q in questions if q.category in HEADLINE_CATEGORIES)
                 session_of = {t.dia_id: str(t.session) for t in conv.turns}
                 text_of = {t.dia_id: t.text for t in conv.turns}
@@ -369,6 +425,7 @@ def run(
             "conversations": len(conversations),
             "turns": sum(len(c.turns) for _, c in conversations),
             "questions": n_questions,
+            **({"distractors": distractors} if distractors > 0 else {}),
         },
         "token_counter": counter.name,
         "budget": budget,

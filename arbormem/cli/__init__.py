@@ -425,9 +425,12 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
-from arbormem.cli.bench import bench  # noqa: E402  (registers the command group)
+from arbormem.cli.bench import bench  # noqa: E402  (registered below)
+from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
+cli.add_command(tree)
+cli.add_command(reorganize)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -68,7 +68,10 @@ class SentenceTransformerEmbedder(Embedder):
                     f"cannot load sentence-transformers model {self.name_or_path!r}: {exc} "
                     "(give a local folder or a model already in the Hugging Face cache)"
                 ) from exc
-            get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+            get_dim = (
+                getattr(self._model, "get_embedding_dimension", None)
+                or self._model.get_sentence_embedding_dimension
+            )
             self._dims = int(get_dim())
         return self._model
 

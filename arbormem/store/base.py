@@ -360,6 +360,12 @@ class Backend(abc.ABC):
         """Document frequency of each term over all messages, and the message count."""
 
     @abc.abstractmethod
+    def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
+        """Consistency problems of a thread's tree as ``(node id, what is wrong)``:
+        dangling parents, the width rule, index ranges, child counts, messages
+        outside the tree. Empty when the tree is sound."""
+
+    @abc.abstractmethod
     def log_tree(self, thread: Thread, kind: str, stats: Mapping[str, Any], undo: list[Any]) -> int:
         """Record a tree operation (with what it takes to undo it); returns its id."""
 

@@ -964,6 +964,68 @@ class SQLiteBackend(Backend):
             total = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
         return out, int(total)
 
+    def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
+        t = thread.id
+        checks = [
+            (
+                "SELECT n.id FROM tree_nodes n LEFT JOIN tree_nodes p ON p.id = n.parent_id"
+                " WHERE n.thread_id = ? AND n.parent_id IS NOT NULL"
+                " AND (p.id IS NULL OR p.thread_id != n.thread_id OR p.kind = 'leaf') LIMIT 5",
+                (t,),
+                "its parent does not exist in this thread or is a leaf",
+            ),
+            (
+                "SELECT COALESCE(parent_id, 0) FROM tree_nodes WHERE thread_id = ?"
+                " GROUP BY parent_id HAVING COUNT(*) > ? LIMIT 5",
+                (t, max_children),
+                f"has more than {max_children} children (width rule)",
+            ),
+            (
+                "SELECT p.id FROM tree_nodes n JOIN tree_nodes p ON p.id = n.parent_id"
+                " WHERE n.thread_id = ? AND (n.first_index < p.first_index"
+                " OR n.last_index > p.last_index) LIMIT 5",
+                (t,),
+                "its index range does not cover its children's",
+            ),
+            (
+                "SELECT id FROM tree_nodes WHERE thread_id = ? AND first_index > last_index LIMIT 5",
+                (t,),
+                "its index range is reversed",
+            ),
+            (
+                "SELECT p.id FROM tree_nodes p LEFT JOIN (SELECT parent_id, COUNT(*) AS c"
+                " FROM tree_nodes WHERE thread_id = ? GROUP BY parent_id) k ON k.parent_id = p.id"
+                " WHERE p.thread_id = ? AND p.kind != 'leaf' AND COALESCE(k.c, 0) != p.child_count"
+                " LIMIT 5",
+                (t, t),
+                "its child count disagrees with its children",
+            ),
+            (
+                "SELECT m.leaf_id FROM messages m LEFT JOIN tree_nodes l ON l.id = m.leaf_id"
+                " WHERE m.thread_id = ? AND m.leaf_id IS NOT NULL"
+                " AND (l.id IS NULL OR l.kind != 'leaf' OR l.thread_id != m.thread_id"
+                " OR m.idx < l.first_index OR m.idx > l.last_index) LIMIT 5",
+                (t,),
+                "a message points at it as its leaf but it is no leaf holding that message",
+            ),
+        ]
+        problems: list[tuple[int | None, str]] = []
+        with self._reading() as conn:
+            has_tree = conn.execute(
+                "SELECT 1 FROM tree_nodes WHERE thread_id = ? LIMIT 1", (t,)
+            ).fetchone()
+            if not has_tree:
+                return []
+            for sql, args, reason in checks:
+                for (node_id,) in conn.execute(sql, args).fetchall():
+                    problems.append((node_id or None, reason))
+            orphan = conn.execute(
+                "SELECT idx FROM messages WHERE thread_id = ? AND leaf_id IS NULL LIMIT 1", (t,)
+            ).fetchone()
+            if orphan:
+                problems.append((None, f"message {orphan[0]} is not in the tree"))
+        return problems
+
     def log_tree(self, thread: Thread, kind: str, stats: Mapping[str, Any], undo: list[Any]) -> int:
         with self.transaction():
             entry = self._writer.execute(

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,8 @@ class TreeGrower:
         self._df: dict[str, int] = {}
         self._n_docs = 0
         self._df_uses = 0
+        #: Topics frozen since the owner last took this list (for LLM naming off the write path).
+        self.frozen_since_naming: list[int] = []
 
     # -- cursor -------------------------------------------------------------------------
 
@@ -483,27 +486,42 @@ class TreeGrower:
 
     @staticmethod
     def _groupable_run(children: Sequence[NodeRow], active: set[int | None]) -> list[NodeRow]:
-        """The oldest run of consecutive frozen children that share kind and level."""
-        best: list[NodeRow] = []
+        """The run of consecutive frozen children to group when a node is full.
+
+        Among the runs of two or more consecutive movable children of the same
+        kind and level, the lowest level wins (plain children before groups),
+        then the oldest. Groups thus fill up like the digits of a counter, and
+        the depth grows with the logarithm of the number of children.
+        """
+
+        def level(n: NodeRow) -> int:
+            return n.level if n.kind == "group" else 0
+
+        runs: list[list[NodeRow]] = []
         run: list[NodeRow] = []
-
-        def key(n: NodeRow) -> tuple[str, int]:
-            return ("group", n.level) if n.kind == "group" else ("plain", 0)
-
         for child in children:
             movable = child.id not in active and (child.frozen or child.kind == "leaf")
-            if movable and run and key(run[-1]) == key(child):
+            if movable and run and level(run[-1]) == level(child):
                 run.append(child)
-            else:
-                if len(run) >= 2 and not best:
-                    best = run
-                run = [child] if movable else []
-        if len(run) >= 2 and not best:
-            best = run
-        if not best:
-            oldest = [c for c in children if c.id not in active][:2]
-            best = oldest if len(oldest) == 2 else []
-        return best
+                continue
+            if len(run) >= 2:
+                runs.append(run)
+            run = [child] if movable else []
+        if len(run) >= 2:
+            runs.append(run)
+        if runs:
+            return min(runs, key=lambda r: level(r[0]))  # min keeps the oldest on ties
+        # No two neighbours share a level: join the adjacent pair with the lowest
+        # levels (a carry, as in counting), which keeps the tree from turning into a chain.
+        pairs = [
+            (max(level(a), level(b)), i)
+            for i, (a, b) in enumerate(pairwise(children))
+            if a.id not in active and b.id not in active
+        ]
+        if not pairs:
+            return []
+        _, i = min(pairs)
+        return [children[i], children[i + 1]]
 
     # -- freezing and naming ---------------------------------------------------------------------
 
@@ -521,6 +539,8 @@ class TreeGrower:
             # Stored now: the parent frozen next is named from its children's rows.
             self.backend.put_nodes(thread, [node])
             dirty.pop(node.id, None)
+            if self.llm is not None:
+                self.frozen_since_naming.append(node.id)
         del cur.path[keep:]
 
     def subtree_leaves(self, thread: Thread, node: NodeRow) -> list[int]:
@@ -559,7 +579,7 @@ class TreeGrower:
             else self.backend.tree_nodes(thread, parent=node.id)
         )
         topic_kids = [k for k in kids if k.kind in TOPIC_KINDS]
-        if topic_kids and len(topic_kids) == len(kids):
+        if topic_kids and len(topic_kids) == len(kids) and all(k.name for k in topic_kids):
             return digest_children(
                 [(k.name, k.keyphrases) for k in topic_kids],
                 max_words=self.config.summary_words,

@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -81,9 +81,16 @@ class _ThreadCache:
 class TreeRecall:
     """Reads the trees of a store for ranking and multi-path recall."""
 
-    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        describe: Callable[[Thread, NodeRow], tuple[str, str, list[str]]] | None = None,
+    ) -> None:
         self.backend = backend
         self.embedder = embedder
+        #: Provisional (name, summary, keyphrases) of a topic that is still growing.
+        self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
         self._lock = threading.Lock()
 
@@ -108,6 +115,17 @@ class TreeRecall:
                 cache.matrix = np.vstack([vectors[r.chash] for r in have if r.chash])
             self._cache[thread.id] = cache
             return cache
+
+    def _growing(self, thread: Thread, cache: _ThreadCache) -> list[NodeRow]:
+        """Topics still growing (not yet summarised), with provisional descriptions."""
+        if self.describe is None:
+            return []
+        out = []
+        for node in cache.nodes.values():
+            if node.kind == "topic" and not node.frozen and not node.archived:
+                name, summary, keyphrases = self.describe(thread, node)
+                out.append(replace(node, name=name, summary=summary, keyphrases=keyphrases))
+        return out
 
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
@@ -185,12 +203,21 @@ class TreeRecall:
             top = hits[0][1]
             lexical = {n: s / top for n, s in hits}
         scored: dict[tuple[int, int], float] = {}
+        growing: dict[tuple[int, int], NodeRow] = {}
         for thread in threads:
             cache = self._nodes(thread)
             dense: dict[int, float] = {}
             if qvec is not None and len(cache.topic_ids):
                 sims = cache.matrix @ np.asarray(qvec, dtype=np.float32)
                 dense = dict(zip(cache.topic_ids.tolist(), sims.tolist()))
+            for node in self._growing(thread, cache):
+                assert node.id is not None
+                growing[(thread.id, node.id)] = node
+                text = f"{node.name}: {node.summary} ({', '.join(node.keyphrases)})"
+                node_terms = set(analyze(text))
+                lexical.setdefault(node.id, len(node_terms & set(terms)) / max(1, len(terms)))
+                if qvec is not None:
+                    dense[node.id] = float(self.embedder.embed(text) @ qvec)
             for node_id in set(dense) | (set(lexical) & set(cache.nodes)):
                 s = 0.5 * lexical.get(node_id, 0.0) + 0.5 * max(0.0, dense.get(node_id, 0.0))
                 if s >= threshold:
@@ -204,7 +231,7 @@ class TreeRecall:
         query_terms = set(terms)
         out = []
         for key in best:
-            chain = chains[key]
+            chain = [growing.get((key[0], n.id or -1), n) for n in chains[key]]
             node = chain[-1]
             covered_terms = set(analyze(f"{node.name} {node.summary} {' '.join(node.keyphrases)}"))
             out.append(

@@ -130,6 +130,13 @@ _FILLERS = frozenset(
         "month",
         "ago",
         "lately",
+        "remember",
+        "found",
+        "find",
+        "try",
+        "tried",
+        "use",
+        "used",
     ]
     if (term := term_of(word))
 )
@@ -269,6 +276,13 @@ def digest_messages(
     """Name, summary and keyphrases of a topic from its own messages."""
     analysed = _Analysed.of(messages)
     weights, forms = term_weights(analysed, df, n_docs)
+    # The participants' own names are in every topic of their conversation: they
+    # tell topics apart no better than "hello" does.
+    for m in messages:
+        for word in (m.speaker or "").split():
+            term = term_of(word)
+            if term:
+                weights.pop(term, None)
     ranked = sorted(weights, key=lambda t: -weights[t])
     top = ranked[:max_keyphrases]
     phrase, _ = _best_phrase(analysed, {t: weights[t] for t in ranked[:20]})

@@ -1,0 +1,124 @@
+"""``arbormem tree`` and ``arbormem reorganize``: seeing and tidying the topic tree."""
+
+from __future__ import annotations
+
+import click
+
+from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+
+
+@click.command()
+@click.option("--summaries", "-s", is_flag=True, help="Show each topic's summary.")
+@click.option("--messages", "-m", is_flag=True, help="Show the messages of every exchange.")
+@click.option("--depth", "-d", type=int, help="Show only this many levels.")
+@click.option("--no-leaves", is_flag=True, help="Show topics only, not exchanges.")
+@click.option("--json", "fmt", flag_value="json", help="Export the tree as JSON.")
+@click.option("--mermaid", "fmt", flag_value="mermaid", help="Export a Mermaid graph.")
+@click.option("--dot", "fmt", flag_value="dot", help="Export a Graphviz DOT graph.")
+@click.pass_obj
+@handle_errors
+def tree(
+    opts: StoreOptions,
+    summaries: bool,
+    messages: bool,
+    depth: int | None,
+    no_leaves: bool,
+    fmt: str | None,
+) -> None:
+    """Print the topic tree of the scope's conversation.
+
+    \b
+    Examples:
+      arbormem tree --no-leaves --summaries
+      arbormem tree --depth 2
+      arbormem tree --json > tree.json
+      arbormem tree --mermaid > tree.mmd
+      arbormem tree --dot | dot -Tpng > tree.png
+    """
+    with opts.open() as mem:
+        if fmt:
+            click.echo(
+                mem.render_tree(
+                    fmt, summaries=summaries, messages=messages, depth=depth, leaves=not no_leaves
+                ),
+                nl=fmt == "json",
+            )
+            return
+        root = mem.tree(messages=messages or not no_leaves)
+    import sys
+
+    from arbormem.tree.view import render_rich, render_text
+
+    if sys.stdout.isatty():
+        from rich.console import Console
+
+        Console().print(
+            render_rich(
+                root, summaries=summaries, messages=messages, max_depth=depth, leaves=not no_leaves
+            )
+        )
+    else:
+        click.echo(
+            render_text(
+                root, summaries=summaries, messages=messages, max_depth=depth, leaves=not no_leaves
+            )
+        )
+
+
+@click.command()
+@click.option(
+    "--threshold",
+    default=0.55,
+    show_default=True,
+    help="Cosine similarity two topic summaries need before a merge is considered.",
+)
+@click.option(
+    "--prune-trivial",
+    is_flag=True,
+    help="Soft-archive exchanges whose messages are all under 20 words.",
+)
+@click.option("--undo", "undo_id", type=int, help="Undo the logged reorganisation with this id.")
+@click.option("--log", "show_log", is_flag=True, help="List past reorganisations and rebuilds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+@handle_errors
+def reorganize(
+    opts: StoreOptions,
+    threshold: float,
+    prune_trivial: bool,
+    undo_id: int | None,
+    show_log: bool,
+    as_json: bool,
+) -> None:
+    """Merge related branches of the topic tree (logged, undoable).
+
+    \b
+    Examples:
+      arbormem reorganize
+      arbormem reorganize --threshold 0.6 --prune-trivial --json
+      arbormem reorganize --log
+      arbormem reorganize --undo 3
+    """
+    with opts.open() as mem:
+        if show_log:
+            entries = mem.tree_log()
+            if as_json:
+                echo_json(entries)
+            for e in [] if as_json else entries:
+                undone = f" (undone {e['undone_at']})" if e["undone_at"] else ""
+                click.echo(f"{e['id']}\t{e['at']}\t{e['kind']}\t{e['stats']}{undone}")
+            return
+        if undo_id is not None:
+            result = mem.undo_reorganize(undo_id)
+        else:
+            result = mem.reorganize(threshold, prune_trivial)
+    if as_json:
+        echo_json(result)
+    elif undo_id is not None:
+        click.echo("Already undone." if result["already"] else f"Undid reorganisation {undo_id}.")
+    else:
+        click.echo(
+            f"Merged {result['merged']} topic(s), archived {result['pruned']} exchange(s), "
+            f"skipped {result['skipped']} pair(s) in {result['duration_secs']} s"
+            + (f" (log id {result['log_id']})." if result.get("log_id") else ".")
+        )

@@ -1,0 +1,441 @@
+"""The topic tree: how it grows, what it shows, how it heals and reorganises."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.tree.config import TreeConfig
+from arbormem.tree.view import TopicNode
+
+from .fake_openai import FakeOpenAI, Reply
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+
+TOPICS = {
+    "garden": [
+        "tomato seedlings need repotting",
+        "compost for the tomato beds",
+        "watering tomato plants in july heat",
+        "tomato blight on the lower leaves",
+    ],
+    "car": [
+        "the car engine makes a rattling noise",
+        "engine oil change for the car",
+        "car brakes squeal when cold",
+        "car tyre pressure warning light",
+    ],
+    "trip": [
+        "flights to Lisbon in may",
+        "hotel near the Lisbon old town",
+        "Lisbon tram tickets and day passes",
+        "Lisbon restaurants for seafood",
+    ],
+}
+
+
+def exchanges(topic: str, start: datetime, session: str) -> list[dict]:
+    out = []
+    for i, text in enumerate(TOPICS[topic]):
+        when = start + timedelta(minutes=2 * i)
+        out.append(
+            {
+                "role": "user",
+                "content": f"Question about {text}?",
+                "timestamp": when,
+                "session": session,
+            }
+        )
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"Here is advice on {text}.",
+                "timestamp": when + timedelta(seconds=30),
+                "session": session,
+            }
+        )
+    return out
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "t.db", embedder=HashingEmbedder(64), llm=None) as m:
+        yield m
+
+
+def topics(root: TopicNode) -> list[TopicNode]:
+    return [n for n in root.walk() if n.kind in ("topic", "group")]
+
+
+def test_sessions_become_topics_and_exchanges_become_leaves(mem: Memory) -> None:
+    mem.add_many(exchanges("garden", T0, "s1"))
+    mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+    root = mem.tree()
+    assert [c.kind for c in root.children] == ["topic", "topic"]
+    leaves = [n for n in root.walk() if n.kind == "leaf"]
+    assert len(leaves) == 8
+    assert all([m.role for m in leaf.messages] == ["user", "assistant"] for leaf in leaves)
+    # Every message is in exactly one leaf, in order.
+    indexes = [m.index for leaf in leaves for m in leaf.messages]
+    assert indexes == list(range(16))
+    first, second = root.children
+    assert first.frozen and not second.frozen  # the active branch stays unfrozen
+    assert first.name and first.summary and first.first_index == 0 and first.last_index == 7
+
+
+def test_a_change_of_subject_opens_a_new_topic_under_the_session(mem: Memory) -> None:
+    msgs = exchanges("garden", T0, "s1") + exchanges("car", T0 + timedelta(minutes=10), "s1")
+    for m in msgs:
+        mem.add(**m)
+    session = mem.tree().children[0]
+    names = [c.name for c in session.children]
+    assert len(session.children) >= 2, names
+    garden, car = session.children[0], session.children[-1]
+    assert garden.last_index < car.first_index  # time runs down the tree
+
+
+def test_silence_inside_a_session_opens_a_new_topic(mem: Memory) -> None:
+    mem.add_many(exchanges("garden", T0, "s1")[:4])
+    mem.add_many(exchanges("garden", T0 + timedelta(hours=5), "s1")[4:])
+    session = mem.tree().children[0]
+    assert len(session.children) == 2
+
+
+def test_width_control_keeps_every_node_narrow(tmp_path: Path) -> None:
+    config = TreeConfig(max_children=4)
+    with Memory(tmp_path / "w.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
+        for day in range(30):
+            topic = list(TOPICS)[day % 3]
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        root = mem.tree()
+        assert all(len(n.children) <= 4 for n in root.walk()), "width rule broken"
+        assert any(n.kind == "group" for n in root.walk())
+        depth = max(len(n.path) for n in root.walk())
+        assert depth <= 8
+        # Groups keep time order: each child starts after the previous one.
+        for node in root.walk():
+            starts = [c.first_index for c in node.children]
+            assert starts == sorted(starts)
+        assert mem.backend.check_tree(mem.backend.thread("default", "default"), 4) == []
+
+
+def test_names_and_summaries_are_short(mem: Memory) -> None:
+    for day, topic in enumerate(["garden", "car", "trip", "garden"]):
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+    for node in topics(mem.tree()):
+        if node.frozen:
+            assert 2 <= len(node.name.split()) <= 5, node.name
+            assert len(node.summary.split()) <= 61, node.summary
+
+
+def test_json_mermaid_and_dot_exports(mem: Memory) -> None:
+    mem.add_many(exchanges("trip", T0, "s1"))
+    mem.add_many(exchanges("car", T0 + timedelta(days=2), "s2"))
+    data = json.loads(mem.render_tree("json", messages=True))
+    assert data["kind"] == "root" and len(data["children"]) == 2
+    topic = data["children"][0]
+    for key in (
+        "id",
+        "name",
+        "summary",
+        "first_index",
+        "last_index",
+        "first_at",
+        "last_at",
+        "children",
+        "frozen",
+    ):
+        assert key in topic
+    leaf = topic["children"][0]["children"][0]
+    assert leaf["kind"] == "leaf" and [m["role"] for m in leaf["messages"]] == ["user", "assistant"]
+    assert "content" in leaf["messages"][0]
+    mermaid = mem.render_tree("mermaid")
+    assert mermaid.startswith("graph TD") and "-->" in mermaid
+    dot = mem.render_tree("dot")
+    assert dot.startswith("digraph") and "->" in dot
+    text = mem.render_tree("text", summaries=True)
+    assert text.startswith("ROOT")
+
+
+def test_navigation_tools_walk_the_tree(mem: Memory) -> None:
+    mem.add_many(exchanges("trip", T0, "s1"))
+    nav = mem.tree_tools()
+    names = [t["function"]["name"] for t in nav.tools]
+    assert names == ["view_node", "get_messages"]
+    root = nav.call("view_node", '{"path": []}')
+    assert root["kind"] == "root" and len(root["children"]) == 1
+    session = nav.call("view_node", {"path": [0]})
+    assert session["name"] and session["children"]
+    msgs = nav.call("get_messages", {"start": 0, "end": 2})["messages"]
+    assert [m["index"] for m in msgs] == [0, 1] and "Lisbon" in msgs[0]["content"]
+    assert "error" in nav.call("view_node", {"path": [7]})
+    assert "error" in nav.call("view_node", "not json")
+    assert "error" in nav.call("get_messages", {"start": 0, "end": 500})
+    assert "error" in nav.call("delete_everything", {})
+
+
+def test_forgetting_repairs_the_tree(mem: Memory) -> None:
+    msgs = mem.add_many(exchanges("garden", T0, "s1"))
+    mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+    secret = mem.add(
+        "The garden shed key is under the blue flowerpot",
+        session="s1",
+        timestamp=T0 + timedelta(minutes=9),
+    )
+    mem.add_many(exchanges("trip", T0 + timedelta(days=3), "s3"))  # freezes what came before
+    assert "flowerpot" in mem.render_tree("json", messages=True)
+    mem.forget(secret.id)
+    dump = mem.render_tree("json", messages=True)
+    assert "flowerpot" not in dump
+    mem.forget(session="s2")
+    root = mem.tree()
+    assert len(root.children) == 2
+    assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+    mem.forget(msgs[0].id)
+    assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+
+
+def test_an_inconsistent_tree_is_reported_and_rebuilt_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "broken.db"
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+        before = mem.render_tree("json")
+    conn = sqlite3.connect(path)
+    victim = conn.execute("SELECT id FROM tree_nodes WHERE kind = 'leaf' LIMIT 1").fetchone()[0]
+    conn.execute("UPDATE tree_nodes SET parent_id = 999999 WHERE id = ?", (victim,))
+    conn.commit()
+    conn.close()
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        assert mem.search("tomato")  # first use of the thread runs the check
+        assert any(p.node == victim and "parent" in p.reason for p in mem.tree_problems)
+        assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+        after = json.loads(mem.render_tree("json"))
+        assert sum(1 for _ in TopicNode.walk(mem.tree())) > 1
+        assert after["message_count"] == json.loads(before)["message_count"] == 16
+        assert mem.tree_log()[0]["kind"] == "rebuild"
+
+
+def test_tree_off_means_flat(tmp_path: Path) -> None:
+    with Memory(tmp_path / "f.db", embedder=HashingEmbedder(64), tree=False, llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        assert mem.tree().children == []
+        assert "topic" not in mem.search("tomato")[0].signals
+
+
+def test_tree_signals_reach_the_ranking(mem: Memory) -> None:
+    mem.add_many(exchanges("garden", T0, "s1"))
+    mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+    hit = mem.search("tomato blight")[0]
+    assert hit.signals.get("topic", 0) > 0 and hit.signals.get("session_doc", 0) > 0
+
+
+# -- with an LLM --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def llm_memory(tmp_path: Path, server: FakeOpenAI) -> Memory:
+    from arbormem.llm import LLMConfig, get_llm
+
+    llm = get_llm(
+        LLMConfig(model="fake", base_url=server.base_url, api_key="k", timeout=2, max_retries=0)
+    )
+    return Memory(tmp_path / "llm.db", embedder=HashingEmbedder(64), llm=llm)
+
+
+def test_llm_decides_topic_changes_and_its_bad_answers_are_refused(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    server.reset()
+    server.default = Reply('{"name": "Home Garden Care", "summary": "Tomatoes and compost."}')
+    mem = llm_memory(tmp_path, server)
+    try:
+        mem.add_many(exchanges("garden", T0, "s1")[:4])  # bulk: the heuristic places these
+        session = mem.tree().children[0]
+        active = session.children[-1]
+        # A valid "new topic under the session" decision.
+        server.queue(
+            Reply(json.dumps({"decision": "new", "parent": session.id, "name": "Car Repairs"}))
+        )
+        mem.add(
+            "My car engine rattles, what could it be?",
+            session="s1",
+            timestamp=T0 + timedelta(minutes=10),
+        )
+        session = mem.tree().children[0]
+        assert session.children[-1].id != active.id
+        new_topic = session.children[-1]
+        # Garbage, a topic that does not exist, and a timeout: the heuristic decides, no crash.
+        server.queue(Reply("this is not JSON at all"))
+        mem.add("And the brakes squeal too.", session="s1", timestamp=T0 + timedelta(minutes=11))
+        server.queue(Reply(json.dumps({"decision": "new", "parent": 424242})))
+        mem.add(
+            "Is it safe to drive like that?", session="s1", timestamp=T0 + timedelta(minutes=12)
+        )
+        server.queue(Reply('{"decision": "continue"}', delay=3))
+        mem.add(
+            "The noise is louder when cold.", session="s1", timestamp=T0 + timedelta(minutes=13)
+        )
+        assert len(mem.messages()) == 8
+        assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+        assert mem.tree().children[0].children[-1].first_index >= new_topic.first_index
+    finally:
+        mem.close()
+
+
+def test_llm_names_frozen_topics_in_the_background(tmp_path: Path, server: FakeOpenAI) -> None:
+    server.reset()
+    server.default = Reply(
+        '{"name": "Tomato Growing Tips", "summary": "Repotting, compost and '
+        'blight on tomato plants."}'
+    )
+    mem = llm_memory(tmp_path, server)
+    try:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+        assert mem._naming is not None
+        mem._naming.submit(lambda: None).result(timeout=30)  # wait for the queue to drain
+        names = [n.name for n in topics(mem.tree()) if n.frozen]
+        assert "Tomato Growing Tips" in names
+        usage = mem.llm.usage.snapshot()["features"]
+        assert usage["topic_summaries"]["calls"] >= 1
+    finally:
+        mem.close()
+
+
+# -- reorganisation ------------------------------------------------------------------------
+
+
+def test_reorganize_merges_related_branches_logs_and_undoes(mem: Memory) -> None:
+    # The same subject in three sessions, separated by other subjects.
+    plan = ["trip", "garden", "trip", "car", "trip", "garden"]
+    for day, topic in enumerate(plan):
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+    before = mem.render_tree("json")
+    result = mem.reorganize(similarity_threshold=0.5)
+    assert set(result) >= {"merged", "pruned", "skipped", "duration_secs"}
+    assert result["merged"] >= 1
+    thread = mem.backend.thread("default", "default")
+    assert thread is not None
+    assert mem.backend.check_tree(thread, 10) == []
+    assert len(mem.messages()) == 48  # raw messages untouched
+    log = mem.tree_log()
+    assert log[0]["kind"] == "reorganize" and log[0]["stats"]["merged"] == result["merged"]
+    mem.undo_reorganize(result["log_id"])
+    restored = json.loads(mem.render_tree("json"))
+    original = json.loads(before)
+
+    def shape(node: dict) -> list:
+        return [(c["kind"], c["first_index"], shape(c)) for c in node.get("children", [])]
+
+    assert shape(restored) == shape(original)
+    assert mem.tree_log()[0]["undone_at"] is not None
+
+
+def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None:
+    mem.add_many(
+        [
+            {"role": "user", "content": "ok", "session": "s1", "timestamp": T0},
+            {
+                "role": "assistant",
+                "content": "great, anything else?",
+                "session": "s1",
+                "timestamp": T0,
+            },
+            {
+                "role": "user",
+                "content": "Please explain in detail how the tomato blight spreads "
+                "between plants in a humid greenhouse and what I should do about it this week",
+                "session": "s1",
+                "timestamp": T0,
+            },
+            {
+                "role": "assistant",
+                "content": "Blight spreads by spores in humid air.",
+                "session": "s1",
+                "timestamp": T0,
+            },
+        ]
+    )
+    long_reply = (
+        "Check the brake pads first, then the discs for scoring, and if the squeal "
+        "only happens in the cold morning it is usually moisture on the rotors that "
+        "burns off after a few stops, which is harmless."
+    )
+    mem.add_many(
+        [
+            {
+                "role": "user",
+                "content": "Why do my car brakes squeal?",
+                "session": "s2",
+                "timestamp": T0 + timedelta(days=1),
+            },
+            {
+                "role": "assistant",
+                "content": long_reply,
+                "session": "s2",
+                "timestamp": T0 + timedelta(days=1),
+            },
+            {
+                "role": "user",
+                "content": "Thanks, and the tyres?",
+                "session": "s2",
+                "timestamp": T0 + timedelta(days=1),
+            },
+        ]
+    )
+    result = mem.reorganize(prune_trivial_leaves=True)
+    assert result["pruned"] == 1
+    assert all(h.message.content != "ok" for h in mem.search("ok anything else", k=20))
+    assert len(mem.messages()) == 7  # kept
+    mem.undo_reorganize(result["log_id"])
+    assert any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
+
+
+def test_a_crash_during_reorganisation_leaves_the_tree_as_it_was(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for day, topic in enumerate(["trip", "garden", "trip", "car", "trip"]):
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+    before = mem.render_tree("json")
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(mem.backend, "log_tree", boom)
+    with pytest.raises(RuntimeError):
+        mem.reorganize(similarity_threshold=0.5)
+    monkeypatch.undo()
+    assert mem.render_tree("json") == before
+
+
+def test_idle_threads_are_reorganised_in_the_background(tmp_path: Path) -> None:
+    config = TreeConfig(reorganize_idle_seconds=0.2)
+    with Memory(tmp_path / "bg.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
+        assert mem._idle is not None
+        done = threading.Event()
+        original = mem._reorganize_thread
+
+        def spy(*args: object, **kwargs: object) -> dict:
+            out = original(*args, **kwargs)  # type: ignore[arg-type]
+            done.set()
+            return out
+
+        mem._idle._run = spy
+        for day, topic in enumerate(["trip", "garden", "trip"]):
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        assert done.wait(timeout=30), "no background reorganisation happened"
+        assert mem.tree_log()[0]["kind"] == "reorganize"
