@@ -176,12 +176,12 @@ class Retriever:
 
 
 #: Words that announce a statement replaces an earlier one (matched before stop words go).
+#: Deliberately narrow: "now" and "actually" are everywhere in chat and would
+#: reorder ordinary results.
 _UPDATE_MARKERS = frozenset(
     [
-        "now",
         "anymore",
         "longer",
-        "actually",
         "changed",
         "instead",
         "update",
@@ -189,17 +189,22 @@ _UPDATE_MARKERS = frozenset(
         "cleared",
         "switched",
         "outgrew",
-        "nowadays",
+        "stopped",
+        "cancelled",
+        "canceled",
     ]
 )
 
 
 def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
-    """Put a later statement that updates an earlier one first, and mark the earlier.
+    """Mark a hit that a later hit updates ("she can eat nuts now" after "she is
+    allergic to nuts"), and make sure the update does not rank below it.
 
     Two hits are about the same thing when they share at least two of the
     query's terms; the later one updates the earlier when it also carries an
-    update word ("now", "anymore", "no longer", "actually", "instead"...).
+    update word ("anymore", "no longer", "changed", "instead", "cleared"...).
+    The update is moved up only when its score is within a quarter of the
+    earlier one's.
     """
     q = set(query_terms(query))
     if len(hits) < 2 or len(q) < 2:
@@ -216,6 +221,8 @@ def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
                 continue
             marked[i] = replace(marked[i], superseded_by=hits[j].message.id)
             pos_i, pos_j = order.index(i), order.index(j)
-            if pos_j > pos_i:  # the update goes right before what it updates
+            # The update goes right before what it updates, when the ranking had them
+            # close anyway; a far weaker "update" is more likely a false alarm.
+            if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
                 order.insert(pos_i, order.pop(pos_j))
     return [marked[i] for i in order]
