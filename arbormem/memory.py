@@ -32,7 +32,6 @@ from arbormem.store import (
     Deleted,
     Filters,
     NewMessage,
-    NodeRow,
     Row,
     Thread,
     open_backend,
@@ -45,8 +44,8 @@ from arbormem.tree.config import TreeConfig
 from arbormem.tree.grow import Decision, TreeGrower
 from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
-from arbormem.tree.reorganize import Reorganizer
-from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
+from arbormem.tree.service import Trees
+from arbormem.tree.view import TopicNode
 from arbormem.vectors import VectorCache
 
 log = logging.getLogger(__name__)
@@ -54,6 +53,11 @@ log = logging.getLogger(__name__)
 #: A message arriving more than this long after the previous one opens a new
 #: session, unless the caller names the session.
 DEFAULT_SESSION_GAP = timedelta(minutes=30)
+
+#: Batches up to this size count as live conversation (upkeep runs after them).
+LIVE_BATCH = 8
+DEFAULT_CONTEXT_BUDGET = 4000
+DEFAULT_CONTEXT_WINDOW = 8192
 
 
 def _as_tuple(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -120,7 +124,7 @@ class Memory:
             self.tree_config = tree
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
-        self.tree_recall = TreeRecall(self.backend, self.embedder, self._describe_growing)
+        self.tree_recall = TreeRecall(self.backend, self.embedder)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -134,16 +138,23 @@ class Memory:
             llm = get_llm(resolve_llm_config())
         self.llm = llm
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
-        self.reorganizer = Reorganizer(self.grower)
         #: Inconsistencies found (and repaired) in trees opened by this instance.
         self.tree_problems: list[TreeProblem] = []
         self._checked: set[int] = set()
         self._write_lock = threading.RLock()
+        self.trees = Trees(
+            self.backend,
+            self.grower,
+            self.tree_recall,
+            self.vectors,
+            self.retriever,
+            self._write_lock,
+        )
         self._closed = False
-        self._naming: Any = None
+        self._working: Any = None
         idle = self.tree_config.reorganize_idle_seconds
         self._idle: IdleReorganizer | None = (
-            IdleReorganizer(idle, self._reorganize_thread)
+            IdleReorganizer(idle, self.trees.reorganize)
             if idle is not None and self.tree_config.enabled
             else None
         )
@@ -156,8 +167,9 @@ class Memory:
             self._closed = True
             if self._idle is not None:
                 self._idle.stop()
-            if self._naming is not None:
-                self._naming.shutdown(wait=True)
+            self.trees.close()
+            if self._working is not None:
+                self._working.close()
             if self.llm is not None:
                 self.llm.close()
             self.backend.close()
@@ -311,7 +323,12 @@ class Memory:
                 )
         if self._idle is not None:
             self._idle.touch(thread, wrote=True)
-        self._name_with_llm(thread)
+        self.trees.name_with_llm(thread)
+        # After a reply, the session's tracker and rolling summary catch up in the
+        # background. Bulk loads skip this; the next live reply catches them up.
+        if len(rows) <= LIVE_BATCH and any(r.message.role == "assistant" for r in rows):
+            for session in dict.fromkeys(r.message.session for r in rows):
+                self._schedule_upkeep(thread, session)
         if progress is not None:
             progress(len(rows))
         return [r.message for r in rows]
@@ -534,6 +551,9 @@ class Memory:
                         if not deleted.messages and not deleted.sessions:
                             raise NotFound(f"no session {session!r} in scope {scope}")
                     self.grower.forgotten(thread, leaves)
+                    if message_id is not None:
+                        for row in doomed:
+                            self.working.reset_derived(thread, row.message.session)
                 self._forgotten([thread], deleted)
                 return deleted.to_dict()
             if user is None and agent is None:
@@ -565,26 +585,104 @@ class Memory:
             self.vectors.invalidate(thread)
             self.grower.forget_cursor(thread)
 
+    # -- working memory and context --------------------------------------------------------------
+
+    @property
+    def working(self) -> Any:
+        """Per-session working memory (modes, tracked state, rolling summaries)."""
+        if self._working is None:
+            from arbormem.session import WorkingMemory
+
+            self._working = WorkingMemory(self.backend, self.llm)
+        return self._working
+
+    def _schedule_upkeep(self, thread: Thread, session: str) -> None:
+        from arbormem.modes import resolve_mode
+
+        default_mode = resolve_mode()
+
+        def work() -> None:
+            messages = [r.message for r in self.backend.messages(thread, session=session)]
+            self.working.upkeep(thread, session, messages, default_mode)
+
+        self.working.submit(work)
+
+    def current_session(self, *, user: str | None = None, agent: str | None = None) -> str:
+        """The session a new message would join now (the last one, unless it went quiet)."""
+        thread = self._thread(self._scope(user, agent))
+        last = self.backend.last_session(thread) if thread else None
+        if last is not None and utcnow() - last.last_at <= self.session_gap:
+            return last.id
+        taken = {s.id for s in self.backend.sessions(thread)} if thread else set()
+        n = len(taken) + 1
+        while f"session-{n}" in taken:
+            n += 1
+        return f"session-{n}"
+
+    def set_mode(
+        self,
+        mode: str,
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> str:
+        """Switch a session's memory mode; its messages, summary and window are kept."""
+        scope = self._scope(user, agent)
+        thread = self._thread(scope, create=True)
+        assert thread is not None
+        key = session or self.current_session(user=scope.user, agent=scope.agent)
+        self.working.set_mode(thread, key, mode)
+        return key
+
+    def context(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | Any = UNSET,
+        mode: str | None = None,
+        session: str | None = None,
+        system_prompt: str | None = None,
+        k: int | None = None,
+        paths: int = 2,
+        context_window: int | None = None,
+        reply_tokens: int = 1024,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> Any:
+        """The prompt for the next turn, within ``budget_tokens``: a :class:`Context`.
+
+        Sections, in order: the system prompt with the mode's additions, the
+        session's rolling summary, recalled memory (topic paths and turns), the
+        mode's tracked state, the sliding window of the session's recent
+        messages, and ``query``. ``context.messages`` is ready for an
+        OpenAI-style chat call; ``context.max_tokens`` is the room left for the
+        reply in the model's context window.
+        """
+        from arbormem.session import build_context
+
+        return build_context(
+            self,
+            query,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            session=session,
+            system_prompt=system_prompt,
+            k=k,
+            paths=paths,
+            context_window=context_window,
+            reply_tokens=reply_tokens,
+            user=user,
+            agent=agent,
+        )
+
     # -- the topic tree -----------------------------------------------------------------------
 
     def tree(
         self, *, user: str | None = None, agent: str | None = None, messages: bool = True
     ) -> TopicNode:
         """The thread's topic tree under a virtual root (empty if nothing is stored)."""
-        thread = self._thread(self._scope(user, agent))
-        if thread is None:
-            return TopicNode(0, "root", "ROOT", "", 0, -1, None, None, 0, False)
-        root = load_tree(self.backend, thread, messages=messages)
-        # Topics still growing are named when they freeze; show a provisional name now.
-        active = [n for n in root.walk() if n.kind == "topic" and not n.frozen and not n.name]
-        if active:
-            rows = {r.id: r for r in self.backend.tree_nodes(thread, ids=[n.id for n in active])}
-            for node in active:
-                if node.id in rows:
-                    digest = self.grower.digest(thread, rows[node.id])
-                    node.name, node.summary = digest.name, digest.summary
-                    node.keyphrases = digest.keyphrases
-        return root
+        return self.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
 
     def render_tree(
         self,
@@ -598,19 +696,13 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """The tree as ``text``, ``json``, ``mermaid`` or ``dot``."""
-        root = self.tree(user=user, agent=agent, messages=messages or leaves)
-        if format == "text":
-            return render_text(
-                root, summaries=summaries, messages=messages, max_depth=depth, leaves=leaves
-            )
-        if format == "json":
-            return json.dumps(root.to_dict(messages=messages), ensure_ascii=False, indent=1)
-        if format == "mermaid":
-            return to_mermaid(root, leaves=leaves)
-        if format == "dot":
-            return to_dot(root, leaves=leaves)
-        raise InputError(
-            f"unknown format {format!r}", field="format", hint="use text, json, mermaid or dot"
+        return self.trees.render(
+            self._thread(self._scope(user, agent)),
+            format,
+            summaries=summaries,
+            messages=messages,
+            depth=depth,
+            leaves=leaves,
         )
 
     def reorganize(
@@ -630,23 +722,7 @@ class Memory:
         thread = self._thread(self._scope(user, agent))
         if thread is None or not self.tree_config.enabled:
             return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}
-        return self._reorganize_thread(thread, similarity_threshold, prune_trivial_leaves)
-
-    def _reorganize_thread(
-        self,
-        thread: Thread,
-        similarity_threshold: float = 0.55,
-        prune_trivial_leaves: bool = False,
-    ) -> dict[str, Any]:
-        result = self.reorganizer.run(
-            thread,
-            similarity_threshold=similarity_threshold,
-            prune_trivial_leaves=prune_trivial_leaves,
-        )
-        self.tree_recall.invalidate(thread)
-        if result.get("pruned"):
-            self.vectors.invalidate(thread)
-        return result
+        return self.trees.reorganize(thread, similarity_threshold, prune_trivial_leaves)
 
     def undo_reorganize(
         self, log_id: int, *, user: str | None = None, agent: str | None = None
@@ -655,39 +731,18 @@ class Memory:
         thread = self._thread(self._scope(user, agent))
         if thread is None:
             raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
-        with self._write_lock:
-            result = self.reorganizer.undo(thread, log_id)
-        self.tree_recall.invalidate(thread)
-        self.vectors.invalidate(thread)
-        return result
+        return self.trees.undo(thread, log_id)
 
     def tree_log(
         self, *, user: str | None = None, agent: str | None = None
     ) -> list[dict[str, Any]]:
-        """The thread's logged tree operations, newest first."""
+        """The thread's logged tree operations (reorganisations, rebuilds), newest first."""
         thread = self._thread(self._scope(user, agent))
-        if thread is None:
-            return []
-        return [
-            {
-                "id": e.id,
-                "kind": e.kind,
-                "at": format_timestamp(e.at),
-                "stats": e.stats,
-                "undone_at": format_timestamp(e.undone_at) if e.undone_at else None,
-            }
-            for e in self.backend.tree_log(thread)
-        ]
+        return self.trees.log(thread) if thread else []
 
     def tree_tools(self, *, user: str | None = None, agent: str | None = None) -> TreeNavigator:
         """Tool definitions and handlers that let an LLM walk this scope's tree."""
-        scope = self._scope(user, agent)
-        return TreeNavigator(
-            lambda: self.tree(user=scope.user, agent=scope.agent, messages=False),
-            lambda start, end: self.messages(
-                start=start, end=end, user=scope.user, agent=scope.agent
-            ),
-        )
+        return self.trees.tools(self._thread(self._scope(user, agent)))
 
     def topic_paths(
         self,
@@ -698,53 +753,20 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
+        drill: bool = True,
     ) -> list[TopicPath]:
         """Multi-path recall: the best ``k`` branches of the tree for ``query``.
 
         Each path runs from the root to a topic, with names, summaries and dates;
-        paths whose summary does not cover the query carry the topic's best turns.
+        with ``drill``, a path whose summary does not cover the query carries the
+        topic's best turns (multi-resolution).
         """
         threads = self._threads(self._scope(user, agent), all_agents)
         if not threads or not self.tree_config.enabled:
             return []
-        qvec = self.embedder.embed(query)
-        paths = self.tree_recall.paths(threads, query, qvec, k=k, threshold=threshold)
-        for path in paths:
-            if path.sufficient:
-                continue
-            topic = path.topic
-            hits = self.retriever.search(threads, query, 3, Filters())
-            path.turns = [
-                h.message for h in hits if topic.first_index <= h.message.index <= topic.last_index
-            ][:2]
-        return paths
-
-    def _describe_growing(self, thread: Thread, node: NodeRow) -> tuple[str, str, list[str]]:
-        digest = self.grower.digest(thread, node)
-        return digest.name, digest.summary, digest.keyphrases
-
-    def _name_with_llm(self, thread: Thread) -> None:
-        """Have the LLM rename newly frozen topics, off the caller's path."""
-        if self.llm is None or not self.grower.frozen_since_naming:
-            return
-        pending = self.grower.frozen_since_naming
-        self.grower.frozen_since_naming = []
-        if self._naming is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._naming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-names")
-
-        def work() -> None:
-            renamed = 0
-            for node in self.backend.tree_nodes(thread, ids=pending):
-                if node.frozen and node.origin != "llm" and self.grower.llm_rename(thread, node):
-                    renamed += 1
-            if renamed:
-                with self._write_lock:
-                    self.backend.set_tree_state(thread, self.backend.tree_state(thread))
-                self.tree_recall.invalidate(thread)
-
-        self._naming.submit(work)
+        return self.trees.paths(
+            threads, query, self.embedder.embed(query), k=k, threshold=threshold, drill=drill
+        )
 
     # -- export and import -------------------------------------------------------------------
 

@@ -306,8 +306,7 @@ def test_llm_names_frozen_topics_in_the_background(tmp_path: Path, server: FakeO
     try:
         mem.add_many(exchanges("garden", T0, "s1"))
         mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
-        assert mem._naming is not None
-        mem._naming.submit(lambda: None).result(timeout=30)  # wait for the queue to drain
+        mem.trees.drain()  # wait for the background naming queue
         names = [n.name for n in topics(mem.tree()) if n.frozen]
         assert "Tomato Growing Tips" in names
         usage = mem.llm.usage.snapshot()["features"]
@@ -427,7 +426,7 @@ def test_idle_threads_are_reorganised_in_the_background(tmp_path: Path) -> None:
     with Memory(tmp_path / "bg.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
         assert mem._idle is not None
         done = threading.Event()
-        original = mem._reorganize_thread
+        original = mem.trees.reorganize
 
         def spy(*args: object, **kwargs: object) -> dict:
             out = original(*args, **kwargs)  # type: ignore[arg-type]

@@ -54,7 +54,7 @@ class TopicPath:
     def topic(self) -> PathNode:
         return self.nodes[-1]
 
-    def render(self) -> str:
+    def render(self, max_summary_words: int | None = None) -> str:
         t = self.topic
         names = " › ".join(n.name or "(untitled)" for n in self.nodes)
         when = f"{display(t.first_at, seconds=False)[:10]}"  # type: ignore[arg-type]
@@ -62,7 +62,11 @@ class TopicPath:
             when += f" to {display(t.last_at, seconds=False)[:10]}"  # type: ignore[arg-type]
         lines = [f"- {names} ({when}, messages {t.first_index}-{t.last_index})"]
         if t.summary:
-            lines.append(f"  {t.summary}")
+            words = t.summary.split()
+            if max_summary_words is not None and len(words) > max_summary_words:
+                lines.append("  " + " ".join(words[:max_summary_words]) + "…")
+            else:
+                lines.append(f"  {t.summary}")
         for m in self.turns:
             lines.append(f"  > {m.speaker or m.role}: {m.content}")
         return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""The tree operations :class:`arbormem.Memory` offers, on resolved threads.
+
+Memory resolves the caller's scope to a thread and delegates here, so the
+facade stays a table of contents and the tree logic stays in ``tree/``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from arbormem.errors import InputError
+from arbormem.models import Message
+from arbormem.store.base import Backend, Filters, NodeRow, Thread
+from arbormem.timeutil import format_timestamp
+from arbormem.tree.grow import TreeGrower
+from arbormem.tree.navigate import TreeNavigator
+from arbormem.tree.recall import TopicPath, TreeRecall
+from arbormem.tree.reorganize import Reorganizer
+from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
+from arbormem.vectors import VectorCache
+
+EMPTY_ROOT = ("root", "ROOT", "", 0, -1, None, None, 0, False)
+
+
+class Trees:
+    """Reading, rendering, reorganising and navigating the trees of one store."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        grower: TreeGrower,
+        recall: TreeRecall,
+        vectors: VectorCache,
+        retriever: Any,
+        write_lock: threading.RLock,
+    ) -> None:
+        self.backend = backend
+        self.grower = grower
+        self.recall = recall
+        self.vectors = vectors
+        self.retriever = retriever
+        self.reorganizer = Reorganizer(grower)
+        self._write_lock = write_lock
+        self._naming: ThreadPoolExecutor | None = None
+        self._provisional: dict[tuple[int, int | None, int], tuple[str, str, list[str]]] = {}
+        recall.describe = self.describe_growing
+
+    @property
+    def enabled(self) -> bool:
+        return self.grower.config.enabled
+
+    def tree(self, thread: Thread | None, *, messages: bool = True) -> TopicNode:
+        if thread is None:
+            return TopicNode(0, *EMPTY_ROOT)
+        root = load_tree(self.backend, thread, messages=messages)
+        # Topics still growing are named when they freeze; show a provisional name now.
+        active = [n for n in root.walk() if n.kind == "topic" and not n.frozen and not n.name]
+        if active:
+            rows = {r.id: r for r in self.backend.tree_nodes(thread, ids=[n.id for n in active])}
+            for node in active:
+                if node.id in rows:
+                    node.name, node.summary, node.keyphrases = self.describe_growing(
+                        thread, rows[node.id]
+                    )
+        return root
+
+    def render(
+        self,
+        thread: Thread | None,
+        format: str,
+        *,
+        summaries: bool,
+        messages: bool,
+        depth: int | None,
+        leaves: bool,
+    ) -> str:
+        if format not in ("text", "json", "mermaid", "dot"):
+            raise InputError(
+                f"unknown format {format!r}", field="format", hint="use text, json, mermaid or dot"
+            )
+        root = self.tree(thread, messages=messages or leaves)
+        if format == "text":
+            return render_text(
+                root, summaries=summaries, messages=messages, max_depth=depth, leaves=leaves
+            )
+        if format == "json":
+            return json.dumps(root.to_dict(messages=messages), ensure_ascii=False, indent=1)
+        if format == "mermaid":
+            return to_mermaid(root, leaves=leaves)
+        return to_dot(root, leaves=leaves)
+
+    def reorganize(
+        self, thread: Thread, similarity_threshold: float = 0.55, prune_trivial_leaves: bool = False
+    ) -> dict[str, Any]:
+        result = self.reorganizer.run(
+            thread,
+            similarity_threshold=similarity_threshold,
+            prune_trivial_leaves=prune_trivial_leaves,
+        )
+        self.recall.invalidate(thread)
+        if result.get("pruned"):
+            self.vectors.invalidate(thread)
+        return result
+
+    def undo(self, thread: Thread, log_id: int) -> dict[str, Any]:
+        with self._write_lock:
+            result = self.reorganizer.undo(thread, log_id)
+        self.recall.invalidate(thread)
+        self.vectors.invalidate(thread)
+        return result
+
+    def log(self, thread: Thread) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "at": format_timestamp(e.at),
+                "stats": e.stats,
+                "undone_at": format_timestamp(e.undone_at) if e.undone_at else None,
+            }
+            for e in self.backend.tree_log(thread)
+        ]
+
+    def tools(self, thread: Thread | None) -> TreeNavigator:
+        def messages(start: int, end: int) -> list[Message]:
+            if thread is None:
+                return []
+            return [r.message for r in self.backend.messages(thread, start=start, end=end)]
+
+        return TreeNavigator(lambda: self.tree(thread, messages=False), messages)
+
+    def paths(
+        self,
+        threads: list[Thread],
+        query: str,
+        qvec: Any,
+        *,
+        k: int,
+        threshold: float,
+        drill: bool = True,
+    ) -> list[TopicPath]:
+        paths = self.recall.paths(threads, query, qvec, k=k, threshold=threshold)
+        for path in paths:
+            if path.sufficient or not drill:
+                continue
+            topic = path.topic
+            hits = self.retriever.search(threads, query, 3, Filters())
+            path.turns = [
+                h.message for h in hits if topic.first_index <= h.message.index <= topic.last_index
+            ][:2]
+        return paths
+
+    def describe_growing(self, thread: Thread, node: NodeRow) -> tuple[str, str, list[str]]:
+        """A provisional name, summary and keyphrases for a topic still growing
+        (cached until the topic gets another message)."""
+        key = (thread.id, node.id, node.message_count)
+        found = self._provisional.get(key)
+        if found is None:
+            digest = self.grower.digest(thread, node)
+            found = (digest.name, digest.summary, digest.keyphrases)
+            if len(self._provisional) > 256:
+                self._provisional.clear()
+            self._provisional[key] = found
+        return found
+
+    def name_with_llm(self, thread: Thread) -> None:
+        """Have the LLM rename newly frozen topics, off the caller's path."""
+        if self.grower.llm is None or not self.grower.frozen_since_naming:
+            return
+        pending = self.grower.frozen_since_naming
+        self.grower.frozen_since_naming = []
+        if self._naming is None:
+            self._naming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-names")
+
+        def work() -> None:
+            renamed = 0
+            for node in self.backend.tree_nodes(thread, ids=pending):
+                if node.frozen and node.origin != "llm" and self.grower.llm_rename(thread, node):
+                    renamed += 1
+            if renamed:
+                with self._write_lock:
+                    self.backend.set_tree_state(thread, self.backend.tree_state(thread))
+                self.recall.invalidate(thread)
+
+        self._naming.submit(work)
+
+    def drain(self) -> None:
+        """Wait for background naming submitted so far."""
+        if self._naming is not None:
+            self._naming.submit(lambda: None).result()
+
+    def close(self) -> None:
+        if self._naming is not None:
+            self._naming.shutdown(wait=True)
+            self._naming = None
