@@ -301,6 +301,16 @@ class Backend(abc.ABC):
     def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:
         """Every message of a thread in order, streamed."""
 
+    # -- per-session working memory -------------------------------------------------------
+
+    @abc.abstractmethod
+    def session_state(self, thread: Thread, session: str) -> dict[str, Any]:
+        """The stored working-memory state of a session (``{}`` when none)."""
+
+    @abc.abstractmethod
+    def put_session_state(self, thread: Thread, session: str, state: Mapping[str, Any]) -> None:
+        """Store a session's working-memory state (a JSON object)."""
+
     # -- the topic tree ------------------------------------------------------------------
 
     @abc.abstractmethod

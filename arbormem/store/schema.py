@@ -128,6 +128,22 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        3,
+        "per-session working memory: mode, tracked state, rolling summary",
+        """
+        CREATE TABLE session_state (
+            thread_id     INTEGER NOT NULL REFERENCES threads(id),
+            session_key   TEXT NOT NULL,
+            state         TEXT NOT NULL DEFAULT '{}',
+            updated_at    TEXT NOT NULL,
+            PRIMARY KEY (thread_id, session_key)
+        )
+        """,
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]
 
 

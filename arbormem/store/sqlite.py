@@ -698,6 +698,10 @@ class SQLiteBackend(Backend):
                 )
             ]
             result = self._delete_rowids(rowids, {thread.id})
+            self._writer.execute(
+                "DELETE FROM session_state WHERE thread_id = ? AND session_key = ?",
+                (thread.id, session),
+            )
             left = self._writer.execute(
                 "DELETE FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, session)
             ).rowcount
@@ -716,9 +720,33 @@ class SQLiteBackend(Backend):
             ).rowcount
             self.delete_nodes(thread)
             c.execute("DELETE FROM tree_state WHERE thread_id = ?", (thread.id,))
+            c.execute("DELETE FROM session_state WHERE thread_id = ?", (thread.id,))
             c.execute("DELETE FROM tree_log WHERE thread_id = ?", (thread.id,))
             result.threads = c.execute("DELETE FROM threads WHERE id = ?", (thread.id,)).rowcount
             return result
+
+    # -- per-session working memory -------------------------------------------------------
+
+    def session_state(self, thread: Thread, session: str) -> dict[str, Any]:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT state FROM session_state WHERE thread_id = ? AND session_key = ?",
+                (thread.id, session),
+            ).fetchone()
+        return _load_json(row[0]) if row else {}
+
+    def put_session_state(self, thread: Thread, session: str, state: Mapping[str, Any]) -> None:
+        with self.transaction():
+            self._writer.execute(
+                "INSERT OR REPLACE INTO session_state (thread_id, session_key, state, updated_at)"
+                " VALUES (?, ?, ?, ?)",
+                (
+                    thread.id,
+                    session,
+                    json.dumps(dict(state), ensure_ascii=False),
+                    format_timestamp(utcnow()),
+                ),
+            )
 
     # -- the topic tree -------------------------------------------------------------------
 

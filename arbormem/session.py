@@ -1,0 +1,324 @@
+"""Working memory of a session: its mode, tracked state and rolling summary.
+
+Each session of a thread keeps, in the store:
+
+* ``mode``: conversation, code or reasoning (switchable at any time);
+* ``tracker``: what the mode tracks, updated after every reply;
+* ``summary`` and ``summary_upto``: the rolling summary and the message
+  index it covers;
+* ``seen``: the index after the last message the tracker has read;
+* ``floor``: messages below this index have been compressed into the summary
+  under context pressure and no longer count as part of the window.
+
+Upkeep (tracker and summary) runs after a reply in a background worker, so
+the user never waits for it; :meth:`WorkingMemory.wait` lets a caller (or the
+blocking threshold) wait for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from arbormem.models import Message
+from arbormem.modes import Tracker, get_mode, new_tracker, tracker_from_dict
+from arbormem.store.base import Backend, Thread
+from arbormem.summary import SummaryPolicy, SummaryState, clamp, update
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionMemory:
+    """The stored working memory of one session."""
+
+    mode: str
+    tracker: Tracker
+    summary: SummaryState = field(default_factory=SummaryState)
+    seen: int = 0
+    floor: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "tracker": self.tracker.to_dict(),
+            "summary": self.summary.text,
+            "summary_upto": self.summary.upto,
+            "seen": self.seen,
+            "floor": self.floor,
+        }
+
+
+class WorkingMemory:
+    """Loads, updates and stores the working memory of sessions."""
+
+    def __init__(
+        self, backend: Backend, llm: Any = None, policy: SummaryPolicy = SummaryPolicy()
+    ) -> None:
+        self.backend = backend
+        self.llm = llm
+        self.policy = policy
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: list[Future[Any]] = []
+
+    # -- state ---------------------------------------------------------------------------
+
+    def load(self, thread: Thread, session: str, default_mode: str) -> SessionMemory:
+        data = self.backend.session_state(thread, session)
+        stored = data.get("mode")
+        mode: str = stored if isinstance(stored, str) else default_mode
+        try:
+            get_mode(mode)
+        except Exception:
+            mode = default_mode
+        tracker_data = data.get("tracker")
+        tracker = None
+        if isinstance(tracker_data, dict) and tracker_data.get("mode") == mode:
+            try:
+                tracker = tracker_from_dict(tracker_data)
+            except Exception as exc:  # a damaged saved state is rebuilt, not fatal
+                log.warning("cannot restore the %s tracker of session %s: %s", mode, session, exc)
+        next_index = self.backend.state(thread).next_index
+        state = SessionMemory(
+            mode=mode,
+            tracker=tracker or new_tracker(mode),
+            summary=clamp(
+                SummaryState(str(data.get("summary") or ""), int(data.get("summary_upto") or 0)),
+                next_index,
+            ),
+            seen=min(int(data.get("seen") or 0), next_index) if tracker else 0,
+            floor=min(int(data.get("floor") or 0), next_index),
+        )
+        return state
+
+    def save(self, thread: Thread, session: str, state: SessionMemory) -> None:
+        self.backend.put_session_state(thread, session, state.to_dict())
+
+    def set_mode(self, thread: Thread, session: str, mode: str) -> SessionMemory:
+        """Switch a session's mode; its messages, summary and window are kept."""
+        get_mode(mode)
+        with self._lock:
+            state = self.load(thread, session, mode)
+            if state.mode != mode:
+                state.mode, state.tracker, state.seen = mode, new_tracker(mode), 0
+            self.save(thread, session, state)
+            return state
+
+    def reset_derived(self, thread: Thread, session: str) -> None:
+        """After forgetting messages: drop what may quote them (summary, tracker)."""
+        with self._lock:
+            data = self.backend.session_state(thread, session)
+            if not data:
+                return
+            stored = data.get("mode")
+            mode: str = stored if isinstance(stored, str) else "conversation"
+            self.save(thread, session, SessionMemory(mode=mode, tracker=new_tracker(mode)))
+
+    # -- upkeep ------------------------------------------------------------------------------
+
+    def window(
+        self, messages: list[Message], state: SessionMemory
+    ) -> tuple[list[Message], list[Message]]:
+        """Split a session's messages into (left the window, in the window)."""
+        size = get_mode(state.mode).window
+        live = [m for m in messages if m.index >= state.floor]
+        inside = live[-size:] if size > 0 else []
+        first_inside = inside[0].index if inside else (messages[-1].index + 1 if messages else 0)
+        outside = [m for m in messages if m.index < first_inside]
+        return outside, inside
+
+    def upkeep(
+        self,
+        thread: Thread,
+        session: str,
+        messages: list[Message],
+        default_mode: str,
+        *,
+        force: bool = False,
+    ) -> SessionMemory:
+        """Update the tracker with unseen messages and fold older ones into the summary."""
+        with self._lock:
+            state = self.load(thread, session, default_mode)
+            fresh = [m for m in messages if m.index >= state.seen]
+            if fresh:
+                state.tracker.update(fresh, self.llm)
+                state.seen = fresh[-1].index + 1
+            outside, _ = self.window(messages, state)
+            state.summary = update(
+                state.summary, outside, policy=self.policy, llm=self.llm, force=force
+            )
+            self.save(thread, session, state)
+            return state
+
+    def compress(
+        self, thread: Thread, session: str, messages: list[Message], default_mode: str
+    ) -> SessionMemory:
+        """Under context pressure: fold the older half of the window into the summary."""
+        with self._lock:
+            state = self.load(thread, session, default_mode)
+            _, inside = self.window(messages, state)
+            if len(inside) < 2:
+                return state
+            cut = inside[len(inside) // 2].index
+            state.floor = max(state.floor, cut)
+            self.save(thread, session, state)
+        return self.upkeep(thread, session, messages, default_mode, force=True)
+
+    def submit(self, work: Callable[[], object]) -> None:
+        """Run upkeep in the background worker."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="arbormem-upkeep"
+                )
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(self._executor.submit(work))
+
+    @property
+    def busy(self) -> bool:
+        return any(not f.done() for f in self._pending)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for background upkeep submitted so far."""
+        for future in list(self._pending):
+            try:
+                future.result(timeout=timeout)
+            except Exception as exc:  # upkeep failures are logged, never raised here
+                log.warning("background upkeep failed: %s", exc)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+# -- assembling a context -------------------------------------------------------------------
+
+WARN_AT = 0.7
+BLOCK_AT = 0.9
+
+
+def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]:
+    """Recalled turns (grouped under their session's date) and topic paths, ranked."""
+    from arbormem.context import RecallItem
+    from arbormem.timeutil import display
+
+    items = []
+    rank = 0
+    for hit in hits:
+        m = hit.message
+        if m.id in skip:
+            continue
+        text = m.text
+        if hit.superseded_by:
+            text += "  (earlier; updated later)"
+        items.append(
+            RecallItem(
+                text=text,
+                rank=rank,
+                header=f"[{display(m.timestamp, seconds=False)}] {m.session}",
+                when=m.timestamp,
+                order=m.index,
+            )
+        )
+        rank += 2
+    # Topic paths rank after the first few turns: they frame the recall but the turns
+    # themselves carry the facts.
+    for i, path in enumerate(paths):
+        items.append(RecallItem(text=path.render(max_summary_words=25), rank=9 + 4 * i))
+    return items
+
+
+def build_context(
+    memory: Any,
+    query: str,
+    *,
+    budget_tokens: Any,
+    mode: str | None,
+    session: str | None,
+    system_prompt: str | None,
+    k: int | None,
+    paths: int,
+    context_window: int | None,
+    reply_tokens: int,
+    user: str | None,
+    agent: str | None,
+) -> Any:
+    """What :meth:`arbormem.Memory.context` does (documented there)."""
+    from arbormem.config import UNSET, resolve
+    from arbormem.context import DEFAULT_SYSTEM_PROMPT, ContextBuilder
+    from arbormem.errors import InputError
+    from arbormem.memory import DEFAULT_CONTEXT_BUDGET, DEFAULT_CONTEXT_WINDOW
+    from arbormem.modes import resolve_mode
+    from arbormem.tokens import default_counter
+
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("must be a non-empty string", field="query")
+    budget = resolve(
+        budget_tokens, "ARBORMEM_CONTEXT_BUDGET", "context_budget", DEFAULT_CONTEXT_BUDGET, int
+    )
+    window_size = (
+        context_window
+        or (getattr(memory.llm, "context_window", None) if memory.llm is not None else None)
+        or resolve(UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, int)
+    )
+    scope = memory._scope(user, agent)
+    thread = memory._thread(scope, create=True)
+    assert thread is not None
+    key = session or memory.current_session(user=scope.user, agent=scope.agent)
+    default_mode = resolve_mode()
+    if mode is not None:
+        memory.working.set_mode(thread, key, mode)
+    counter = default_counter()
+    state = memory.working.load(thread, key, default_mode)
+    spec = get_mode(state.mode)
+    messages = [r.message for r in memory.backend.messages(thread, session=key)]
+    _, inside = memory.working.window(messages, state)
+    system = (system_prompt or DEFAULT_SYSTEM_PROMPT) + (
+        "\n" + spec.system_addition if spec.system_addition else ""
+    )
+    # Pressure on the model's context window: compress older turns in the
+    # background past WARN_AT, and before answering past BLOCK_AT.
+    pressure = (
+        counter.count(system)
+        + counter.count(state.summary.text)
+        + sum(counter.count(m.content) + 10 for m in inside)
+        + counter.count(query)
+    ) / window_size
+    if pressure >= BLOCK_AT:
+        memory.working.wait()
+        state = memory.working.compress(thread, key, messages, default_mode)
+        _, inside = memory.working.window(messages, state)
+    elif pressure >= WARN_AT:
+        memory.working.submit(lambda: memory.working.compress(thread, key, messages, default_mode))
+    depth = k or max(20, budget // 15)
+    hits = (
+        memory.search(query, k=depth, user=scope.user, agent=scope.agent)
+        if memory.backend.state(thread).count
+        else []
+    )
+    topic_paths = (
+        memory.topic_paths(query, k=paths, user=scope.user, agent=scope.agent, drill=False)
+        if paths and hits
+        else []
+    )
+    items = recall_items(hits, topic_paths, {m.id for m in inside})
+    builder = ContextBuilder(counter)
+    return builder.build(
+        query=query,
+        budget=budget,
+        mode=state.mode,
+        session=key,
+        system=system,
+        summary=state.summary.text,
+        recall=items,
+        state=state.tracker.render(),
+        window=inside,
+        context_window=window_size,
+        reply_tokens=reply_tokens,
+    )

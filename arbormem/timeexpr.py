@@ -1,0 +1,244 @@
+"""Time expressions in questions, resolved to date ranges.
+
+``"What did she buy in May 2023?"`` refers to sessions in May 2023; ``"last
+week"`` to the week before the reference time (the thread's latest message,
+by default). :func:`find_ranges` returns every range a question mentions;
+:func:`closeness` scores a date against them, 1 inside a range and decaying
+with the distance outside, so recall can favour turns from the right time.
+
+Understood: ``3 May 2023``, ``May 3, 2023``, ``3rd of May``, ``May 2023``,
+``in May``, ``in 2022``, ISO dates, ``yesterday``, ``today``, ``last/this/next
+week|weekend|month|year``, weekday names with last/next, ``N days|weeks|months|
+years ago``, ``early/mid/late <month>``, and ``before/after <date>``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)\d\d)"
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple": 2,
+    "few": 3,
+}
+
+
+@dataclass(frozen=True)
+class DateRange:
+    """An inclusive range of days, UTC. ``year_known`` is False for "in May"
+    (any year: matched against the nearest)."""
+
+    start: datetime
+    end: datetime
+    year_known: bool = True
+
+
+def _month(name: str) -> int:
+    name = name.lower()[:3]
+    return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(name))
+
+
+def _day(year: int, month: int, day: int) -> datetime | None:
+    try:
+        return datetime(year, month, day, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _month_range(year: int, month: int, part: str | None = None) -> DateRange:
+    start = datetime(year, month, 1, tzinfo=timezone.utc)
+    nxt = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    end = nxt - timedelta(days=1)
+    if part == "early":
+        end = start + timedelta(days=10)
+    elif part in ("mid", "middle"):
+        start, end = start + timedelta(days=9), start + timedelta(days=20)
+    elif part == "late":
+        start = end - timedelta(days=10)
+    return DateRange(start, end)
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    ("d_m_y", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\.?,?\s+{_YEAR}\b")),
+    ("m_d_y", re.compile(rf"\b{_MONTH}\.?\s+{_DAY},?\s+{_YEAR}\b")),
+    ("part_m_y", re.compile(rf"\b(early|mid|middle|late)[\s-]+{_MONTH}\s+{_YEAR}\b")),
+    ("m_y", re.compile(rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}\b")),
+    ("d_m", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b")),
+    ("m_d", re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?(?:19|20)\d\d)")),
+    ("part_m", re.compile(rf"\b(early|mid|middle|late)[\s-]+{_MONTH}\b")),
+    ("in_m", re.compile(rf"\b(?:in|during|of|since|by|before|after|until|through)\s+{_MONTH}\b")),
+    ("in_y", re.compile(rf"\b(?:in|during|since|by|before|after|of|until)\s+{_YEAR}\b")),
+]
+
+_RELATIVE = re.compile(
+    r"\b(?:(yesterday|today|tonight|tomorrow)|"
+    r"(last|this|next|past)\s+(week|weekend|month|year|"
+    + "|".join(_WEEKDAYS)
+    + r")|(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple|few)\s+"
+    r"(?:of\s+)?(day|week|month|year)s?\s+ago)\b"
+)
+
+
+def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
+    found: list[tuple[int, int, DateRange]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groups()
+            rng: DateRange | None = None
+            if kind == "iso":
+                day = _day(int(g[0]), int(g[1]), int(g[2]))
+                rng = DateRange(day, day) if day else None
+            elif kind == "d_m_y":
+                day = _day(int(g[2]), _month(g[1]), int(g[0]))
+                rng = DateRange(day, day) if day else None
+            elif kind == "m_d_y":
+                day = _day(int(g[2]), _month(g[0]), int(g[1]))
+                rng = DateRange(day, day) if day else None
+            elif kind == "part_m_y":
+                rng = _month_range(int(g[2]), _month(g[1]), g[0])
+            elif kind == "m_y":
+                rng = _month_range(int(g[1]), _month(g[0]))
+            elif kind == "d_m":
+                day = _day(2000, _month(g[1]), int(g[0]))
+                rng = DateRange(day, day, year_known=False) if day else None
+            elif kind == "m_d":
+                day = _day(2000, _month(g[0]), int(g[1]))
+                rng = DateRange(day, day, year_known=False) if day else None
+            elif kind == "part_m":
+                r = _month_range(2000, _month(g[1]), g[0])
+                rng = DateRange(r.start, r.end, year_known=False)
+            elif kind == "in_m":
+                r = _month_range(2000, _month(g[0]))
+                rng = DateRange(r.start, r.end, year_known=False)
+            elif kind == "in_y":
+                year = int(g[0])
+                rng = DateRange(
+                    datetime(year, 1, 1, tzinfo=timezone.utc),
+                    datetime(year, 12, 31, tzinfo=timezone.utc),
+                )
+            if rng is not None:
+                taken.append((m.start(), m.end()))
+                found.append((m.start(), m.end(), rng))
+    return found
+
+
+def _relative(text: str, now: datetime) -> list[DateRange]:
+    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    out: list[DateRange] = []
+    for m in _RELATIVE.finditer(text):
+        word, which, unit, count, ago_unit = m.groups()
+        if word:
+            shift = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
+            day = today + timedelta(days=shift)
+            out.append(DateRange(day, day))
+        elif which:
+            step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+            if unit in ("week", "weekend"):
+                monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
+                start = monday + timedelta(days=5) if unit == "weekend" else monday
+                out.append(DateRange(start, monday + timedelta(days=6)))
+            elif unit == "month":
+                year, month = today.year, today.month + step
+                year += (month - 1) // 12
+                month = (month - 1) % 12 + 1
+                out.append(_month_range(year, month))
+            elif unit == "year":
+                year = today.year + step
+                out.append(
+                    DateRange(
+                        datetime(year, 1, 1, tzinfo=timezone.utc),
+                        datetime(year, 12, 31, tzinfo=timezone.utc),
+                    )
+                )
+            else:  # a weekday
+                target = _WEEKDAYS.index(unit)
+                delta = (today.weekday() - target) % 7 or 7
+                day = (
+                    today - timedelta(days=delta)
+                    if step <= 0
+                    else today + timedelta(days=(target - today.weekday()) % 7 or 7)
+                )
+                out.append(DateRange(day, day))
+        elif count:
+            n = int(count) if count.isdigit() else _NUMBERS[count]
+            days = {"day": 1, "week": 7, "month": 30, "year": 365}[ago_unit] * n
+            center = today - timedelta(days=days)
+            slack = timedelta(days=max(1, days // 7))
+            out.append(DateRange(center - slack, center + slack))
+    return out
+
+
+def find_ranges(text: str, now: datetime | None = None) -> list[DateRange]:
+    """Every date range ``text`` mentions. Relative expressions need ``now``."""
+    lower = text.lower()
+    ranges = [r for _, _, r in _absolute(lower)]
+    if now is not None:
+        ranges.extend(_relative(lower, now))
+    return ranges
+
+
+def closeness(
+    when: datetime, ranges: list[DateRange], *, scale_days: float = 10.0, lag_days: int = 7
+) -> float:
+    """1.0 when ``when`` falls in one of the ranges (or up to ``lag_days`` after its
+    end: people talk about things a little after they happen), decaying with the
+    distance in days outside. 0.0 with no ranges."""
+    best = 0.0
+    day = when.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    for r in ranges:
+        years = [r.start.year] if r.year_known else [day.year - 1, day.year, day.year + 1]
+        for year in years:
+            try:
+                start = r.start if r.year_known else r.start.replace(year=year)
+                end = (
+                    r.end
+                    if r.year_known
+                    else r.end.replace(year=year + (r.end.year - r.start.year))
+                )
+            except ValueError:  # 29 February in another year
+                continue
+            end = end + timedelta(days=lag_days)
+            if start <= day <= end:
+                return 1.0
+            gap = (start - day).days if day < start else (day - end).days
+            best = max(best, math.exp(-gap / scale_days))
+    return best

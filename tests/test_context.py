@@ -1,0 +1,253 @@
+"""Memory.context: sections, sliding window, rolling summary, modes, persistence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.summary import SummaryPolicy, SummaryState, gate, update
+
+from .conftest import run_cli
+from .fake_openai import FakeOpenAI, Reply
+
+T0 = datetime(2026, 2, 14, 15, 23, 5, tzinfo=timezone.utc)
+
+
+def chat(mem: Memory, n: int, session: str = "s1", start: int = 0, words: int = 12) -> None:
+    """n exchanges, one add_many per exchange, as a live chat does."""
+    for i in range(start, start + n):
+        when = T0 + timedelta(minutes=2 * i)
+        mem.add_many(
+            [
+                {
+                    "role": "user",
+                    "content": f"Question {i} about the garden plan " + "detail " * words,
+                    "timestamp": when,
+                },
+                {
+                    "role": "assistant",
+                    "content": f"Answer {i}: water the tomatoes and check the "
+                    "compost " + "more " * words,
+                    "timestamp": when + timedelta(seconds=30),
+                },
+            ],
+            session=session,
+        )
+    mem.working.wait()
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "c.db", embedder=HashingEmbedder(64), llm=None) as m:
+        yield m
+
+
+def test_sections_in_order_with_counts_and_chat_messages(mem: Memory) -> None:
+    mem.add("Leo is allergic to peanuts.", session="old", timestamp=T0 - timedelta(days=30))
+    chat(mem, 3)
+    ctx = mem.context(
+        "Can Leo have peanut butter?", budget_tokens=2000, session="s1", context_window=8192
+    )
+    assert [s.name for s in ctx.sections] == [
+        "system",
+        "summary",
+        "recall",
+        "state",
+        "window",
+        "input",
+    ]
+    assert "peanuts" in ctx.section("recall").text
+    assert ctx.section("window").items == 6
+    assert ctx.messages[0]["role"] == "system"
+    assert ctx.messages[1]["content"].startswith("[2026-02-14 15:23:05 UTC] ")
+    assert ctx.messages[-1] == {"role": "user", "content": "Can Leo have peanut butter?"}
+    assert ctx.prompt_tokens <= ctx.budget == 2000
+    assert ctx.counter == "tiktoken:cl100k_base"
+    data = ctx.to_dict()
+    assert data["token_counter"] and data["sections"][0]["name"] == "system"
+    # The window is not repeated in the recalled block.
+    assert "Question 2 about" not in ctx.section("recall").text
+
+
+def test_window_size_follows_the_mode_and_modes_switch_without_losing_the_session(
+    mem: Memory,
+) -> None:
+    chat(mem, 20)
+    conversation = mem.context("garden?", budget_tokens=20000, session="s1")
+    assert conversation.mode == "conversation" and conversation.section("window").items == 25
+    mem.set_mode("code", session="s1")
+    code = mem.context("garden?", budget_tokens=20000, session="s1")
+    assert code.mode == "code" and code.section("window").items == 30
+    assert len(mem.messages(session="s1")) == 40
+    reasoning = mem.context("garden?", budget_tokens=20000, session="s1", mode="reasoning")
+    assert reasoning.mode == "reasoning"
+    assert mem.context("garden?", budget_tokens=20000, session="s1").mode == "reasoning"
+
+
+def test_mode_from_environment(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARBORMEM_MEMORY_MODE", "code")
+    chat(mem, 1, session="fresh")
+    assert mem.context("x?", session="fresh").mode == "code"
+
+
+def test_the_code_tracker_reaches_the_prompt(mem: Memory) -> None:
+    mem.set_mode("code", session="dev")
+    mem.add_many(
+        [
+            {"role": "user", "content": "Please fix the bug in src/auth.py, login fails."},
+            {
+                "role": "assistant",
+                "content": 'Traceback:\n  File "src/auth.py", line 45, in login\n'
+                "TypeError: 'NoneType' object is not subscriptable",
+            },
+        ],
+        session="dev",
+    )
+    mem.working.wait()
+    state = mem.context("what now?", session="dev").section("state").text
+    assert "src/auth.py" in state and "TypeError" in state
+
+
+def test_rolling_summary_gates() -> None:
+    from arbormem.models import Message
+
+    def msgs(texts: list[str], start: int = 0) -> list[Message]:
+        return [
+            Message(
+                id=str(i),
+                role="user" if i % 2 == 0 else "assistant",
+                content=t,
+                timestamp=T0,
+                session="s",
+                index=start + i,
+            )
+            for i, t in enumerate(texts)
+        ]
+
+    policy = SummaryPolicy()
+    nine = msgs(["We chose the blue paint for the hallway walls."] * 9)
+    assert update(SummaryState(), nine, policy=policy) == SummaryState()  # fewer than 10 left
+    ten_trivial = msgs(["ok", "thanks", "sure", "ok!", "yes", "no", "k", "cool", "hm", "yep"])
+    assert not gate(ten_trivial, policy)
+    assert update(SummaryState(), ten_trivial, policy=policy) == SummaryState()
+    one_long = msgs(["a " * 3000] + ["ok"] * 9)
+    assert gate(one_long, policy)  # 5,000 characters are enough on their own
+    ten_good = msgs(["We decided to paint the hallway blue and the kitchen sage green."] * 10)
+    state = update(SummaryState(), ten_good, policy=policy)
+    assert state.upto == 10 and "hallway" in state.text.lower()
+    merged = update(
+        state,
+        msgs(["The plumber comes on Friday at nine to fix the sink."] * 10, start=10),
+        policy=policy,
+    )
+    assert (
+        merged.upto == 20 and "hallway" in merged.text.lower() and "plumber" in merged.text.lower()
+    )
+
+
+def test_summary_builds_after_replies_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "resume.db"
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        chat(mem, 30)
+        ctx = mem.context("what about compost?", session="s1")
+        assert ctx.section("summary").text
+        mem.set_mode("reasoning", session="s1")
+        before = mem.working.load(mem.backend.thread("default", "default"), "s1", "conversation")
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        thread = mem.backend.thread("default", "default")
+        after = mem.working.load(thread, "s1", "conversation")
+        assert after.summary == before.summary and after.mode == "reasoning"
+        # A history that shrank clamps the covered index.
+        for m in mem.messages(session="s1")[30:]:
+            mem.forget(m.id)
+        clamped = mem.working.load(thread, "s1", "conversation")
+        assert clamped.summary.upto <= mem.backend.state(thread).next_index
+
+
+def test_forgetting_a_message_drops_summaries_that_may_quote_it(mem: Memory) -> None:
+    chat(mem, 20)
+    secret = mem.add("my locker code is 5521", session="s1")
+    chat(mem, 20, start=20)
+    assert mem.context("locker?", session="s1").section("summary").text
+    mem.forget(secret.id)
+    ctx = mem.context("locker?", session="s1")
+    assert "5521" not in json.dumps(ctx.to_dict())
+
+
+def test_pressure_on_the_model_window_compresses_the_oldest_turns(mem: Memory) -> None:
+    chat(mem, 12, words=60)
+    thread = mem.backend.thread("default", "default")
+    assert mem.working.load(thread, "s1", "conversation").floor == 0
+    # Past 90% of a small model window the turn waits for compression first.
+    ctx = mem.context("and the compost?", session="s1", context_window=1200, budget_tokens=1100)
+    state = mem.working.load(thread, "s1", "conversation")
+    assert state.floor > 0 and state.summary.text
+    assert ctx.prompt_tokens <= 1100
+
+
+def test_llm_summary_and_its_failures_keep_the_previous_summary(tmp_path: Path) -> None:
+    from arbormem.llm import LLMConfig, get_llm
+
+    with FakeOpenAI() as server:
+        llm = get_llm(
+            LLMConfig(model="fake", base_url=server.base_url, api_key="k", timeout=1, max_retries=0)
+        )
+        with Memory(tmp_path / "llm.db", embedder=HashingEmbedder(64), llm=llm, tree=False) as mem:
+            server.default = Reply('{"summary": "- The user plans a vegetable garden."}')
+            chat(mem, 20)
+            thread = mem.backend.thread("default", "default")
+            state = mem.working.load(thread, "s1", "conversation")
+            assert state.summary.text == "- The user plans a vegetable garden."
+            for bad in (
+                Reply("no json here"),
+                Reply(None),
+                Reply(status=500),
+                Reply('{"summary": "late"}', delay=3),
+            ):
+                server.default = bad
+                chat(mem, 6, start=100 + len(server.requests))
+                after = mem.working.load(thread, "s1", "conversation")
+                assert after.summary.text == "- The user plans a vegetable garden."
+            assert len(mem.messages(session="s1")) == 40 + 4 * 12
+
+
+def test_context_on_an_empty_store(mem: Memory) -> None:
+    ctx = mem.context("hello?")
+    assert ctx.section("recall").text == "" and ctx.section("window").items == 0
+    assert ctx.messages[-1]["content"] == "hello?"
+
+
+def test_context_cli_json(tmp_path: Path) -> None:
+    env = {"ARBORMEM_DB": str(tmp_path / "cli.db"), "ARBORMEM_EMBEDDER": "hash"}
+    chat_file = tmp_path / "c.json"
+    chat_file.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "My bike has a flat rear tyre."},
+                {"role": "assistant", "content": "Check the tyre for glass."},
+            ]
+        )
+    )
+    assert run_cli("ingest", str(chat_file), env=env).returncode == 0
+    out = run_cli(
+        "context",
+        "what was wrong with my bike?",
+        "--budget",
+        "500",
+        "--json",
+        "--session",
+        "new-one",
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["prompt_tokens"] <= 500 and data["token_counter"]
+    assert "flat rear tyre" in data["messages"][0]["content"]
+    text = run_cli("context", "bike?", "--mode", "code", "--session", "new-one", env=env)
+    assert "system" in text.stdout and "tokens" in text.stdout
