@@ -319,6 +319,7 @@ class Memory:
                 self.vectors.appended(
                     thread,
                     [r.rowid for r in rows],
+                    [r.message.session for r in rows],
                     np.vstack([vectors[r.chash] for r in rows]),
                 )
         if self._idle is not None:
@@ -844,7 +845,7 @@ class Memory:
         model = self.embedder.model_id
         embedded = 0
         for thread in self.backend.threads():
-            _, _, missing = self.backend.thread_vectors(thread, model)
+            _, _, _, missing = self.backend.thread_vectors(thread, model)
             for start in range(0, len(missing), 2048):
                 chunk = missing[start : start + 2048]
                 vecs = self.embedder.embed_many([r.message.text for r in chunk])

@@ -1,59 +1,73 @@
-"""Hybrid recall: lexical and dense signals fused into one ranking of turns.
+"""Recall: candidate turns from several indexes, ranked by a fitted linear model.
 
 For a query the retriever
 
-1. gathers candidates from BM25 over each lexical key (the turn alone and the
-   turn with its neighbours) and from cosine similarity over the thread's
-   vectors;
-2. gives every candidate the value of every signal (BM25 normalised by the
-   best score of its key, cosine as is);
-3. fuses them with fixed weights into one score, adds a share of the best
-   score of the candidate's session, and ranks.
+1. reads what the question says (:class:`arbormem.features.Question`): its
+   terms, the speakers it names, the dates it refers to, its type;
+2. gathers candidates: the best turns by BM25 over each turn and over each
+   turn's window (SQLite FTS5), the nearest vectors (cosine), and, when the
+   question names dates, the best window matches inside those dates;
+3. computes every feature of :mod:`arbormem.features` for each candidate,
+   the topic tree's among them when the tree is on;
+4. scores each candidate with the weights of :mod:`arbormem.ranker` and
+   returns the best, each with the feature values that ranked it.
 
-The weights live in :class:`RecallConfig`; ``arbormem bench locomo`` reports
-the configuration it measured.
+Candidate generation keeps the cost independent of the thread's length: the
+features are computed for a few hundred turns, never for the whole thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from arbormem.embed.base import Embedder
+from arbormem.features import FEATURES, Candidates, Question, features
 from arbormem.models import Hit
+from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread
 from arbormem.text import analyze, query_terms, words
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
+_QUERY_DEPENDENT = np.asarray([name not in ("len", "first") for name in FEATURES])
+
 
 @dataclass(frozen=True)
 class RecallConfig:
-    """Weights and sizes of the hybrid ranking."""
+    """Where candidates come from and how they are weighed."""
 
-    #: Candidates taken from each signal before fusion.
-    candidates: int = 100
-    w_turn: float = 1.0
-    w_window: float = 0.8
-    w_dense: float = 0.6
-    #: Share of the best fused score of the turn's session added to it.
-    w_session: float = 0.3
-    #: BM25 of the content of the turn's topic, and of its session's topic (tree signals).
-    w_topic: float = 0.4
-    w_session_doc: float = 0.2
-    #: Signals to use (the benchmark's ``bm25`` and ``dense`` baselines switch some off).
+    #: Candidates from BM25 over turns, over windows, from cosine, and from the dates
+    #: a question names.
+    turn_candidates: int = 50
+    window_candidates: int = 100
+    dense_candidates: int = 100
+    date_candidates: int = 50
     lexical: bool = True
     dense: bool = True
+    #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
+    weights: Mapping[str, float] | None = None
+    #: Days after a named date range still counted as inside it.
+    date_lag_days: int = 7
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {k: v for k, v in self.__dict__.items() if k != "weights"}
+        out["weights"] = dict(self.weights) if self.weights is not None else "fitted defaults"
+        return out
+
+
+@dataclass
+class _Speakers:
+    upto: int = -1
+    names: list[str] = field(default_factory=list)
 
 
 class Retriever:
-    """Runs the hybrid ranking for a scope."""
+    """Runs the ranking for a scope."""
 
     def __init__(
         self,
@@ -68,6 +82,105 @@ class Retriever:
         self.vectors = vectors
         self.config = config or RecallConfig()
         self.tree = tree
+        self._speakers: dict[int, _Speakers] = {}
+
+    def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
+        cfg = config or self.config
+        if cfg.weights is not None:
+            return dict(cfg.weights)
+        return dict(TREE_WEIGHTS if self.tree is not None else FLAT_WEIGHTS)
+
+    def _question(self, threads: Sequence[Thread], query: str) -> Question:
+        names: list[str] = []
+        now: datetime | None = None
+        for thread in threads:
+            state = self.backend.state(thread)
+            cached = self._speakers.get(thread.id)
+            if cached is None or cached.upto != state.max_rowid:
+                cached = _Speakers(state.max_rowid, self.backend.speakers(thread))
+                self._speakers[thread.id] = cached
+            names.extend(cached.names)
+            last = self.backend.last_session(thread)
+            if last is not None and (now is None or last.last_at > now):
+                now = last.last_at
+        return Question.parse(query, names, now)
+
+    def candidates(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        filters: Filters | None = None,
+        config: RecallConfig | None = None,
+    ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None]:
+        """The question, the candidate rowids and their feature matrix (and the query
+        vector). Exposed so ``arbormem bench fit`` trains on exactly what ranks."""
+        cfg = config or self.config
+        question = self._question(threads, query)
+        found: dict[int, None] = {}
+        if cfg.lexical and question.terms:
+            for key, n in (("turn", cfg.turn_candidates), ("window", cfg.window_candidates)):
+                if n > 0:
+                    for rowid, _ in self.backend.lexical_search(
+                        threads, key, question.terms, n, filters
+                    ):
+                        found[rowid] = None
+            if question.ranges and cfg.date_candidates > 0:
+                for rng in question.ranges:
+                    for since, until in _spans(rng, cfg.date_lag_days, threads, self.backend):
+                        dated = replace(filters or Filters(), since=since, until=until)
+                        for rowid, _ in self.backend.lexical_search(
+                            threads, "window", question.terms, cfg.date_candidates, dated
+                        ):
+                            found[rowid] = None
+        qvec: np.ndarray | None = None
+        if cfg.dense:
+            qvec = self.embedder.embed(query)
+            allowed = None
+            if filters is not None and not filters.empty:
+                allowed = self.backend.allowed_rowids(threads, filters)
+            for thread in threads:
+                ids, _ = self.vectors.index(thread).search(qvec, cfg.dense_candidates, allowed)
+                for rowid in ids.tolist():
+                    found[rowid] = None
+        rowids = list(found)
+        if not rowids:
+            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec
+        rows = self.backend.rows(rowids)
+        rowids = [r for r in rowids if r in rows]
+        by_scope = {(t.user, t.agent): t for t in threads}
+        thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
+        vector_of: dict[int, np.ndarray] = {}
+        centroid_of: dict[int, np.ndarray] = {}
+        if qvec is not None:
+            around = self.backend.around(rowids, 1)
+            for thread in threads:
+                mine = [r for r in rowids if thread_of[r].id == thread.id]
+                if not mine:
+                    continue
+                wanted = sorted({rid for r in mine for rid, _, _ in around.get(r, [])} | set(mine))
+                ok, vecs = self.vectors.index(thread).get(np.asarray(wanted, dtype=np.int64))
+                for rid, good, vec in zip(wanted, ok.tolist(), vecs):
+                    if good:
+                        vector_of[rid] = vec
+                sessions = {rows[r].message.session for r in mine}
+                cents = self.vectors.session_centroids(thread, sorted(sessions))
+                for r in mine:
+                    c = cents.get(rows[r].message.session)
+                    if c is not None:
+                        centroid_of[r] = c
+        tree_signals = None
+        if self.tree is not None and question.terms:
+            tree_signals = self.tree.turn_signals(threads, question.terms, rowids)
+        X = features(
+            self.backend,
+            question,
+            Candidates(rowids, rows, thread_of),
+            qvec,
+            vector_of,
+            centroid_of,
+            tree_signals,
+        )
+        return question, rowids, X, qvec
 
     def rank(
         self,
@@ -78,79 +191,29 @@ class Retriever:
         config: RecallConfig | None = None,
     ) -> list[tuple[int, float, dict[str, float]]]:
         """``(rowid, score, signals)`` for the best ``k`` turns, best first."""
-        cfg = config or self.config
         if not threads or k <= 0:
             return []
-        n = max(cfg.candidates, k)
-        signals: dict[int, dict[str, float]] = {}
-
-        terms = query_terms(query)
-        if cfg.lexical:
-            for key, weight in (("turn", cfg.w_turn), ("window", cfg.w_window)):
-                if weight <= 0 or not terms:
-                    continue
-                hits = self.backend.lexical_search(threads, key, terms, n, filters)
-                if not hits:
-                    continue
-                top = hits[0][1]
-                for rowid, score in hits:
-                    signals.setdefault(rowid, {})[key] = score / top
-
-        if cfg.dense and cfg.w_dense > 0:
-            qvec = self.embedder.embed(query)
-            allowed = None
-            if filters is not None and not filters.empty:
-                allowed = self.backend.allowed_rowids(threads, filters)
-            for thread in threads:
-                index = self.vectors.index(thread)
-                ids, scores = index.search(qvec, n, allowed)
-                for rowid, score in zip(ids.tolist(), scores.tolist()):
-                    signals.setdefault(rowid, {})["dense"] = max(0.0, float(score))
-                # Lexical candidates the dense top-n missed still get their cosine.
-                others = np.asarray(
-                    [r for r, s in signals.items() if "dense" not in s], dtype=np.int64
-                )
-                if others.size:
-                    for rowid, score in zip(others.tolist(), index.scores(qvec, others).tolist()):
-                        if score == score:  # not NaN: the row belongs to this thread
-                            signals[rowid]["dense"] = max(0.0, float(score))
-
-        if not signals:
+        _, rowids, X, _ = self.candidates(threads, query, filters, config)
+        if not rowids:
             return []
-        if self.tree is not None and cfg.lexical and (cfg.w_topic > 0 or cfg.w_session_doc > 0):
-            for rowid, sig in self.tree.turn_signals(threads, terms, list(signals)).items():
-                signals[rowid].update(sig)
-        weights = {
-            "turn": cfg.w_turn,
-            "window": cfg.w_window,
-            "dense": cfg.w_dense,
-            "topic": cfg.w_topic,
-            "session_doc": cfg.w_session_doc,
-        }
-        fused = {
-            rowid: score
-            for rowid, sig in signals.items()
-            if (score := sum(weights[name] * value for name, value in sig.items())) > 0
-        }
-        if cfg.w_session > 0:
-            self._add_session_prior(fused, signals, cfg.w_session)
-        order = sorted(fused, key=lambda r: (-fused[r], r))[:k]
-        return [(rowid, fused[rowid], signals[rowid]) for rowid in order]
-
-    def _add_session_prior(
-        self, fused: dict[int, float], signals: dict[int, dict[str, float]], weight: float
-    ) -> None:
-        rows = self.backend.rows(list(fused))
-        best: dict[tuple[str, str, str], float] = {}
-        for rowid, score in fused.items():
-            m = rows[rowid].message
-            key = (m.user, m.agent, m.session)
-            best[key] = max(best.get(key, 0.0), score)
-        for rowid in fused:
-            m = rows[rowid].message
-            prior = best[(m.user, m.agent, m.session)]
-            signals[rowid]["session"] = prior
-            fused[rowid] += weight * prior
+        w = weight_vector(self.weights(config))
+        scores = X @ w
+        # A turn must owe something to the query itself, not only to its length or place.
+        evidence = X[:, _QUERY_DEPENDENT] @ w[_QUERY_DEPENDENT]
+        order = np.argsort(-scores, kind="stable")
+        out = []
+        for i in order.tolist():
+            if len(out) >= k:
+                break
+            if scores[i] <= 0 or evidence[i] <= 0:
+                continue
+            signals = {
+                name: round(float(X[i, j]), 4)
+                for j, name in enumerate(FEATURES)
+                if X[i, j] and w[j]
+            }
+            out.append((rowids[i], float(scores[i]), signals))
+        return out
 
     def search(
         self,
@@ -226,3 +289,26 @@ def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
             if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
                 order.insert(pos_i, order.pop(pos_j))
     return [marked[i] for i in order]
+
+
+def _spans(
+    rng: Any, lag_days: int, threads: Sequence[Thread], backend: Backend
+) -> list[tuple[datetime, datetime]]:
+    """Concrete [since, until) spans of a date range; a range with no year is tried
+    in every year the threads' sessions cover."""
+    start, end = rng.start, rng.end + timedelta(days=lag_days + 1)
+    if rng.year_known:
+        return [(start, end)]
+    years: set[int] = set()
+    for thread in threads:
+        for s in backend.sessions(thread):
+            years.add(s.started_at.year)
+    spans = []
+    for year in sorted(years):
+        try:
+            spans.append(
+                (start.replace(year=year), end.replace(year=year + (end.year - start.year)))
+            )
+        except ValueError:
+            continue
+    return spans

@@ -52,6 +52,10 @@ class VectorIndex(abc.ABC):
     def scores(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of the query with each given id (NaN for unknown ids)."""
 
+    @abc.abstractmethod
+    def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(found mask, vectors)`` for the given ids (zero rows where not found)."""
+
 
 class ExactIndex(VectorIndex):
     """Brute-force cosine over a growable float32 matrix."""
@@ -118,6 +122,16 @@ class ExactIndex(VectorIndex):
         top = top[np.argsort(-scores[top], kind="stable")]
         return ids[top], scores[top]
 
+    def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        if self._n == 0 or ids.size == 0:
+            return np.zeros(len(ids), dtype=bool), out
+        pos = np.clip(np.searchsorted(self.ids, ids), 0, self._n - 1)
+        found = self.ids[pos] == ids
+        out[found] = self.matrix[pos[found]]
+        return found, out
+
     def scores(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         out = np.full(ids.shape, np.nan, dtype=np.float32)
@@ -132,12 +146,25 @@ class ExactIndex(VectorIndex):
 
 
 class _Entry:
-    __slots__ = ("generation", "index", "upto")
+    __slots__ = ("generation", "index", "session_n", "session_sum", "upto")
 
     def __init__(self, index: VectorIndex, generation: int, upto: int) -> None:
         self.index = index
         self.generation = generation
         self.upto = upto
+        #: Running sum and count of vectors per session key (session centroids).
+        self.session_sum: dict[str, np.ndarray] = {}
+        self.session_n: dict[str, int] = {}
+
+    def add(self, ids: np.ndarray, sessions: Sequence[str], vectors: np.ndarray) -> None:
+        self.index.add(ids, vectors)
+        for key, vec in zip(sessions, vectors):
+            if key in self.session_sum:
+                self.session_sum[key] += vec
+                self.session_n[key] += 1
+            else:
+                self.session_sum[key] = np.array(vec, dtype=np.float32)
+                self.session_n[key] = 1
 
 
 class VectorCache:
@@ -149,8 +176,7 @@ class VectorCache:
         self._entries: dict[int, _Entry] = {}
         self._lock = threading.RLock()
 
-    def index(self, thread: Thread, state: ThreadState | None = None) -> VectorIndex:
-        """The thread's index, brought up to date with the store first."""
+    def _entry(self, thread: Thread, state: ThreadState | None = None) -> _Entry:
         state = state or self.backend.state(thread)
         with self._lock:
             entry = self._entries.get(thread.id)
@@ -160,13 +186,30 @@ class VectorCache:
             if entry.upto < state.max_rowid:
                 self._catch_up(thread, entry)
                 entry.upto = state.max_rowid
-            return entry.index
+            return entry
+
+    def index(self, thread: Thread, state: ThreadState | None = None) -> VectorIndex:
+        """The thread's index, brought up to date with the store first."""
+        return self._entry(thread, state).index
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit-length mean vector of each session (those that have vectors)."""
+        entry = self._entry(thread)
+        out = {}
+        for key in sessions:
+            total = entry.session_sum.get(key)
+            if total is not None:
+                norm = float(np.linalg.norm(total))
+                out[key] = total / norm if norm else total
+        return out
 
     def _catch_up(self, thread: Thread, entry: _Entry) -> None:
         model = self.embedder.model_id
-        ids, matrix, missing = self.backend.thread_vectors(thread, model, after_rowid=entry.upto)
+        ids, sessions, matrix, missing = self.backend.thread_vectors(
+            thread, model, after_rowid=entry.upto
+        )
         if len(ids):
-            entry.index.add(ids, matrix)
+            entry.add(ids, sessions, matrix)
         if missing:
             # Rows stored without a vector of this model: embed them now and keep the result.
             log.info("embedding %d messages with %s for thread %s", len(missing), model, thread.id)
@@ -174,11 +217,15 @@ class VectorCache:
             vectors = self.embedder.embed_many(texts)
             self.backend.put_vectors(model, {row.chash: v for row, v in zip(missing, vectors)})
             order = np.argsort([row.rowid for row in missing])
-            entry.index.add(
-                np.asarray([missing[i].rowid for i in order], dtype=np.int64), vectors[order]
+            entry.add(
+                np.asarray([missing[i].rowid for i in order], dtype=np.int64),
+                [missing[i].message.session for i in order],
+                vectors[order],
             )
 
-    def appended(self, thread: Thread, rowids: Sequence[int], vectors: np.ndarray) -> None:
+    def appended(
+        self, thread: Thread, rowids: Sequence[int], sessions: Sequence[str], vectors: np.ndarray
+    ) -> None:
         """Rows this process just wrote: extend a loaded index without a store round trip."""
         with self._lock:
             entry = self._entries.get(thread.id)
@@ -189,7 +236,7 @@ class VectorCache:
             state = self.backend.state(thread)
             if state.generation != entry.generation or state.max_rowid != max(rowids):
                 return  # someone else wrote too; the next search reloads what it must
-            entry.index.add(np.asarray(rowids, dtype=np.int64), vectors)
+            entry.add(np.asarray(rowids, dtype=np.int64), sessions, vectors)
             entry.upto = max(rowids)
 
     def invalidate(self, thread: Thread | None = None) -> None:

@@ -49,7 +49,7 @@ def test_search_finds_the_buried_fact(memory: Memory) -> None:
     fact = memory.add("Sarah is allergic to peanuts", speaker="Tom")
     hits = memory.search("what is Sarah allergic to?", k=3)
     assert hits[0].message.id == fact.id
-    assert set(hits[0].signals) >= {"turn", "dense"}
+    assert set(hits[0].signals) >= {"bm_t", "de_t"}
     assert hits[0].message_ids == [fact.id]
 
 
@@ -180,7 +180,7 @@ def test_embedder_change_never_mixes_models(db_path: Path) -> None:
     with Memory(db_path, embedder=HashingEmbedder(48)) as mem:
         # The 32-d vectors are ignored; the message is embedded with the new model on search.
         hits = mem.search("lighthouse poems")
-        assert hits and hits[0].signals.get("dense", 0) > 0
+        assert hits and hits[0].signals.get("de_t", 0) > 0
         assert mem.backend.vector_models() == {"hash/32": 1, "hash/48": 1}
         assert mem.reembed() == {"embedded": 0, "pruned": 1}
         assert mem.backend.vector_models() == {"hash/48": 1}

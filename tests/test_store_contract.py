@@ -96,9 +96,10 @@ def test_vectors_are_per_model(backend: Backend) -> None:
     m = msg("vector text")
     v = np.ones(4, dtype=np.float32) / 2
     backend.append(t, [m], {m.chash: v}, "model-a")
-    ids, matrix, missing = backend.thread_vectors(t, "model-a")
+    ids, sessions, matrix, missing = backend.thread_vectors(t, "model-a")
     assert len(ids) == 1 and np.allclose(matrix[0], v) and not missing
-    ids, matrix, missing = backend.thread_vectors(t, "model-b")
+    assert sessions == ["s1"]
+    ids, _, matrix, missing = backend.thread_vectors(t, "model-b")
     assert len(ids) == 0 and [r.message.content for r in missing] == ["vector text"]
     backend.put_vectors("model-b", {m.chash: np.zeros(8, dtype=np.float32)})
     assert backend.vector_models() == {"model-a": 1, "model-b": 1}

@@ -228,14 +228,14 @@ def test_tree_off_means_flat(tmp_path: Path) -> None:
     with Memory(tmp_path / "f.db", embedder=HashingEmbedder(64), tree=False, llm=None) as mem:
         mem.add_many(exchanges("garden", T0, "s1"))
         assert mem.tree().children == []
-        assert "topic" not in mem.search("tomato")[0].signals
+        assert "bm_topic" not in mem.search("tomato")[0].signals
 
 
 def test_tree_signals_reach_the_ranking(mem: Memory) -> None:
     mem.add_many(exchanges("garden", T0, "s1"))
     mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
     hit = mem.search("tomato blight")[0]
-    assert hit.signals.get("topic", 0) > 0 and hit.signals.get("session_doc", 0) > 0
+    assert hit.signals.get("bm_topic", 0) > 0 and hit.signals.get("bm_sess", 0) > 0
 
 
 # -- with an LLM --------------------------------------------------------------------------

@@ -344,10 +344,19 @@ def make_systems(
         elif name == "flat":
             out.append(ArbormemSystem(name, embedder, counter, base, workdir, tree=False))
         elif name == "bm25":
-            cfg = replace(base, dense=False, w_window=0.0, w_session=0.0)
+            # BM25 over single turns, ranked by its own score alone.
+            cfg = replace(
+                base,
+                dense=False,
+                window_candidates=0,
+                date_candidates=0,
+                turn_candidates=100,
+                weights={"bm_t": 1.0},
+            )
             out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
         elif name == "dense":
-            cfg = replace(base, lexical=False, w_session=0.0)
+            # Cosine with the same embedder, alone.
+            cfg = replace(base, lexical=False, weights={"de_t": 1.0})
             out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
         elif name == "window":
             out.append(WindowSystem(counter))

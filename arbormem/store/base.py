@@ -249,6 +249,23 @@ class Backend(abc.ABC):
         """BM25 over one lexical key: ``(rowid, score)`` pairs, best first, scores > 0."""
 
     @abc.abstractmethod
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        """Number of documents under a lexical key and their mean length in terms."""
+
+    @abc.abstractmethod
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents under ``key`` contain each term."""
+
+    @abc.abstractmethod
+    def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:
+        """For each message, the messages of its session within ``radius`` positions
+        (itself included): ``(rowid, index, analysed terms)`` in order."""
+
+    @abc.abstractmethod
+    def speakers(self, thread: Thread) -> list[str]:
+        """Distinct speaker names in a thread."""
+
+    @abc.abstractmethod
     def allowed_rowids(self, threads: Sequence[Thread], filters: Filters) -> np.ndarray:
         """Row numbers of the threads' messages that pass the filters (sorted int64)."""
 
@@ -265,9 +282,9 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def thread_vectors(
         self, thread: Thread, model_id: str, after_rowid: int = 0
-    ) -> tuple[np.ndarray, np.ndarray, list[Row]]:
-        """Rows after ``after_rowid``: ``(rowids, matrix)`` of those with a vector of
-        ``model_id``, and the rows that have none yet."""
+    ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
+        """Rows after ``after_rowid``: ``(rowids, session keys, matrix)`` of those with a
+        vector of ``model_id``, and the rows that have none yet."""
 
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:

@@ -8,6 +8,7 @@ version of arbormem is refused rather than guessed at.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from arbormem.errors import SchemaError
 from arbormem.timeutil import format_timestamp, utcnow
@@ -144,6 +145,57 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        4,
+        "windows of two turns either side; running BM25 statistics per lexical key",
+        """
+        CREATE TABLE lexicon_stats (
+            key           TEXT PRIMARY KEY,
+            docs          INTEGER NOT NULL DEFAULT 0,
+            tokens        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE VIRTUAL TABLE window_vocab USING fts5vocab (window_fts, 'row')
+        """,
+    )
+)
+
+#: Work a migration does in Python after its SQL (same transaction).
+STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def _rebuild_windows_and_stats(conn: sqlite3.Connection) -> None:
+    from arbormem.store.sqlite import WINDOW_RADIUS, window_doc
+
+    conn.execute("DELETE FROM window_fts")
+    sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+    window_tokens = 0
+    for sid in sessions:
+        rows = conn.execute(
+            "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+            " WHERE m.session_id = ? ORDER BY m.idx",
+            (sid,),
+        ).fetchall()
+        for i, (rowid, _) in enumerate(rows):
+            doc = window_doc(
+                [t for _, t in rows[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1]]
+            )
+            window_tokens += len(doc.split())
+            conn.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+    turn_docs, turn_tokens = 0, 0
+    for (terms,) in conn.execute("SELECT terms FROM turn_fts"):
+        turn_docs += 1
+        turn_tokens += len(terms.split())
+    conn.execute(
+        "INSERT OR REPLACE INTO lexicon_stats VALUES ('turn', ?, ?)", (turn_docs, turn_tokens)
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO lexicon_stats VALUES ('window', ?, ?)", (turn_docs, window_tokens)
+    )
+
+
+STEPS[4] = _rebuild_windows_and_stats
+
 LATEST = MIGRATIONS[-1][0]
 
 
@@ -176,6 +228,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
             conn.execute("BEGIN IMMEDIATE")
             for statement in _statements(sql):
                 conn.execute(statement)
+            if version in STEPS:
+                STEPS[version](conn)
             conn.execute(
                 "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
                 (version, description, format_timestamp(utcnow())),

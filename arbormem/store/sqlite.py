@@ -88,7 +88,11 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
-def _window_terms(parts: Sequence[str]) -> str:
+#: A turn's window key holds the turn and this many neighbours on each side (same session).
+WINDOW_RADIUS = 2
+
+
+def window_doc(parts: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
 
 
@@ -319,6 +323,7 @@ class SQLiteBackend(Backend):
                     raise StoreError(f"message id {m.id!r} already exists in {self.path}") from exc
                 assert rowid is not None
                 c.execute("INSERT INTO turn_fts (rowid, terms) VALUES (?, ?)", (rowid, m.terms))
+                self._bump_stats("turn", 1, len(m.terms.split()))
                 tail = tails.get(sid)
                 if tail is None:
                     tail = self._session_tail(sid, next_index)
@@ -361,30 +366,37 @@ class SQLiteBackend(Backend):
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
             "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
-            " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT 2",
-            (sid, before_index),
+            " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT ?",
+            (sid, before_index, 2 * WINDOW_RADIUS),
         ).fetchall()
         return [(r[0], r[1]) for r in reversed(rows)]
 
-    def _extend_windows(self, tail: list[tuple[int, str]], rowid: int, terms: str) -> None:
-        """Index the new turn's window and widen its predecessor's to include it."""
+    def _bump_stats(self, key: str, docs: int, tokens: int) -> None:
+        self._writer.execute(
+            "INSERT INTO lexicon_stats (key, docs, tokens) VALUES (?, ?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET docs = docs + excluded.docs,"
+            " tokens = tokens + excluded.tokens",
+            (key, docs, tokens),
+        )
+
+    def _write_window(self, rowid: int, doc: str) -> None:
+        """Replace one window document, keeping the running statistics exact."""
         c = self._writer
-        if tail:
-            prev_id, prev_terms = tail[-1]
-            before = tail[-2][1] if len(tail) > 1 else ""
-            c.execute("DELETE FROM window_fts WHERE rowid = ?", (prev_id,))
-            c.execute(
-                "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
-                (prev_id, _window_terms([before, prev_terms, terms])),
-            )
-            c.execute(
-                "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
-                (rowid, _window_terms([prev_terms, terms])),
-            )
-        else:
-            c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, terms))
+        old = c.execute("SELECT terms FROM window_fts WHERE rowid = ?", (rowid,)).fetchone()
+        if old is not None:
+            c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
+        c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+        before = len(old[0].split()) if old else 0
+        self._bump_stats("window", 0 if old else 1, len(doc.split()) - before)
+
+    def _extend_windows(self, tail: list[tuple[int, str]], rowid: int, terms: str) -> None:
+        """Index the new turn's window and widen the windows before it to include it."""
         tail.append((rowid, terms))
-        del tail[:-2]
+        n = len(tail)
+        for j in range(max(0, n - WINDOW_RADIUS - 1), n):
+            parts = [t for _, t in tail[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]]
+            self._write_window(tail[j][0], window_doc(parts))
+        del tail[: -2 * WINDOW_RADIUS]
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
         """Recompute the window key of every message in these sessions."""
@@ -395,14 +407,9 @@ class SQLiteBackend(Backend):
                 " WHERE m.session_id = ? ORDER BY m.idx",
                 (sid,),
             ).fetchall()
-            for i, (rowid, terms) in enumerate(rows):
-                before = rows[i - 1][1] if i > 0 else ""
-                after = rows[i + 1][1] if i + 1 < len(rows) else ""
-                c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
-                c.execute(
-                    "INSERT INTO window_fts (rowid, terms) VALUES (?, ?)",
-                    (rowid, _window_terms([before, terms, after])),
-                )
+            for i, (rowid, _) in enumerate(rows):
+                parts = [t for _, t in rows[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1]]
+                self._write_window(rowid, window_doc(parts))
 
     # -- reads --------------------------------------------------------------------
 
@@ -543,6 +550,67 @@ class SQLiteBackend(Backend):
             rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT docs, tokens FROM lexicon_stats WHERE key = ?", (key,)
+            ).fetchone()
+        if not row or not row[0]:
+            return 0, 0.0
+        return int(row[0]), float(row[1]) / float(row[0])
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        wanted = list(dict.fromkeys(terms))
+        out: dict[str, int] = {}
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for term, doc in conn.execute(
+                    f"SELECT term, doc FROM {key}_vocab WHERE term IN ({marks})", chunk
+                ):
+                    out[term] = int(doc)
+        return out
+
+    def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, list[tuple[int, int, str]]] = {}
+        with self._reading() as conn:
+            for start in range(0, len(ids), 300):
+                chunk = ids[start : start + 300]
+                marks = ",".join("?" * len(chunk))
+                anchors = conn.execute(
+                    f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
+                ).fetchall()
+                if not anchors:
+                    continue
+                values = ",".join("(?, ?, ?)" * 1 for _ in anchors)
+                args: list[Any] = [v for a in anchors for v in a]
+                rows = conn.execute(
+                    f"WITH c(anchor, sid, i) AS (VALUES {values})"
+                    " SELECT c.anchor, m.id, m.idx, f.terms FROM c"
+                    " JOIN messages m ON m.session_id = c.sid"
+                    f" AND m.idx BETWEEN c.i - {int(radius)} AND c.i + {int(radius)}"
+                    " JOIN turn_fts f ON f.rowid = m.id ORDER BY c.anchor, m.idx",
+                    args,
+                ).fetchall()
+                for anchor, rowid, idx, terms in rows:
+                    out.setdefault(anchor, []).append((rowid, idx, terms))
+        return out
+
+    def speakers(self, thread: Thread) -> list[str]:
+        with self._reading() as conn:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT speaker FROM messages WHERE thread_id = ?"
+                    " AND speaker IS NOT NULL",
+                    (thread.id,),
+                )
+            ]
+
     def allowed_rowids(self, threads: Sequence[Thread], filters: Filters) -> np.ndarray:
         where, args = self._filter_sql(threads, filters)
         with self._reading() as conn:
@@ -576,24 +644,26 @@ class SQLiteBackend(Backend):
 
     def thread_vectors(
         self, thread: Thread, model_id: str, after_rowid: int = 0
-    ) -> tuple[np.ndarray, np.ndarray, list[Row]]:
+    ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
         with self._reading() as conn:
             rows = conn.execute(
-                "SELECT m.id, v.vec FROM messages m"
+                "SELECT m.id, s.key, v.vec FROM messages m"
+                " JOIN sessions s ON s.id = m.session_id"
                 " LEFT JOIN vectors v ON v.model = ? AND v.chash = m.chash"
                 " WHERE m.thread_id = ? AND m.id > ? AND m.archived = 0 ORDER BY m.id",
                 (model_id, thread.id, after_rowid),
             ).fetchall()
-        have = [(r[0], r[1]) for r in rows if r[1] is not None]
-        missing_ids = [r[0] for r in rows if r[1] is None]
+        have = [r for r in rows if r[2] is not None]
+        missing_ids = [r[0] for r in rows if r[2] is None]
         ids = np.fromiter((r[0] for r in have), dtype=np.int64, count=len(have))
+        sessions = [r[1] for r in have]
         if have:
-            matrix = np.frombuffer(b"".join(r[1] for r in have), dtype="<f4").reshape(len(have), -1)
+            matrix = np.frombuffer(b"".join(r[2] for r in have), dtype="<f4").reshape(len(have), -1)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         missing = list(self.rows(missing_ids).values()) if missing_ids else []
         missing.sort(key=lambda row: row.rowid)
-        return ids, matrix, missing
+        return ids, sessions, matrix, missing
 
     def prune_vectors(self, keep_model: str) -> int:
         with self.transaction():
@@ -624,8 +694,15 @@ class SQLiteBackend(Backend):
             ):
                 touched_sessions.add(sid)
                 chashes.add(chash)
-            for table in ("turn_fts", "window_fts"):
-                c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
+            for key in ("turn", "window"):
+                sizes = [
+                    len(t.split())
+                    for (t,) in c.execute(
+                        f"SELECT terms FROM {key}_fts WHERE rowid IN ({marks})", chunk
+                    )
+                ]
+                self._bump_stats(key, -len(sizes), -sum(sizes))
+                c.execute(f"DELETE FROM {key}_fts WHERE rowid IN ({marks})", chunk)
             result.messages += c.execute(
                 f"DELETE FROM messages WHERE id IN ({marks})", chunk
             ).rowcount

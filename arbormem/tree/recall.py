@@ -1,8 +1,8 @@
 """Recall through the tree.
 
 * **Topic signals for turns.** Every topic's whole content is indexed as a
-  document; a turn inherits the BM25 score of its own topic (``topic``) and of
-  its session's topic (``session_doc``), so a turn that shares few words with
+  document; a turn inherits the BM25 score of its own topic (``bm_topic``) and of
+  its session's topic (``bm_sess``), so a turn that shares few words with
   the question still rises when its topic is about it.
 * **Multi-path recall.** Topic summaries are searched (BM25 and cosine); each
   topic above a threshold is walked up to the root, shared ancestors are
@@ -156,7 +156,7 @@ class TreeRecall:
         rowids: Sequence[int],
         depth: int = 200,
     ) -> dict[int, dict[str, float]]:
-        """``topic`` and ``session_doc`` for each turn: the normalised BM25 of the
+        """``bm_topic`` and ``bm_sess`` for each turn: the normalised BM25 of the
         content of its own topic and of its session's topic."""
         if not terms or not rowids:
             return {}
@@ -181,10 +181,10 @@ class TreeRecall:
             if not chain:
                 continue
             sig = {
-                "topic": score.get(chain[-1].id or -1, 0.0),
-                "session_doc": score.get(chain[0].id or -1, 0.0),
+                "bm_topic": score.get(chain[-1].id or -1, 0.0),
+                "bm_sess": score.get(chain[0].id or -1, 0.0),
             }
-            if sig["topic"] or sig["session_doc"]:
+            if sig["bm_topic"] or sig["bm_sess"]:
                 out[rowid] = sig
         return out
 

@@ -1,0 +1,283 @@
+"""The evidence recall weighs for each candidate turn.
+
+For a question, :class:`Question` holds what the question itself says: its
+terms, the names of the thread's speakers it mentions, the date ranges it
+refers to, and its type (when, how many, who/where). For a set of candidate
+turns, :func:`compute` returns one value per candidate for each feature in
+:data:`FEATURES`:
+
+==============  ==================================================================
+``bm_t``        BM25 of the turn (k1 0.9, b 0.4; SQLite FTS5 only finds candidates)
+``bm_w``        BM25 of the turn with two neighbours on each side (same session)
+``bm_prev``     BM25 of the turn before, and ``bm_next`` of the one after
+``sess_max``    the best ``bm_t`` among the candidates of the same session
+``cov_t``       IDF-weighted share of the question's terms the turn contains
+``cov_w``       the same for the turn's window
+``de_t``        cosine of the question with the turn's vector
+``de_w``        ... with the turn's window vector (itself plus half its neighbours)
+``de_s``        ... with its session's mean vector
+``spk``         1 when the turn's speaker is named in the question
+``temp``        closeness of the turn's date to a date range the question names
+``when_time``   a "when" question and a turn that states a time
+``num_count``   a "how many/much/long/often" question and a turn with a number
+``cap_who``     a "who/where/which" question and a turn with a proper name
+``first``       the turn opens its session
+``len``         log(1 + number of terms) of the turn
+``bm_topic``    BM25 of the content of the turn's topic (topic tree)
+``bm_sess``     BM25 of the content of the turn's session topic (topic tree)
+==============  ==================================================================
+
+The scores that depend on the query's scale (BM25, cosine) are divided by
+their largest value among the candidates (:data:`MAXNORM`), so weights carry
+over from one question to the next.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from arbormem.store.base import Backend, Row, Thread
+from arbormem.text import query_terms, words
+from arbormem.timeexpr import DateRange, closeness, find_ranges
+
+FEATURES: tuple[str, ...] = (
+    "bm_t",
+    "bm_w",
+    "bm_prev",
+    "bm_next",
+    "sess_max",
+    "cov_t",
+    "cov_w",
+    "de_t",
+    "de_w",
+    "de_s",
+    "spk",
+    "temp",
+    "when_time",
+    "num_count",
+    "cap_who",
+    "first",
+    "len",
+    "bm_topic",
+    "bm_sess",
+)
+#: Features that need the topic tree (zero when it is off).
+TREE_FEATURES = ("bm_topic", "bm_sess")
+MAXNORM = frozenset(
+    {
+        "bm_t",
+        "bm_w",
+        "bm_prev",
+        "bm_next",
+        "sess_max",
+        "de_t",
+        "de_w",
+        "de_s",
+        "bm_topic",
+        "bm_sess",
+    }
+)
+
+K1 = 0.9
+B = 0.4
+WINDOW = 2
+
+_NUMBER = re.compile(
+    r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"hundred|thousand|once|twice|dozen|first|second|third)\b",
+    re.IGNORECASE,
+)
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
+_TIME = re.compile(
+    r"\b(yesterday|today|tomorrow|tonight|ago|recently|last (?:week|weekend|month|year|night|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|next (?:week|weekend|month|year)|"
+    r"this (?:week|weekend|month|year|morning)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Question:
+    """What a question says about the answer it wants."""
+
+    text: str
+    terms: list[str]
+    names: set[str] = field(default_factory=set)
+    ranges: list[DateRange] = field(default_factory=list)
+    when: bool = False
+    count: bool = False
+    who: bool = False
+
+    @classmethod
+    def parse(
+        cls, text: str, speakers: Sequence[str] = (), now: datetime | None = None
+    ) -> Question:
+        low = text.lower().strip()
+        tokens = set(words(text))
+        names = {s for s in speakers if s and set(words(s)) and set(words(s)) <= tokens}
+        return cls(
+            text=text,
+            terms=query_terms(text),
+            names=names,
+            ranges=find_ranges(text, now),
+            when=low.startswith("when")
+            or " when " in low
+            or "how long ago" in low
+            or "what date" in low
+            or "what year" in low
+            or "what month" in low,
+            count=any(p in low for p in ("how many", "how much", "how long", "how often")),
+            who=low.startswith(("who", "where", "which")) or " which " in low or " who " in low,
+        )
+
+
+class BM25:
+    """BM25 over documents given as term lists, with store-wide statistics."""
+
+    def __init__(
+        self, df: Mapping[str, int], n_docs: int, avgdl: float, k1: float = K1, b: float = B
+    ) -> None:
+        self.k1, self.b = k1, b
+        self.avgdl = avgdl or 1.0
+        n = max(n_docs, 1)
+        self.idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+
+    def score(self, doc: Counter[str], length: int, terms: Sequence[str]) -> float:
+        norm = self.k1 * (1.0 - self.b + self.b * length / self.avgdl)
+        total = 0.0
+        for t in terms:
+            tf = doc.get(t)
+            if tf:
+                total += self.idf.get(t, 0.0) * tf * (self.k1 + 1.0) / (tf + norm)
+        return total
+
+    def coverage(self, doc: Counter[str], terms: Sequence[str]) -> float:
+        weights = [self.idf.get(t, 0.0) for t in terms]
+        total = sum(weights)
+        if not total:
+            return 0.0
+        return sum(w for t, w in zip(terms, weights) if t in doc) / total
+
+
+def _bm25(backend: Backend, key: str, terms: Sequence[str]) -> BM25:
+    n_docs, avgdl = backend.lexical_stats(key)
+    df = backend.doc_frequencies(key, terms)
+    return BM25({t: df.get(t, 0) for t in terms}, n_docs, avgdl)
+
+
+@dataclass
+class Candidates:
+    """Candidate turns with what their features need."""
+
+    rowids: list[int]
+    rows: dict[int, Row]
+    thread_of: dict[int, Thread]
+
+
+def features(
+    backend: Backend,
+    question: Question,
+    cands: Candidates,
+    qvec: np.ndarray | None,
+    vector_of: Mapping[int, np.ndarray],
+    centroid_of: Mapping[int, np.ndarray],
+    tree: Mapping[int, Mapping[str, float]] | None = None,
+) -> np.ndarray:
+    """One row per candidate, one column per name in :data:`FEATURES`."""
+    ids = cands.rowids
+    n = len(ids)
+    X = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return X
+    col = {name: j for j, name in enumerate(FEATURES)}
+    terms = question.terms
+    around = backend.around(ids, WINDOW)
+    bm_turn = _bm25(backend, "turn", terms)
+    bm_win = _bm25(backend, "window", terms)
+    docs: dict[int, Counter[str]] = {}
+    lengths: dict[int, int] = {}
+    turn_score: dict[int, float] = {}
+    for neighbourhood in around.values():
+        for rid, _, text in neighbourhood:
+            if rid not in docs:
+                toks = text.split()
+                docs[rid] = Counter(toks)
+                lengths[rid] = len(toks)
+                turn_score[rid] = bm_turn.score(docs[rid], lengths[rid], terms)
+    session_best: dict[tuple[int, str], float] = {}
+    for rowid in ids:
+        m = cands.rows[rowid].message
+        key = (cands.thread_of[rowid].id, m.session)
+        score = turn_score.get(rowid, 0.0)
+        session_best[key] = max(session_best.get(key, 0.0), score)
+    for i, rowid in enumerate(ids):
+        row = cands.rows[rowid]
+        m = row.message
+        neighbourhood = around.get(rowid, [])
+        pos = next((k for k, (rid, _, _) in enumerate(neighbourhood) if rid == rowid), None)
+        doc = docs.get(rowid, Counter())
+        window: Counter[str] = Counter()
+        window_len = 0
+        for rid, _, _ in neighbourhood:
+            window.update(docs[rid])
+            window_len += lengths[rid]
+        x = X[i]
+        x[col["bm_t"]] = turn_score.get(rowid, 0.0)
+        x[col["bm_w"]] = bm_win.score(window, window_len, terms)
+        if pos is not None and pos > 0:
+            x[col["bm_prev"]] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
+        if pos is not None and pos + 1 < len(neighbourhood):
+            x[col["bm_next"]] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
+        x[col["sess_max"]] = session_best[(cands.thread_of[rowid].id, m.session)]
+        x[col["cov_t"]] = bm_turn.coverage(doc, terms)
+        x[col["cov_w"]] = bm_win.coverage(window, terms)
+        if qvec is not None:
+            own = vector_of.get(rowid)
+            if own is not None:
+                x[col["de_t"]] = float(own @ qvec)
+                total = own.copy()
+                for k in (pos - 1, pos + 1) if pos is not None else ():
+                    if 0 <= k < len(neighbourhood):
+                        nb = vector_of.get(neighbourhood[k][0])
+                        if nb is not None:
+                            total += 0.5 * nb
+                norm = float(np.linalg.norm(total))
+                if norm:
+                    x[col["de_w"]] = float(total @ qvec) / norm
+            centroid = centroid_of.get(rowid)
+            if centroid is not None:
+                x[col["de_s"]] = float(centroid @ qvec)
+        if question.names and m.speaker in question.names:
+            x[col["spk"]] = 1.0
+        if question.ranges:
+            x[col["temp"]] = closeness(m.timestamp, question.ranges)
+        content = m.content
+        if question.when and _TIME.search(content):
+            x[col["when_time"]] = 1.0
+        if question.count and _NUMBER.search(content):
+            x[col["num_count"]] = 1.0
+        if question.who and _PROPER.search(content[1:]):
+            x[col["cap_who"]] = 1.0
+        if neighbourhood and not any(idx < m.index for _, idx, _ in neighbourhood):
+            x[col["first"]] = 1.0
+        x[col["len"]] = math.log1p(lengths.get(rowid, 0))
+        if tree and rowid in tree:
+            for name in TREE_FEATURES:
+                x[col[name]] = tree[rowid].get(name, 0.0)
+    for name in MAXNORM:
+        j = col[name]
+        top = float(X[:, j].max())
+        if top > 0:
+            X[:, j] = np.maximum(X[:, j], 0) / top
+        else:
+            X[:, j] = 0.0
+    return X
