@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -34,6 +35,7 @@ def _table(result: dict[str, Any]) -> None:
     table = Table(
         title=f"LoCoMo: {ds['conversations']} conversations, {ds['turns']} turns, "
         f"{ds['questions']} questions (categories 1-4); tokens: {result['token_counter']}"
+        + (f"; {ds['distractors']:,} distractor turns each" if ds.get("distractors") else "")
     )
     table.add_column("system")
     for _, label in _HEADLINE:
@@ -82,6 +84,13 @@ def _table(result: dict[str, Any]) -> None:
     help="Token budget of the context for budget_recall.",
 )
 @click.option("--embedder", help="Embedder spec [default: the global --embedder, or wordllama].")
+@click.option(
+    "--distractors",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Generated turns between other people added to each conversation's history.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
@@ -91,6 +100,7 @@ def locomo(
     systems: str,
     budget: int,
     embedder: str | None,
+    distractors: int,
     as_json: bool,
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
@@ -100,6 +110,7 @@ def locomo(
       arbormem bench locomo ../shared/datasets/locomo
       arbormem bench locomo conv-26.json --systems arbormem,bm25 --json
       arbormem bench locomo locomo10.json --budget 2000
+      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --distractors 10000
     """
     import sys
 
@@ -111,8 +122,134 @@ def locomo(
         if sys.stderr.isatty():
             click.echo(f"  {msg}", err=True)
 
-    result = run(paths, names, budget=budget, embedder=embedder or opts.embedder, progress=progress)
+    result = run(
+        paths,
+        names,
+        budget=budget,
+        embedder=embedder or opts.embedder,
+        progress=progress,
+        distractors=distractors,
+    )
     if as_json:
         click.echo(to_json(result))
     else:
         _table(result)
+
+
+def _scale_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    cfg = result["config"]
+    table = Table(
+        title=f"arbormem bench scale: one thread, {cfg['embedder']}, search k={cfg['k']}, "
+        f"{cfg['queries']} queries, {cfg['cpu_count']} CPU"
+    )
+    for label in (
+        "turns",
+        "ingest/s",
+        "p50 ms",
+        "p95 ms",
+        "first query s",
+        "peak RSS MiB",
+        "on disk MiB",
+    ):
+        table.add_column(label, justify="right")
+    for r in result["runs"]:
+        rss = r["peak_rss_mb"]
+        table.add_row(
+            f"{r['turns']:,}",
+            f"{r['ingest_turns_per_s']:,.0f}",
+            f"{r['query_ms_p50']:.1f}",
+            f"{r['query_ms_p95']:.1f}",
+            f"{r['first_query_s']:.2f}",
+            f"{rss:,.0f}" if rss is not None else "-",
+            f"{r['db_mb']:,.0f}",
+        )
+    Console().print(table)
+
+
+@bench.command("scale")
+@click.option(
+    "--turns",
+    "-n",
+    "sizes",
+    multiple=True,
+    help="Thread size to measure (repeatable; 10000, 100k, 1M) [default: 10k, 100k and 1M].",
+)
+@click.option(
+    "--queries",
+    default=300,
+    show_default=True,
+    help="Searches timed per size, one at a time.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the generated conversations.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False),
+    help="Keep the stores here (scale-<N>.db) instead of a temporary folder.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Also write a PNG of latency and memory against size (needs matplotlib).",
+)
+@click.pass_obj
+@handle_errors
+def scale(
+    opts: StoreOptions,
+    sizes: tuple[str, ...],
+    queries: int,
+    seed: int,
+    workdir: str | None,
+    as_json: bool,
+    plot_path: str | None,
+) -> None:
+    """Ingest speed, recall latency, memory and disk use against thread size.
+
+    Each size is one thread of generated everyday conversation, built in a
+    fresh store through the Memory API and measured in its own processes:
+    ingest turns/s, search p50/p95 (k=10), peak resident memory, size on disk,
+    and the time for a fresh process to open the store and answer a query.
+
+    \b
+    Examples:
+      arbormem bench scale
+      arbormem bench scale --turns 10k --turns 100k --json
+      arbormem bench scale --turns 1M --plot scale.png --workdir /tmp/stores
+    """
+    import sys
+
+    from arbormem.bench.scale import DEFAULT_SIZES, check_plotting, parse_size, plot, run
+
+    turns = [parse_size(s) for s in sizes] or list(DEFAULT_SIZES)
+    if plot_path:
+        check_plotting()
+
+    def progress(msg: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(msg, err=True)
+
+    result = run(
+        turns,
+        embedder=opts.embedder,
+        queries=queries,
+        seed=seed,
+        workdir=workdir,
+        progress=progress,
+    )
+    if plot_path:
+        plot(result, plot_path)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        _scale_table(result)
+    if plot_path and sys.stderr.isatty():
+        click.echo(f"wrote {plot_path}", err=True)
+
+
+from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
+
+bench.add_command(click_command())

@@ -1,0 +1,151 @@
+"""Benchmarks at scale: ``bench scale`` and ``bench locomo --distractors``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbormem.bench.locomo import DISTRACTOR_SESSION_BASE, run, with_distractors
+from arbormem.bench.scale import check_plotting, parse_size, plot
+from arbormem.errors import ConfigError
+from arbormem.formats import parse_locomo
+
+from .conftest import run_cli, tiny_locomo, write_json
+
+RUN_KEYS = {
+    "turns",
+    "ingest_turns_per_s",
+    "query_ms_p50",
+    "query_ms_p95",
+    "peak_rss_mb",
+    "db_mb",
+    "first_query_s",
+}
+
+
+# -- bench scale -------------------------------------------------------------------------
+
+
+def test_bench_scale_json_measures_a_real_store_in_subprocesses() -> None:
+    out = run_cli("bench", "scale", "--turns", "2000", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) == {"runs", "config"}
+    (figures,) = result["runs"]
+    assert set(figures) >= RUN_KEYS
+    assert figures["turns"] == 2000
+    assert figures["ingest_turns_per_s"] > 0
+    assert 0 < figures["query_ms_p50"] <= figures["query_ms_p95"]
+    assert figures["db_mb"] > 0 and figures["first_query_s"] > 0
+    if sys.platform != "win32":
+        assert figures["peak_rss_mb"] >= figures["baseline_rss_mb"] > 0
+    config = result["config"]
+    assert config["embedder"].startswith("wordllama")
+    assert config["queries"] == 300 and config["k"] == 10
+    for key in ("recall", "tree", "cpu_count", "python", "sqlite", "platform"):
+        assert key in config
+
+
+def test_sizes_read_like_people_write_them() -> None:
+    assert [parse_size(s) for s in ("2000", "10_000", "10,000", "10k", "1M", "2.5k")] == [
+        2000,
+        10_000,
+        10_000,
+        10_000,
+        1_000_000,
+        2500,
+    ]
+    for bad in ("lots", "0", "-5"):
+        with pytest.raises(ConfigError, match="--turns"):
+            parse_size(bad)
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    runs = [
+        {
+            "turns": n,
+            "ingest_turns_per_s": 3000.0 / (1 + i),
+            "query_ms_p50": 10.0 * (i + 1),
+            "query_ms_p95": 20.0 * (i + 1),
+            "peak_rss_mb": 200.0 * (i + 1),
+            "db_mb": 10.0 * 10**i,
+            "first_query_s": 0.3 * (i + 1),
+        }
+        for i, n in enumerate((1000, 10_000, 100_000))
+    ]
+    config = {"embedder": "hash/256", "k": 10, "cpu_count": 2, "python": "3.11"}
+    target = tmp_path / "scale.png"
+    plot({"runs": runs, "config": config}, target)
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ConfigError, match=re.escape("pip install 'arbormem[plot]'")):
+        check_plotting()
+
+
+# -- bench locomo --distractors -------------------------------------------------------------
+
+
+def test_distractors_join_the_timeline_without_touching_the_real_turns() -> None:
+    (conv,) = parse_locomo(tiny_locomo(), "conv-x.json")
+    noisy = with_distractors(conv, 200, seed=1)
+    real = [t for t in noisy.turns if not t.metadata.get("distractor")]
+    extra = [t for t in noisy.turns if t.metadata.get("distractor")]
+    assert real == conv.turns and len(extra) == 200
+    assert noisy.qa == conv.qa and noisy.session_dates == conv.session_dates
+    stamps = [t.timestamp for t in noisy.turns]
+    assert stamps == sorted(stamps)
+    first, last = min(conv.session_dates.values()), max(conv.session_dates.values())
+    assert all(first <= t.timestamp <= last for t in extra)
+    # Spread over the span, not piled up at one end.
+    middle = first + (last - first) / 2
+    assert 50 < sum(t.timestamp < middle for t in extra) < 150
+    # Every session, real or generated, is one contiguous run or a few: real ones exactly one.
+    order = [t.session for t in noisy.turns]
+    for number in conv.session_dates:
+        positions = [i for i, s in enumerate(order) if s == number]
+        assert positions == list(range(positions[0], positions[-1] + 1))
+    assert all(t.session > DISTRACTOR_SESSION_BASE for t in extra)
+    assert len({t.dia_id for t in noisy.turns}) == len(noisy.turns)
+    names = re.compile(r"\b(Ana|Ben)\b", re.IGNORECASE)
+    assert not [t for t in extra if t.speaker in ("Ana", "Ben") or names.search(t.content)]
+    assert {t.metadata["role"] for t in extra} == {"user", "assistant"}
+    assert with_distractors(conv, 200, seed=1) == noisy
+    assert with_distractors(conv, 0) is conv
+
+
+def test_bench_locomo_with_distractors_on_the_tiny_conversation(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "conv-x.json", tiny_locomo())
+    env = {"ARBORMEM_EMBEDDER": "hash"}
+    out = run_cli("bench", "locomo", str(path), "--distractors", "200", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["dataset"]["distractors"] == 200
+    assert result["dataset"]["turns"] == 6 and result["dataset"]["questions"] == 3
+    systems = result["systems"]
+    assert {"arbormem", "bm25", "dense", "window", "full"} <= set(systems)
+    assert systems["full"]["budget_recall@1000"] == 1.0
+    # The whole history now costs far more than the six real turns did.
+    assert systems["full"]["context_tokens_mean"] > 2000
+    table = run_cli(
+        "bench", "locomo", str(path), "--systems", "bm25", "--distractors", "50", env=env
+    )
+    assert table.returncode == 0, table.stderr
+    assert "50 distractor turns each" in table.stdout
+
+
+def test_distractors_dilute_the_history_every_storing_system_searches(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "conv-x.json", tiny_locomo())
+    clean = run([path], ["bm25", "window"], embedder="hash")
+    noisy = run([path], ["bm25", "window"], embedder="hash", distractors=300)
+    assert "distractors" not in clean["dataset"]
+    assert noisy["systems"]["window"]["recall@20"] < clean["systems"]["window"]["recall@20"]
+    # The real turns are still found among the generated ones by their own words.
+    assert noisy["systems"]["bm25"]["recall@20"] == 1.0
