@@ -25,6 +25,8 @@ turns, :func:`compute` returns one value per candidate for each feature in
 ``len``         log(1 + number of terms) of the turn
 ``bm_topic``    BM25 of the content of the turn's topic (topic tree)
 ``bm_sess``     BM25 of the content of the turn's session topic (topic tree)
+``cov_topic``   share of the question's terms in the turn's topic (topic tree)
+``cov_sess``    ... in its session's topic (topic tree)
 ==============  ==================================================================
 
 The scores that depend on the query's scale (BM25, cosine) are divided by
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,28 +49,12 @@ from arbormem.text import query_terms, words
 from arbormem.timeexpr import DateRange, closeness, find_ranges
 
 FEATURES: tuple[str, ...] = (
-    "bm_t",
-    "bm_w",
-    "bm_prev",
-    "bm_next",
-    "sess_max",
-    "cov_t",
-    "cov_w",
-    "de_t",
-    "de_w",
-    "de_s",
-    "spk",
-    "temp",
-    "when_time",
-    "num_count",
-    "cap_who",
-    "first",
-    "len",
-    "bm_topic",
-    "bm_sess",
-)
+    "bm_t", "bm_w", "bm_prev", "bm_next", "sess_max", "cov_t", "cov_w",
+    "de_t", "de_w", "de_s", "spk", "temp", "when_time", "num_count", "cap_who",
+    "first", "len", "bm_topic", "bm_sess", "cov_topic", "cov_sess",
+)  # fmt: skip
 #: Features that need the topic tree (zero when it is off).
-TREE_FEATURES = ("bm_topic", "bm_sess")
+TREE_FEATURES = ("bm_topic", "bm_sess", "cov_topic", "cov_sess")
 MAXNORM = frozenset(
     {
         "bm_t",
@@ -151,21 +136,20 @@ class BM25:
         n = max(n_docs, 1)
         self.idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
 
-    def score(self, doc: Counter[str], length: int, terms: Sequence[str]) -> float:
+    def score(self, tf: Mapping[str, int], length: int) -> float:
+        """BM25 of a document given the frequencies of the query's terms in it."""
         norm = self.k1 * (1.0 - self.b + self.b * length / self.avgdl)
         total = 0.0
-        for t in terms:
-            tf = doc.get(t)
-            if tf:
-                total += self.idf.get(t, 0.0) * tf * (self.k1 + 1.0) / (tf + norm)
+        for t, f in tf.items():
+            total += self.idf.get(t, 0.0) * f * (self.k1 + 1.0) / (f + norm)
         return total
 
-    def coverage(self, doc: Counter[str], terms: Sequence[str]) -> float:
-        weights = [self.idf.get(t, 0.0) for t in terms]
-        total = sum(weights)
+    def coverage(self, tf: Mapping[str, int]) -> float:
+        """IDF-weighted share of the query's terms the document contains."""
+        total = sum(self.idf.values())
         if not total:
             return 0.0
-        return sum(w for t, w in zip(terms, weights) if t in doc) / total
+        return sum(self.idf.get(t, 0.0) for t in tf) / total
 
 
 def _bm25(backend: Backend, key: str, terms: Sequence[str]) -> BM25:
@@ -181,6 +165,8 @@ class Candidates:
     rowids: list[int]
     rows: dict[int, Row]
     thread_of: dict[int, Thread]
+    #: Each candidate's session neighbourhood, as :meth:`Backend.around` returns it.
+    around: dict[int, list[tuple[int, int, str]]]
 
 
 def features(
@@ -200,19 +186,25 @@ def features(
         return X
     col = {name: j for j, name in enumerate(FEATURES)}
     terms = question.terms
-    around = backend.around(ids, WINDOW)
+    query = set(terms)
+    around = cands.around
     bm_turn = _bm25(backend, "turn", terms)
     bm_win = _bm25(backend, "window", terms)
-    docs: dict[int, Counter[str]] = {}
+    # Per document only the query's terms matter: their frequencies and the length.
+    qtf: dict[int, dict[str, int]] = {}
     lengths: dict[int, int] = {}
     turn_score: dict[int, float] = {}
     for neighbourhood in around.values():
         for rid, _, text in neighbourhood:
-            if rid not in docs:
+            if rid not in qtf:
                 toks = text.split()
-                docs[rid] = Counter(toks)
+                counts: dict[str, int] = {}
+                for tok in toks:
+                    if tok in query:
+                        counts[tok] = counts.get(tok, 0) + 1
+                qtf[rid] = counts
                 lengths[rid] = len(toks)
-                turn_score[rid] = bm_turn.score(docs[rid], lengths[rid], terms)
+                turn_score[rid] = bm_turn.score(counts, lengths[rid]) if counts else 0.0
     session_best: dict[tuple[int, str], float] = {}
     for rowid in ids:
         m = cands.rows[rowid].message
@@ -224,22 +216,23 @@ def features(
         m = row.message
         neighbourhood = around.get(rowid, [])
         pos = next((k for k, (rid, _, _) in enumerate(neighbourhood) if rid == rowid), None)
-        doc = docs.get(rowid, Counter())
-        window: Counter[str] = Counter()
+        doc = qtf.get(rowid, {})
+        window: dict[str, int] = {}
         window_len = 0
         for rid, _, _ in neighbourhood:
-            window.update(docs[rid])
+            for t, f in qtf[rid].items():
+                window[t] = window.get(t, 0) + f
             window_len += lengths[rid]
         x = X[i]
         x[col["bm_t"]] = turn_score.get(rowid, 0.0)
-        x[col["bm_w"]] = bm_win.score(window, window_len, terms)
+        x[col["bm_w"]] = bm_win.score(window, window_len) if window else 0.0
         if pos is not None and pos > 0:
             x[col["bm_prev"]] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
         if pos is not None and pos + 1 < len(neighbourhood):
             x[col["bm_next"]] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
         x[col["sess_max"]] = session_best[(cands.thread_of[rowid].id, m.session)]
-        x[col["cov_t"]] = bm_turn.coverage(doc, terms)
-        x[col["cov_w"]] = bm_win.coverage(window, terms)
+        x[col["cov_t"]] = bm_turn.coverage(doc)
+        x[col["cov_w"]] = bm_win.coverage(window)
         if qvec is not None:
             own = vector_of.get(rowid)
             if own is not None:

@@ -499,10 +499,9 @@ class Memory:
         """Counts for the scope's thread, and the vector models stored."""
         scope = self._scope(user, agent)
         thread = self._thread(scope)
-        state = self.backend.state(thread) if thread else None
         return {
             "scope": str(scope),
-            "messages": state.count if state else 0,
+            "messages": self.backend.count(thread) if thread else 0,
             "sessions": len(self.backend.sessions(thread)) if thread else 0,
             "embedder": self.embedder.model_id,
             "vector_models": self.backend.vector_models(),
@@ -535,6 +534,8 @@ class Memory:
                 thread = self._thread(scope)
                 if thread is None:
                     raise NotFound(f"nothing stored for scope {scope}")
+                if self._working is not None:
+                    self._working.wait()
                 if message_id is not None:
                     row = self.backend.get(message_id)
                     doomed = [row] if row and row.message.scope == scope else []
@@ -552,9 +553,13 @@ class Memory:
                         if not deleted.messages and not deleted.sessions:
                             raise NotFound(f"no session {session!r} in scope {scope}")
                     self.grower.forgotten(thread, leaves)
-                    if message_id is not None:
-                        for row in doomed:
-                            self.working.reset_derived(thread, row.message.session)
+                # Summaries and trackers may quote what went. Background upkeep was
+                # drained before the deletion (it could otherwise re-save a summary
+                # made from the old messages); the reset happens outside the store's
+                # transaction because upkeep takes its locks in the other order.
+                if message_id is not None:
+                    for row in doomed:
+                        self.working.reset_derived(thread, row.message.session)
                 self._forgotten([thread], deleted)
                 return deleted.to_dict()
             if user is None and agent is None:

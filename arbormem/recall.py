@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.embed.base import Embedder
-from arbormem.features import FEATURES, Candidates, Question, features
+from arbormem.features import FEATURES, WINDOW, Candidates, Question, features
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread
@@ -47,6 +47,8 @@ class RecallConfig:
     window_candidates: int = 100
     dense_candidates: int = 100
     date_candidates: int = 50
+    #: Topics (with the tree on) whose turns all join the candidates.
+    topic_candidates: int = 3
     lexical: bool = True
     dense: bool = True
     #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
@@ -61,9 +63,12 @@ class RecallConfig:
 
 
 @dataclass
-class _Speakers:
+class _ThreadFacts:
+    """Per-thread facts a question is read against, refreshed when the thread grows."""
+
     upto: int = -1
     names: list[str] = field(default_factory=list)
+    latest: datetime | None = None
 
 
 class Retriever:
@@ -82,7 +87,7 @@ class Retriever:
         self.vectors = vectors
         self.config = config or RecallConfig()
         self.tree = tree
-        self._speakers: dict[int, _Speakers] = {}
+        self._facts: dict[int, _ThreadFacts] = {}
 
     def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
         cfg = config or self.config
@@ -95,14 +100,16 @@ class Retriever:
         now: datetime | None = None
         for thread in threads:
             state = self.backend.state(thread)
-            cached = self._speakers.get(thread.id)
-            if cached is None or cached.upto != state.max_rowid:
-                cached = _Speakers(state.max_rowid, self.backend.speakers(thread))
-                self._speakers[thread.id] = cached
-            names.extend(cached.names)
-            last = self.backend.last_session(thread)
-            if last is not None and (now is None or last.last_at > now):
-                now = last.last_at
+            facts = self._facts.get(thread.id)
+            if facts is None or facts.upto != state.max_rowid:
+                last = self.backend.last_session(thread)
+                facts = _ThreadFacts(
+                    state.max_rowid, self.backend.speakers(thread), last.last_at if last else None
+                )
+                self._facts[thread.id] = facts
+            names.extend(facts.names)
+            if facts.latest is not None and (now is None or facts.latest > now):
+                now = facts.latest
         return Question.parse(query, names, now)
 
     def candidates(
@@ -111,9 +118,9 @@ class Retriever:
         query: str,
         filters: Filters | None = None,
         config: RecallConfig | None = None,
-    ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None]:
-        """The question, the candidate rowids and their feature matrix (and the query
-        vector). Exposed so ``arbormem bench fit`` trains on exactly what ranks."""
+    ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None, dict[int, Row]]:
+        """The question, the candidate rowids, their feature matrix, the query vector
+        and the candidates' rows. ``arbormem bench fit`` trains on exactly this."""
         cfg = config or self.config
         question = self._question(threads, query)
         found: dict[int, None] = {}
@@ -132,32 +139,47 @@ class Retriever:
                             threads, "window", question.terms, cfg.date_candidates, dated
                         ):
                             found[rowid] = None
+        allowed = None
+        if filters is not None and not filters.empty:
+            allowed = self.backend.allowed_rowids(threads, filters)
+        if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
+            expanded = self.tree.expand(threads, question.terms, cfg.topic_candidates)
+            if allowed is not None:
+                permitted = set(allowed.tolist())
+                expanded = [r for r in expanded if r in permitted]
+            for rowid in expanded:
+                found[rowid] = None
         qvec: np.ndarray | None = None
         if cfg.dense:
             qvec = self.embedder.embed(query)
-            allowed = None
-            if filters is not None and not filters.empty:
-                allowed = self.backend.allowed_rowids(threads, filters)
             for thread in threads:
                 ids, _ = self.vectors.index(thread).search(qvec, cfg.dense_candidates, allowed)
                 for rowid in ids.tolist():
                     found[rowid] = None
         rowids = list(found)
         if not rowids:
-            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec
+            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
         rows = self.backend.rows(rowids)
         rowids = [r for r in rowids if r in rows]
         by_scope = {(t.user, t.agent): t for t in threads}
         thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
+        around = self.backend.around(rowids, WINDOW)
         vector_of: dict[int, np.ndarray] = {}
         centroid_of: dict[int, np.ndarray] = {}
         if qvec is not None:
-            around = self.backend.around(rowids, 1)
             for thread in threads:
                 mine = [r for r in rowids if thread_of[r].id == thread.id]
                 if not mine:
                     continue
-                wanted = sorted({rid for r in mine for rid, _, _ in around.get(r, [])} | set(mine))
+                wanted = sorted(
+                    {
+                        rid
+                        for r in mine
+                        for rid, idx, _ in around.get(r, [])
+                        if abs(idx - rows[r].message.index) <= 1
+                    }
+                    | set(mine)
+                )
                 ok, vecs = self.vectors.index(thread).get(np.asarray(wanted, dtype=np.int64))
                 for rid, good, vec in zip(wanted, ok.tolist(), vecs):
                     if good:
@@ -174,13 +196,13 @@ class Retriever:
         X = features(
             self.backend,
             question,
-            Candidates(rowids, rows, thread_of),
+            Candidates(rowids, rows, thread_of, around),
             qvec,
             vector_of,
             centroid_of,
             tree_signals,
         )
-        return question, rowids, X, qvec
+        return question, rowids, X, qvec, rows
 
     def rank(
         self,
@@ -189,11 +211,11 @@ class Retriever:
         k: int,
         filters: Filters | None = None,
         config: RecallConfig | None = None,
-    ) -> list[tuple[int, float, dict[str, float]]]:
-        """``(rowid, score, signals)`` for the best ``k`` turns, best first."""
+    ) -> list[tuple[Row, float, dict[str, float]]]:
+        """``(row, score, signals)`` for the best ``k`` turns, best first."""
         if not threads or k <= 0:
             return []
-        _, rowids, X, _ = self.candidates(threads, query, filters, config)
+        _, rowids, X, _, rows = self.candidates(threads, query, filters, config)
         if not rowids:
             return []
         w = weight_vector(self.weights(config))
@@ -201,7 +223,7 @@ class Retriever:
         # A turn must owe something to the query itself, not only to its length or place.
         evidence = X[:, _QUERY_DEPENDENT] @ w[_QUERY_DEPENDENT]
         order = np.argsort(-scores, kind="stable")
-        out = []
+        out: list[tuple[Row, float, dict[str, float]]] = []
         for i in order.tolist():
             if len(out) >= k:
                 break
@@ -212,7 +234,7 @@ class Retriever:
                 for j, name in enumerate(FEATURES)
                 if X[i, j] and w[j]
             }
-            out.append((rowids[i], float(scores[i]), signals))
+            out.append((rows[rowids[i]], float(scores[i]), signals))
         return out
 
     def search(
@@ -224,17 +246,14 @@ class Retriever:
         neighbors: int = 0,
     ) -> list[Hit]:
         """Ranked :class:`Hit` objects, each with its signals and optional neighbours."""
-        ranked = self.rank(threads, query, k, filters)
-        rows = self.backend.rows([rowid for rowid, _, _ in ranked])
         hits = []
-        for rowid, score, sig in ranked:
-            row: Row = rows[rowid]
+        for row, score, sig in self.rank(threads, query, k, filters):
             around: tuple = ()
             if neighbors > 0:
                 around = tuple(
-                    r.message for r in self.backend.neighbors(rowid, neighbors, neighbors)
+                    r.message for r in self.backend.neighbors(row.rowid, neighbors, neighbors)
                 )
-            hits.append(Hit(message=row.message, score=score, signals=dict(sig), neighbors=around))
+            hits.append(Hit(message=row.message, score=score, signals=sig, neighbors=around))
         return mark_updates(hits, query)
 
 
@@ -272,6 +291,15 @@ def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
     q = set(query_terms(query))
     if len(hits) < 2 or len(q) < 2:
         return hits
+    head, tail = hits[:UPDATE_DEPTH], hits[UPDATE_DEPTH:]
+    return _mark(head, q) + tail
+
+
+#: Only the best hits are compared for updates: what an agent reads first.
+UPDATE_DEPTH = 20
+
+
+def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
     raw = [set(words(h.message.content)) for h in hits]
     order = list(range(len(hits)))

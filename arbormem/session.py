@@ -299,7 +299,7 @@ def build_context(
     depth = k or max(20, budget // 15)
     hits = (
         memory.search(query, k=depth, user=scope.user, agent=scope.agent)
-        if memory.backend.state(thread).count
+        if memory.backend.state(thread).max_rowid
         else []
     )
     topic_paths = (

@@ -60,7 +60,8 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     assert [r.message.index for r in rows] == [0, 1, 2]
     assert [s.id for s in backend.sessions(t)] == ["s1", "s2"]
     assert backend.last_session(t).id == "s2"  # type: ignore[union-attr]
-    assert backend.state(t).count == 3 and backend.state(t).next_index == 3
+    assert backend.count(t) == 3 and backend.state(t).next_index == 3
+    assert backend.state(t).sessions == 2
     assert [r.message.content for r in backend.messages(t, session="s1")] == ["one", "two"]
     assert [r.message.index for r in backend.messages(t, start=1, end=3)] == [1, 2]
 

@@ -192,6 +192,31 @@ def _order(t: LocomoTurn | Message) -> int:
     return int(session) * 100_000 + int(number or 0)
 
 
+def ingest_conversation(memory: Memory, conv: LocomoConversation) -> dict[str, str]:
+    """Store a conversation's turns in order, one batch per run of a session's turns,
+    each stamped with its session's date; returns message id -> dia_id."""
+    dia_of: dict[str, str] = {}
+    for number, group in itertools.groupby(conv.turns, key=lambda t: t.session):
+        turns = list(group)
+        stored = memory.add_many(
+            [
+                {
+                    "content": t.content,
+                    "role": t.metadata.get("role")
+                    or ("user" if t.speaker == conv.speaker_a else "assistant"),
+                    "speaker": t.speaker,
+                    "timestamp": t.timestamp,
+                    "metadata": {"dia_id": t.dia_id},
+                }
+                for t in turns
+            ],
+            session=f"session_{number}",
+        )
+        for m, t in zip(stored, turns):
+            dia_of[m.id] = t.dia_id
+    return dia_of
+
+
 class System:
     """One system under test, ingested fresh for each conversation."""
 
@@ -245,27 +270,8 @@ class ArbormemSystem(System):
         self.memory = Memory(
             path, embedder=self.embedder, recall=self.recall, tree=self.tree, llm=None
         )
-        self.dia_of.clear()
         self.turn_of = {t.dia_id: t for t in conv.turns}
-        # One batch per run of consecutive turns of a session, in timeline order.
-        for number, group in itertools.groupby(conv.turns, key=lambda t: t.session):
-            turns = list(group)
-            stored = self.memory.add_many(
-                [
-                    {
-                        "content": t.content,
-                        "role": t.metadata.get("role")
-                        or ("user" if t.speaker == conv.speaker_a else "assistant"),
-                        "speaker": t.speaker,
-                        "timestamp": t.timestamp,
-                        "metadata": {"dia_id": t.dia_id},
-                    }
-                    for t in turns
-                ],
-                session=f"session_{number}",
-            )
-            for m, t in zip(stored, turns):
-                self.dia_of[m.id] = t.dia_id
+        self.dia_of = ingest_conversation(self.memory, conv)
 
     def rank(self, question: str) -> list[str]:
         assert self.memory is not None

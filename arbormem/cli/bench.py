@@ -253,3 +253,41 @@ def scale(
 from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
 
 bench.add_command(click_command())
+
+
+@bench.command("fit")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--embedder", help="Embedder spec [default: the global --embedder, or wordllama].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+@handle_errors
+def fit_cmd(
+    opts: StoreOptions, paths: tuple[str, ...], embedder: str | None, as_json: bool
+) -> None:
+    """Fit the ranker's weights on LoCoMo files, reporting leave-one-out figures.
+
+    \b
+    Examples:
+      arbormem bench fit ../shared/datasets/locomo
+      arbormem bench fit ../shared/datasets/locomo --json > fit.json
+    """
+    import json
+    import sys
+
+    from arbormem.bench.fit import run
+
+    def progress(msg: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(f"  {msg}", err=True)
+
+    result = run(paths, embedder=embedder or opts.embedder, progress=progress)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    for mode in ("tree", "flat"):
+        r = result[mode]
+        click.echo(f"{mode}: {r['questions']} questions")
+        for label in ("leave_one_out", "in_sample", "shipped_weights_in_sample"):
+            figures = ", ".join(f"{k} {v:.3f}" for k, v in r[label].items())
+            click.echo(f"  {label}: {figures}")
+        click.echo(f"  weights: {r['weights']}")

@@ -89,7 +89,7 @@ class ThreadState:
 
     generation: int
     max_rowid: int
-    count: int
+    sessions: int
     #: The position the next appended message will get.
     next_index: int = 0
 
@@ -224,8 +224,10 @@ class Backend(abc.ABC):
         start: int | None = None,
         end: int | None = None,
         limit: int | None = None,
+        archived: bool = True,
     ) -> list[Row]:
-        """Messages of a thread in order, optionally one session's, or indexes [start, end)."""
+        """Messages of a thread in order, optionally one session's, or indexes [start, end);
+        ``archived=False`` leaves out soft-archived ones."""
 
     @abc.abstractmethod
     def neighbors(self, rowid: int, before: int, after: int) -> list[Row]:
@@ -315,6 +317,10 @@ class Backend(abc.ABC):
     # -- extension state (tree, summaries...) ----------------------------------------
 
     @abc.abstractmethod
+    def count(self, thread: Thread) -> int:
+        """How many messages the thread holds."""
+
+    @abc.abstractmethod
     def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:
         """Every message of a thread in order, streamed."""
 
@@ -375,6 +381,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
         """Replace the lexical documents (analysed terms) of nodes under ``key``."""
+
+    @abc.abstractmethod
+    def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
+        """The stored lexical documents (analysed terms) of nodes under ``key``."""
 
     @abc.abstractmethod
     def node_search(

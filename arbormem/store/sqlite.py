@@ -438,9 +438,12 @@ class SQLiteBackend(Backend):
         start: int | None = None,
         end: int | None = None,
         limit: int | None = None,
+        archived: bool = True,
     ) -> list[Row]:
         sql = _ROW_SELECT + " WHERE m.thread_id = ?"
         args: list[Any] = [thread.id]
+        if not archived:
+            sql += " AND m.archived = 0"
         if session is not None:
             sql += " AND s.key = ?"
             args.append(session)
@@ -479,13 +482,21 @@ class SQLiteBackend(Backend):
         with self._reading() as conn:
             row = conn.execute(
                 "SELECT t.generation, (SELECT MAX(id) FROM messages WHERE thread_id = t.id),"
-                " (SELECT COUNT(*) FROM messages WHERE thread_id = t.id), t.next_index"
+                " (SELECT COUNT(*) FROM sessions s WHERE s.thread_id = t.id), t.next_index"
                 " FROM threads t WHERE t.id = ?",
                 (thread.id,),
             ).fetchone()
         if not row:
             return ThreadState(-1, 0, 0, 0)
         return ThreadState(int(row[0]), int(row[1] or 0), int(row[2] or 0), int(row[3]))
+
+    def count(self, thread: Thread) -> int:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(message_count), 0) FROM sessions WHERE thread_id = ?",
+                (thread.id,),
+            ).fetchone()
+        return int(row[0])
 
     def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:
         last = -1
@@ -1035,6 +1046,21 @@ class SQLiteBackend(Backend):
                 c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
                 if terms:
                     c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+
+    def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        out: dict[int, str] = {}
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for rowid, terms in conn.execute(
+                    f"SELECT rowid, terms FROM {key}_fts WHERE rowid IN ({marks})", chunk
+                ):
+                    out[int(rowid)] = terms
+        return out
 
     def node_search(
         self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int

@@ -138,9 +138,11 @@ class TreeRecall:
             else:
                 self._cache.pop(thread.id, None)
 
-    def ancestry(self, thread: Thread, node_id: int | None) -> list[NodeRow]:
+    def ancestry(
+        self, thread: Thread, node_id: int | None, nodes: dict[int, NodeRow] | None = None
+    ) -> list[NodeRow]:
         """The chain of topics from the root level down to ``node_id``."""
-        nodes = self._nodes(thread).nodes
+        nodes = nodes if nodes is not None else self._nodes(thread).nodes
         chain: list[NodeRow] = []
         while node_id is not None and node_id in nodes:
             chain.append(nodes[node_id])
@@ -156,14 +158,14 @@ class TreeRecall:
         rowids: Sequence[int],
         depth: int = 200,
     ) -> dict[int, dict[str, float]]:
-        """``bm_topic`` and ``bm_sess`` for each turn: the normalised BM25 of the
-        content of its own topic and of its session's topic."""
+        """Topic evidence for each turn: ``bm_topic`` and ``bm_sess``, the normalised
+        BM25 of the content of its own topic and of its session's topic, and
+        ``cov_topic`` and ``cov_sess``, the share of the query's terms each contains
+        (a multi-part question is often answered by a topic, not by one turn)."""
         if not terms or not rowids:
             return {}
         hits = self.backend.node_search(threads, "segment", terms, depth)
-        if not hits:
-            return {}
-        top = hits[0][1]
+        top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
         leaves = self.backend.message_leaves(rowids)
         wanted = list(set(leaves.values()))
@@ -172,20 +174,68 @@ class TreeRecall:
             for leaf in self.backend.tree_nodes(t, ids=wanted):
                 if leaf.id is not None:
                     leaf_rows[leaf.id] = (t, leaf)
-        out: dict[int, dict[str, float]] = {}
+        chains: dict[int, tuple[int, int]] = {}
+        caches = {t.id: self._nodes(t).nodes for t in threads}
         for rowid, leaf_id in leaves.items():
             if leaf_id not in leaf_rows:
                 continue
             thread, leaf = leaf_rows[leaf_id]
-            chain = [n for n in self.ancestry(thread, leaf.parent_id) if n.kind == "topic"]
-            if not chain:
-                continue
-            sig = {
-                "bm_topic": score.get(chain[-1].id or -1, 0.0),
-                "bm_sess": score.get(chain[0].id or -1, 0.0),
+            chain = [
+                n
+                for n in self.ancestry(thread, leaf.parent_id, caches[thread.id])
+                if n.kind == "topic"
+            ]
+            if chain and chain[-1].id is not None and chain[0].id is not None:
+                chains[rowid] = (chain[-1].id, chain[0].id)
+        nodes = {n for pair in chains.values() for n in pair}
+        wanted_terms = set(terms)
+        coverage = {
+            node: len(wanted_terms.intersection(doc.split())) / len(wanted_terms)
+            for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
+        }
+        out: dict[int, dict[str, float]] = {}
+        for rowid, (topic, session) in chains.items():
+            out[rowid] = {
+                "bm_topic": score.get(topic, 0.0),
+                "bm_sess": score.get(session, 0.0),
+                "cov_topic": coverage.get(topic, 0.0),
+                "cov_sess": coverage.get(session, 0.0),
             }
-            if sig["bm_topic"] or sig["bm_sess"]:
-                out[rowid] = sig
+        return out
+
+    def expand(
+        self, threads: Sequence[Thread], terms: Sequence[str], topics: int, per_topic: int = 24
+    ) -> list[int]:
+        """Turns of the topics whose content best matches the query: candidates a
+        turn-level search can miss when no single turn carries the words."""
+        if not terms or topics <= 0:
+            return []
+        out: list[int] = []
+        by_id = {t.id: t for t in threads}
+        seen = 0
+        for node_id, _ in self.backend.node_search(threads, "segment", terms, topics * 3):
+            found = None
+            for thread in threads:
+                cache = self._nodes(thread)
+                if node_id in cache.nodes:
+                    found = (by_id[thread.id], cache.nodes[node_id])
+                    break
+            if found is None:
+                continue
+            thread, node = found
+            if node.parent_id is None or node.kind != "topic":
+                continue  # a session's topic: too wide to expand into
+            rows = self.backend.messages(
+                thread,
+                start=node.first_index,
+                end=node.last_index + 1,
+                limit=per_topic,
+                archived=False,
+            )
+            out.extend(r.rowid for r in rows)
+            seen += 1
+            if seen >= topics:
+                break
         return out
 
     # -- multi-path recall -----------------------------------------------------------------

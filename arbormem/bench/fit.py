@@ -1,0 +1,98 @@
+"""``arbormem bench fit``: fit the ranker's weights, and say what they are worth.
+
+For every conversation the turns are ingested exactly as ``bench locomo``
+does, and for every question the retriever's real candidates and features
+are recorded with which candidates are evidence. Coordinate ascent then
+fits the weights twice over:
+
+* leave-one-conversation-out: fit on the others, score the one left out;
+  the pooled figures estimate what the weights do on conversations they never
+  saw (these are the figures to quote);
+* on all conversations: the weights to ship.
+
+It does this with the tree on and off, since each has its own weights.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arbormem.bench.locomo import HEADLINE_CATEGORIES, ingest_conversation, load_paths, questions_of
+from arbormem.embed import get_embedder
+from arbormem.features import FEATURES, TREE_FEATURES
+from arbormem.memory import Memory
+from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, Example, fit, metrics, weight_vector
+
+
+def examples(
+    paths: Sequence[str | Path],
+    tree: bool,
+    embedder: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Example]:
+    out: list[Example] = []
+    emb = get_embedder(embedder)
+    with tempfile.TemporaryDirectory(prefix="arbormem-fit-") as tmp:
+        for n, (source, conv) in enumerate(load_paths(paths)):
+            if progress:
+                progress(f"{Path(source).name}: features ({'tree' if tree else 'flat'})")
+            with Memory(Path(tmp) / f"fit-{n}.db", embedder=emb, tree=tree, llm=None) as mem:
+                dia_of = ingest_conversation(mem, conv)
+                session_of = {t.dia_id: t.session for t in conv.turns}
+                thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
+                assert thread is not None
+                for q in questions_of(conv):
+                    if q.category not in HEADLINE_CATEGORIES:
+                        continue
+                    _, rowids, X, _, rows = mem.retriever.candidates([thread], q.text)
+                    dias = [dia_of[rows[r].message.id] for r in rowids]
+                    out.append(
+                        Example(
+                            X=X,
+                            relevant=np.asarray([d in q.evidence for d in dias], dtype=bool),
+                            n_evidence=len(q.evidence),
+                            session=np.asarray([session_of[d] for d in dias], dtype=np.int64),
+                            group=conv.sample_id,
+                        )
+                    )
+    return out
+
+
+def run(
+    paths: Sequence[str | Path], embedder: Any = None, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"features": list(FEATURES)}
+    for tree in (True, False):
+        data = examples(paths, tree, embedder, progress)
+        start = TREE_WEIGHTS if tree else FLAT_WEIGHTS
+        movable = [f for f in FEATURES if tree or f not in TREE_FEATURES]
+        groups = sorted({e.group for e in data})
+        held: list[tuple[Example, np.ndarray]] = []
+        for g in groups:
+            if progress:
+                progress(f"{'tree' if tree else 'flat'}: fitting without {g}")
+            w = fit([e for e in data if e.group != g], start, movable)
+            held.extend((e, weight_vector(w)) for e in data if e.group == g)
+        loo = _pooled(held)
+        final = fit(data, start, movable, progress=progress)
+        result["tree" if tree else "flat"] = {
+            "questions": len(data),
+            "leave_one_out": loo,
+            "in_sample": metrics(data, weight_vector(final)),
+            "shipped_weights_in_sample": metrics(data, weight_vector(start)),
+            "weights": {k: round(v, 3) for k, v in final.items()},
+        }
+    return result
+
+
+def _pooled(pairs: Sequence[tuple[Example, np.ndarray]]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for ex, w in pairs:
+        for k, v in metrics([ex], w).items():
+            totals[k] = totals.get(k, 0.0) + v
+    return {k: round(v / max(len(pairs), 1), 4) for k, v in totals.items()}
