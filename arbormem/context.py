@@ -42,8 +42,8 @@ REPLY_PRIMER = 3
 MIN_BUDGET = 32
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant with a long-term memory of this conversation. Use the "
-    "memory below when it is relevant; when two memories disagree, the newer one wins."
+    "You are a helpful assistant with long-term memory of this conversation. "
+    "When memories disagree, trust the newer one."
 )
 
 
@@ -191,11 +191,11 @@ class ContextBuilder:
         texts = {"system": system, "summary": summary, "state": state}
         dropped = {"window": 0, "recall": 0, "truncated": 0}
 
-        def recall_estimate(n: int) -> int:
-            if n == 0:
+        def recall_estimate(items: Sequence[int]) -> int:
+            if not items:
                 return 0
-            headers = {i.header for i in recall_items[:n] if i.header}
-            return 6 + sum(item_costs[:n]) + sum(header_cost[h] for h in headers)
+            headers = {h for i in items if (h := recall_items[i].header)}
+            return 6 + sum(item_costs[i] for i in items) + sum(header_cost[h] for h in headers)
 
         def fixed() -> int:
             n = REPLY_PRIMER + MESSAGE_OVERHEAD + count(texts["system"]) + 2
@@ -207,18 +207,33 @@ class ContextBuilder:
 
         # Fit with cheap per-piece estimates first; the exact count is checked below.
         base = fixed()
-        n_recall = len(recall_items)
+        everything = list(range(len(recall_items)))
         while (
-            base + recall_estimate(n_recall) + sum(window_costs) > budget and len(window_costs) > 1
+            base + recall_estimate(everything) + sum(window_costs) > budget
+            and len(window_costs) > 1
         ):
             window_costs.pop(0)
             window_texts.pop(0)
             window_msgs.pop(0)
             dropped["window"] += 1
-        while base + recall_estimate(n_recall) + sum(window_costs) > budget and n_recall:
-            n_recall -= 1
-            dropped["recall"] += 1
-        recall_items = recall_items[:n_recall]
+        # The recalled block is shortened from its least relevant end, but a smaller
+        # item further down still goes in where a larger one did not fit.
+        room = budget - base - sum(window_costs) - 6
+        chosen: list[int] = []
+        headers: set[str] = set()
+        for i in everything:
+            header = recall_items[i].header
+            cost = item_costs[i] + (header_cost[header] if header and header not in headers else 0)
+            if cost <= room:
+                chosen.append(i)
+                room -= cost
+                if header:
+                    headers.add(header)
+            else:
+                dropped["recall"] += 1
+        kept = set(chosen)
+        skipped = [recall_items[i] for i in everything if i not in kept]
+        recall_items = [recall_items[i] for i in chosen]
 
         def system_text() -> str:
             parts = [texts["system"]]
@@ -244,6 +259,21 @@ class ContextBuilder:
         while total() > budget and recall_items:
             recall_items.pop()
             dropped["recall"] += 1
+        # The estimates err on the safe side: use what room is left on skipped items.
+        slack = budget - total()
+        for item in skipped:
+            if slack < 8:
+                break
+            if count(item.text) + 1 > slack:
+                continue
+            recall_items.append(item)
+            recall_items.sort(key=lambda i: i.rank)
+            now = total()
+            if now > budget:
+                recall_items.remove(item)
+            else:
+                slack = budget - now
+                dropped["recall"] -= 1
         # Oversized pieces are cut, with a visible marker.
         if total() > budget and window_texts:
             keep = count(window_texts[0]) - (total() - budget)

@@ -23,6 +23,7 @@ turns, :func:`compute` returns one value per candidate for each feature in
 ``cap_who``     a "who/where/which" question and a turn with a proper name
 ``first``       the turn opens its session
 ``len``         log(1 + number of terms) of the turn
+``bm_pair``     BM25 of the question's adjacent term pairs in the turn's window (phrases)
 ``bm_topic``    BM25 of the content of the turn's topic (topic tree)
 ``bm_sess``     BM25 of the content of the turn's session topic (topic tree)
 ``cov_topic``   share of the question's terms in the turn's topic (topic tree)
@@ -45,13 +46,13 @@ from datetime import datetime
 import numpy as np
 
 from arbormem.store.base import Backend, Row, Thread
-from arbormem.text import query_terms, words
+from arbormem.text import analyze, pairs, query_terms, words
 from arbormem.timeexpr import DateRange, closeness, find_ranges
 
 FEATURES: tuple[str, ...] = (
     "bm_t", "bm_w", "bm_prev", "bm_next", "sess_max", "cov_t", "cov_w",
     "de_t", "de_w", "de_s", "spk", "temp", "when_time", "num_count", "cap_who",
-    "first", "len", "bm_topic", "bm_sess", "cov_topic", "cov_sess",
+    "first", "len", "bm_pair", "bm_topic", "bm_sess", "cov_topic", "cov_sess",
 )  # fmt: skip
 #: Features that need the topic tree (zero when it is off).
 TREE_FEATURES = ("bm_topic", "bm_sess", "cov_topic", "cov_sess")
@@ -67,6 +68,7 @@ MAXNORM = frozenset(
         "de_s",
         "bm_topic",
         "bm_sess",
+        "bm_pair",
     }
 )
 
@@ -97,6 +99,7 @@ class Question:
     text: str
     terms: list[str]
     names: set[str] = field(default_factory=set)
+    pairs: list[str] = field(default_factory=list)
     ranges: list[DateRange] = field(default_factory=list)
     when: bool = False
     count: bool = False
@@ -112,6 +115,7 @@ class Question:
         return cls(
             text=text,
             terms=query_terms(text),
+            pairs=list(dict.fromkeys(pairs(analyze(text)))),
             names=names,
             ranges=find_ranges(text, now),
             when=low.startswith("when")
@@ -190,6 +194,10 @@ def features(
     around = cands.around
     bm_turn = _bm25(backend, "turn", terms)
     bm_win = _bm25(backend, "window", terms)
+    qpairs = set(question.pairs)
+    bm_pairs = _bm25(backend, "pair", question.pairs) if qpairs else None
+    ptf: dict[int, dict[str, int]] = {}
+    plen: dict[int, int] = {}
     # Per document only the query's terms matter: their frequencies and the length.
     qtf: dict[int, dict[str, int]] = {}
     lengths: dict[int, int] = {}
@@ -204,6 +212,14 @@ def features(
                         counts[tok] = counts.get(tok, 0) + 1
                 qtf[rid] = counts
                 lengths[rid] = len(toks)
+                doc_pairs = pairs(toks)
+                plen[rid] = len(doc_pairs)
+                if qpairs:
+                    pc: dict[str, int] = {}
+                    for pr in doc_pairs:
+                        if pr in qpairs:
+                            pc[pr] = pc.get(pr, 0) + 1
+                    ptf[rid] = pc
                 turn_score[rid] = bm_turn.score(counts, lengths[rid]) if counts else 0.0
     session_best: dict[tuple[int, str], float] = {}
     for rowid in ids:
@@ -226,6 +242,15 @@ def features(
         x = X[i]
         x[col["bm_t"]] = turn_score.get(rowid, 0.0)
         x[col["bm_w"]] = bm_win.score(window, window_len) if window else 0.0
+        if bm_pairs is not None:
+            pwin: dict[str, int] = {}
+            pwin_len = 0
+            for rid, _, _ in neighbourhood:
+                for t, f in ptf.get(rid, {}).items():
+                    pwin[t] = pwin.get(t, 0) + f
+                pwin_len += plen.get(rid, 0)
+            if pwin:
+                x[col["bm_pair"]] = bm_pairs.score(pwin, pwin_len)
         if pos is not None and pos > 0:
             x[col["bm_prev"]] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
         if pos is not None and pos + 1 < len(neighbourhood):

@@ -110,9 +110,8 @@ _SPECS: dict[str, ModeSpec] = {
         "conversation",
         window=25,
         system_addition=(
-            "Keep the conversation coherent: use the tracked topics and names to stay "
-            "consistent with what the user has already said, and bring earlier details "
-            "back when they matter to the answer."
+            "Stay consistent with the names and facts the user has shared, and bring "
+            "earlier details back when they matter."
         ),
     ),
     "code": ModeSpec(

@@ -69,6 +69,7 @@ class _ThreadFacts:
     upto: int = -1
     names: list[str] = field(default_factory=list)
     latest: datetime | None = None
+    generation: int = -1
 
 
 class Retriever:
@@ -101,12 +102,16 @@ class Retriever:
         for thread in threads:
             state = self.backend.state(thread)
             facts = self._facts.get(thread.id)
-            if facts is None or facts.upto != state.max_rowid:
-                last = self.backend.last_session(thread)
-                facts = _ThreadFacts(
-                    state.max_rowid, self.backend.speakers(thread), last.last_at if last else None
-                )
+            if facts is None or facts.generation != state.generation:
+                facts = _ThreadFacts(generation=state.generation)
                 self._facts[thread.id] = facts
+            if facts.upto != state.max_rowid:
+                # Only what was added since: a million-message thread is not rescanned.
+                new = self.backend.speakers(thread, after_rowid=max(facts.upto, 0))
+                facts.names = sorted(set(facts.names) | set(new))
+                last = self.backend.last_session(thread)
+                facts.latest = last.last_at if last else None
+                facts.upto = state.max_rowid
             names.extend(facts.names)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest

@@ -206,7 +206,6 @@ BLOCK_AT = 0.9
 def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]:
     """Recalled turns (grouped under their session's date) and topic paths, ranked."""
     from arbormem.context import RecallItem
-    from arbormem.timeutil import display
 
     items = []
     rank = 0
@@ -221,16 +220,16 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
             RecallItem(
                 text=text,
                 rank=rank,
-                header=f"[{display(m.timestamp, seconds=False)}] {m.session}",
+                header=f"[{m.timestamp:%Y-%m-%d}]",
                 when=m.timestamp,
                 order=m.index,
             )
         )
         rank += 2
-    # Topic paths rank after the first few turns: they frame the recall but the turns
-    # themselves carry the facts.
+    # Topic paths come after the turns: they frame the recall, but the turns carry
+    # the facts, so a tight budget spends itself on turns first.
     for i, path in enumerate(paths):
-        items.append(RecallItem(text=path.render(max_summary_words=25), rank=9 + 4 * i))
+        items.append(RecallItem(text=path.render(max_summary_words=25), rank=rank + i))
     return items
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 import Stemmer
 
@@ -282,6 +283,11 @@ def analyze(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(analyze(text)))
+
+
+def pairs(terms: Sequence[str]) -> list[str]:
+    """Adjacent term pairs (``support_group``): the phrase key of the index."""
+    return [f"{a}_{b}" for a, b in pairwise(terms) if a != b]
 
 
 def fts_query(terms: Iterable[str]) -> str:

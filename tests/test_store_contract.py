@@ -61,7 +61,7 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     assert [s.id for s in backend.sessions(t)] == ["s1", "s2"]
     assert backend.last_session(t).id == "s2"  # type: ignore[union-attr]
     assert backend.count(t) == 3 and backend.state(t).next_index == 3
-    assert backend.state(t).sessions == 2
+    assert len(backend.sessions(t)) == 2
     assert [r.message.content for r in backend.messages(t, session="s1")] == ["one", "two"]
     assert [r.message.index for r in backend.messages(t, start=1, end=3)] == [1, 2]
 

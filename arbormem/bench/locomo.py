@@ -49,6 +49,8 @@ from arbormem.tokens import TokenCounter, default_counter
 
 ALL_SYSTEMS = ("arbormem", "flat", "bm25", "dense", "window", "full")
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
+#: The session a benchmark question is asked in (new: no sliding window).
+BENCH_SESSION = "bench-question"
 #: Turns retrieved per question: enough for recall@20 and to fill the budget.
 RANK_DEPTH = 80
 #: Distractor sessions are numbered from here, far above any real LoCoMo session.
@@ -233,6 +235,10 @@ class System:
     def context(self, question: str, ranking: list[str], budget: int) -> str:
         raise NotImplementedError
 
+    def extra_contexts(self, question: str, ranking: list[str], budget: int) -> dict[str, str]:
+        """Other renderings scored beside the main context (for comparisons)."""
+        return {}
+
     def config(self) -> dict[str, Any]:
         return {}
 
@@ -251,9 +257,11 @@ class ArbormemSystem(System):
         recall: RecallConfig | None,
         workdir: Path,
         tree: bool = True,
+        assemble: bool = False,
     ) -> None:
         self.name = name
         self.tree = tree
+        self.assemble = assemble
         self.embedder = embedder
         self.counter = counter
         self.recall = recall or RecallConfig()
@@ -279,7 +287,17 @@ class ArbormemSystem(System):
         return [self.dia_of[h.message.id] for h in hits]
 
     def context(self, question: str, ranking: list[str], budget: int) -> str:
-        return render_turns([self.turn_of[d] for d in ranking], budget, self.counter)
+        if not self.assemble:
+            return render_turns([self.turn_of[d] for d in ranking], budget, self.counter)
+        assert self.memory is not None
+        # The question opens a new session: no sliding window, everything is recall.
+        ctx = self.memory.context(question, budget_tokens=budget, session=BENCH_SESSION)
+        return ctx.text
+
+    def extra_contexts(self, question: str, ranking: list[str], budget: int) -> dict[str, str]:
+        if not self.assemble:
+            return {}
+        return {"plain": render_turns([self.turn_of[d] for d in ranking], budget, self.counter)}
 
     def config(self) -> dict[str, Any]:
         return {
@@ -288,7 +306,10 @@ class ArbormemSystem(System):
             "tree": self.tree,
             "llm": None,
             "store": "sqlite",
-            "context": "top-ranked turns by session with dates",
+            "context": "Memory.context() in a new session (system prompt, recalled topics "
+            "and turns)"
+            if self.assemble
+            else "top-ranked turns by session with dates",
         }
 
     def close(self) -> None:
@@ -346,9 +367,11 @@ def make_systems(
     out: list[System] = []
     for name in names:
         if name == "arbormem":
-            out.append(ArbormemSystem(name, embedder, counter, base, workdir))
+            out.append(ArbormemSystem(name, embedder, counter, base, workdir, assemble=True))
         elif name == "flat":
-            out.append(ArbormemSystem(name, embedder, counter, base, workdir, tree=False))
+            out.append(
+                ArbormemSystem(name, embedder, counter, base, workdir, tree=False, assemble=True)
+            )
         elif name == "bm25":
             # BM25 over single turns, ranked by its own score alone.
             cfg = replace(
@@ -429,6 +452,7 @@ def run(
                             [text_of[e] for e in sorted(q.evidence)],
                             counter.count(context),
                             ms,
+                            system.extra_contexts(q.text, ranking, budget),
                         )
         finally:
             for system in runners:

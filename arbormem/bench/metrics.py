@@ -72,6 +72,7 @@ class Accumulator:
         evidence_texts: Sequence[str],
         context_tokens: int,
         ms: float,
+        extra_contexts: dict[str, str] | None = None,
     ) -> None:
         ranking = dedupe(ranking)
         values = {f"recall@{k}": recall_at(ranking, evidence, k) for k in RECALL_KS}
@@ -79,6 +80,8 @@ class Accumulator:
         values["session_hit@1"] = session_hit_at_1(ranking, evidence, session_of)
         values[f"budget_recall@{self.budget}"] = budget_recall(context, evidence_texts)
         values["context_tokens_mean"] = float(context_tokens)
+        for name, text in (extra_contexts or {}).items():
+            values[f"budget_recall_{name}@{self.budget}"] = budget_recall(text, evidence_texts)
         self.scores.append(QuestionScore(category, values))
         self.query_ms.append(ms)
 

@@ -22,9 +22,10 @@ import numpy as np
 
 from arbormem.models import Message, Session
 
-#: Lexical keys every back-end indexes for each message: the turn alone, and
-#: the turn with its neighbours in the same session (one before, one after).
-LEXICAL_KEYS = ("turn", "window")
+#: Lexical keys every back-end indexes for each message: the turn alone, the
+#: turn with its neighbours in the same session (two before, two after), and the
+#: adjacent term pairs of that same window (a cheap phrase index).
+LEXICAL_KEYS = ("turn", "window", "pair")
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,6 @@ class ThreadState:
 
     generation: int
     max_rowid: int
-    sessions: int
     #: The position the next appended message will get.
     next_index: int = 0
 
@@ -264,8 +264,8 @@ class Backend(abc.ABC):
         (itself included): ``(rowid, index, analysed terms)`` in order."""
 
     @abc.abstractmethod
-    def speakers(self, thread: Thread) -> list[str]:
-        """Distinct speaker names in a thread."""
+    def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
+        """Distinct speaker names in a thread (of messages after ``after_rowid``)."""
 
     @abc.abstractmethod
     def allowed_rowids(self, threads: Sequence[Thread], filters: Filters) -> np.ndarray:

@@ -160,6 +160,19 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        "a phrase key: adjacent term pairs of each turn's window",
+        """
+        CREATE VIRTUAL TABLE pair_fts USING fts5 (
+            terms, tokenize = "unicode61 remove_diacritics 0 tokenchars '_'"
+        );
+        CREATE VIRTUAL TABLE pair_vocab USING fts5vocab (pair_fts, 'row')
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
@@ -195,6 +208,30 @@ def _rebuild_windows_and_stats(conn: sqlite3.Connection) -> None:
 
 
 STEPS[4] = _rebuild_windows_and_stats
+
+
+def _build_pairs(conn: sqlite3.Connection) -> None:
+    from arbormem.store.sqlite import WINDOW_RADIUS, window_doc
+    from arbormem.text import pairs
+
+    tokens = 0
+    sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+    for sid in sessions:
+        rows = conn.execute(
+            "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+            " WHERE m.session_id = ? ORDER BY m.idx",
+            (sid,),
+        ).fetchall()
+        docs = [" ".join(pairs(t.split())) for _, t in rows]
+        for i, (rowid, _) in enumerate(rows):
+            doc = window_doc(docs[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1])
+            tokens += len(doc.split())
+            conn.execute("INSERT INTO pair_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+    docs_n = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    conn.execute("INSERT OR REPLACE INTO lexicon_stats VALUES ('pair', ?, ?)", (docs_n, tokens))
+
+
+STEPS[5] = _build_pairs
 
 LATEST = MIGRATIONS[-1][0]
 

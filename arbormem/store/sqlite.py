@@ -39,7 +39,7 @@ from arbormem.store.base import (
     TreeState,
 )
 from arbormem.store.schema import migrate
-from arbormem.text import fts_query
+from arbormem.text import fts_query, pairs
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 
 _ROW_SELECT = (
@@ -281,8 +281,13 @@ class SQLiteBackend(Backend):
                 "SELECT next_index FROM threads WHERE id = ?", (thread.id,)
             ).fetchone()[0]
             sessions: dict[str, int] = {}
-            # Per session: the last two (rowid, terms) pairs, to maintain window keys.
+            # Per session: (rowid, terms) of the messages whose windows this batch changes:
+            # the last few already stored, then the new ones.
             tails: dict[int, list[tuple[int, str]]] = {}
+            fresh: dict[int, int] = {}
+            span: dict[int, list[str]] = {}
+            counts: dict[int, int] = {}
+            turn_docs = turn_tokens = 0
             for m in messages:
                 if m.index is not None:
                     if m.index < next_index:
@@ -296,11 +301,11 @@ class SQLiteBackend(Backend):
                 if sid is None:
                     sid = self._session_id(thread, m.session, ts, next_index)
                     sessions[m.session] = sid
-                c.execute(
-                    "UPDATE sessions SET message_count = message_count + 1,"
-                    " last_at = MAX(last_at, ?), started_at = MIN(started_at, ?) WHERE id = ?",
-                    (ts, ts, sid),
-                )
+                    tails[sid] = self._session_tail(sid, next_index)
+                    fresh[sid] = len(tails[sid])
+                    span[sid] = [ts, ts]
+                span[sid] = [min(span[sid][0], ts), max(span[sid][1], ts)]
+                counts[sid] = counts.get(sid, 0) + 1
                 meta = json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True)
                 try:
                     rowid = c.execute(
@@ -323,12 +328,9 @@ class SQLiteBackend(Backend):
                     raise StoreError(f"message id {m.id!r} already exists in {self.path}") from exc
                 assert rowid is not None
                 c.execute("INSERT INTO turn_fts (rowid, terms) VALUES (?, ?)", (rowid, m.terms))
-                self._bump_stats("turn", 1, len(m.terms.split()))
-                tail = tails.get(sid)
-                if tail is None:
-                    tail = self._session_tail(sid, next_index)
-                    tails[sid] = tail
-                self._extend_windows(tail, rowid, m.terms)
+                turn_docs += 1
+                turn_tokens += len(m.terms.split())
+                tails[sid].append((rowid, m.terms))
                 message = Message(
                     id=m.id,
                     role=m.role,
@@ -343,6 +345,18 @@ class SQLiteBackend(Backend):
                 )
                 out.append(Row(rowid, message, m.chash))
                 next_index += 1
+            self._bump_stats("turn", turn_docs, turn_tokens)
+            for sid, rows in tails.items():
+                # Each changed window is written once per batch: the stored messages near
+                # the new ones gain neighbours; the new ones get their first window.
+                first_new = fresh[sid]
+                for j in range(max(0, first_new - WINDOW_RADIUS), len(rows)):
+                    self._write_windows(rows, j, new=j >= first_new)
+                c.execute(
+                    "UPDATE sessions SET message_count = message_count + ?,"
+                    " started_at = MIN(started_at, ?), last_at = MAX(last_at, ?) WHERE id = ?",
+                    (counts[sid], span[sid][0], span[sid][1], sid),
+                )
             c.execute("UPDATE threads SET next_index = ? WHERE id = ?", (next_index, thread.id))
             if vectors and model_id:
                 self.put_vectors(model_id, vectors)
@@ -379,24 +393,29 @@ class SQLiteBackend(Backend):
             (key, docs, tokens),
         )
 
-    def _write_window(self, rowid: int, doc: str) -> None:
-        """Replace one window document, keeping the running statistics exact."""
+    def _write_window(self, key: str, rowid: int, doc: str, new: bool = False) -> None:
+        """Replace one window document (``window`` or ``pair`` key), keeping the
+        running statistics exact. ``new`` skips looking for a previous version."""
         c = self._writer
-        old = c.execute("SELECT terms FROM window_fts WHERE rowid = ?", (rowid,)).fetchone()
+        table = f"{key}_fts"
+        old = (
+            None
+            if new
+            else c.execute(f"SELECT terms FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
+        )
         if old is not None:
-            c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
-        c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+            c.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (rowid, doc))
         before = len(old[0].split()) if old else 0
-        self._bump_stats("window", 0 if old else 1, len(doc.split()) - before)
+        self._bump_stats(key, 0 if old else 1, len(doc.split()) - before)
 
-    def _extend_windows(self, tail: list[tuple[int, str]], rowid: int, terms: str) -> None:
-        """Index the new turn's window and widen the windows before it to include it."""
-        tail.append((rowid, terms))
-        n = len(tail)
-        for j in range(max(0, n - WINDOW_RADIUS - 1), n):
-            parts = [t for _, t in tail[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]]
-            self._write_window(tail[j][0], window_doc(parts))
-        del tail[: -2 * WINDOW_RADIUS]
+    def _write_windows(self, rows: Sequence[tuple[int, str]], j: int, new: bool = False) -> None:
+        """Both window keys of ``rows[j]`` from its neighbours in ``rows``."""
+        part = rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]
+        self._write_window("window", rows[j][0], window_doc([t for _, t in part]), new)
+        self._write_window(
+            "pair", rows[j][0], window_doc([" ".join(pairs(t.split())) for _, t in part]), new
+        )
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
         """Recompute the window key of every message in these sessions."""
@@ -407,9 +426,8 @@ class SQLiteBackend(Backend):
                 " WHERE m.session_id = ? ORDER BY m.idx",
                 (sid,),
             ).fetchall()
-            for i, (rowid, _) in enumerate(rows):
-                parts = [t for _, t in rows[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1]]
-                self._write_window(rowid, window_doc(parts))
+            for i in range(len(rows)):
+                self._write_windows(rows, i)
 
     # -- reads --------------------------------------------------------------------
 
@@ -482,13 +500,12 @@ class SQLiteBackend(Backend):
         with self._reading() as conn:
             row = conn.execute(
                 "SELECT t.generation, (SELECT MAX(id) FROM messages WHERE thread_id = t.id),"
-                " (SELECT COUNT(*) FROM sessions s WHERE s.thread_id = t.id), t.next_index"
-                " FROM threads t WHERE t.id = ?",
+                " t.next_index FROM threads t WHERE t.id = ?",
                 (thread.id,),
             ).fetchone()
         if not row:
-            return ThreadState(-1, 0, 0, 0)
-        return ThreadState(int(row[0]), int(row[1] or 0), int(row[2] or 0), int(row[3]))
+            return ThreadState(-1, 0, 0)
+        return ThreadState(int(row[0]), int(row[1] or 0), int(row[2]))
 
     def count(self, thread: Thread) -> int:
         with self._reading() as conn:
@@ -611,14 +628,14 @@ class SQLiteBackend(Backend):
                     out.setdefault(anchor, []).append((rowid, idx, terms))
         return out
 
-    def speakers(self, thread: Thread) -> list[str]:
+    def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
         with self._reading() as conn:
             return [
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT speaker FROM messages WHERE thread_id = ?"
+                    "SELECT DISTINCT speaker FROM messages WHERE thread_id = ? AND id > ?"
                     " AND speaker IS NOT NULL",
-                    (thread.id,),
+                    (thread.id, after_rowid),
                 )
             ]
 
@@ -705,7 +722,7 @@ class SQLiteBackend(Backend):
             ):
                 touched_sessions.add(sid)
                 chashes.add(chash)
-            for key in ("turn", "window"):
+            for key in LEXICAL_KEYS:
                 sizes = [
                     len(t.split())
                     for (t,) in c.execute(
@@ -748,7 +765,7 @@ class SQLiteBackend(Backend):
     def purge(self) -> None:
         """Merge the full-text indexes and checkpoint, so deleted terms leave the file."""
         with self.transaction():
-            for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
+            for table in ("turn_fts", "window_fts", "pair_fts", "topic_fts", "segment_fts"):
                 self._writer.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         if not self._memory:
             try:
