@@ -46,7 +46,7 @@ from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.service import Trees
 from arbormem.tree.view import TopicNode
-from arbormem.vectors import VectorCache
+from arbormem.vectors import ANN_THRESHOLD, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ class Memory:
         synchronous: str = "NORMAL",
         tree: TreeConfig | bool | None = None,
         llm: Any = UNSET,
+        ann_threshold: int | Any = UNSET,
     ) -> None:
         settings = store_settings(
             db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
@@ -119,7 +120,11 @@ class Memory:
         self.path = getattr(self.backend, "path", settings.db)
         inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
-        self.vectors = VectorCache(self.backend, self.embedder)
+        ann_threshold = resolve(
+            ann_threshold, "ARBORMEM_ANN_THRESHOLD", "ann_threshold", ANN_THRESHOLD, int
+        )
+        folder = None if self.path == ":memory:" else Path(f"{self.path}.ann")
+        self.vectors = VectorCache(self.backend, self.embedder, folder, ann_threshold)
         if isinstance(tree, TreeConfig):
             self.tree_config = tree
         else:
@@ -170,6 +175,10 @@ class Memory:
             self.trees.close()
             if self._working is not None:
                 self._working.close()
+            try:
+                self.vectors.save()
+            except Exception as exc:  # a cache: losing it only costs a rebuild
+                log.warning("could not save the vector index: %s", exc)
             if self.llm is not None:
                 self.llm.close()
             self.backend.close()
@@ -319,7 +328,6 @@ class Memory:
                 self.vectors.appended(
                     thread,
                     [r.rowid for r in rows],
-                    [r.message.session for r in rows],
                     np.vstack([vectors[r.chash] for r in rows]),
                 )
         if self._idle is not None:
@@ -589,6 +597,7 @@ class Memory:
             self.embedder.discard(deleted.chashes)
         for thread in threads:
             self.vectors.invalidate(thread)
+            self.vectors.discard_files(thread)
             self.grower.forget_cursor(thread)
 
     # -- working memory and context --------------------------------------------------------------

@@ -14,9 +14,11 @@ deleted rows, and embeds rows that have no vector for the current model yet
 from __future__ import annotations
 
 import abc
+import json
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -145,104 +147,308 @@ class ExactIndex(VectorIndex):
         return out
 
 
+class AnnIndex(VectorIndex):
+    """Approximate nearest neighbours (usearch HNSW, float16 storage, cosine).
+
+    Takes over from :class:`ExactIndex` when a thread outgrows
+    ``ANN_THRESHOLD`` vectors; searches in about a millisecond whatever the
+    size, and is saved beside the database so reopening does not rebuild it.
+    """
+
+    def __init__(self, dim: int) -> None:
+        from usearch.index import Index
+
+        self.dim = dim
+        self._index = Index(
+            ndim=dim,
+            metric="cos",
+            dtype="f16",
+            connectivity=16,
+            expansion_add=64,
+            expansion_search=160,
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        ids = np.asarray(ids, dtype=np.uint64)
+        if ids.size:
+            self._index.add(
+                ids, np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim), threads=0
+            )
+
+    def remove(self, ids: np.ndarray) -> None:
+        ids = np.asarray(ids, dtype=np.uint64)
+        present = ids[self._index.contains(ids)] if ids.size else ids
+        if present.size:
+            self._index.remove(present)
+
+    def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.asarray(ids, dtype=np.uint64)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        if not ids.size:
+            return np.zeros(0, dtype=bool), out
+        found = np.asarray(self._index.contains(ids), dtype=bool)
+        if found.any():
+            got = self._index.get(ids[found], dtype="f32")
+            out[found] = np.asarray(got, dtype=np.float32).reshape(-1, self.dim)
+        return found, out
+
+    def scores(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        found, vecs = self.get(ids)
+        out = np.full(len(found), np.nan, dtype=np.float32)
+        out[found] = vecs[found] @ np.asarray(query, dtype=np.float32)
+        return out
+
+    def search(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if len(self) == 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        q = np.asarray(query, dtype=np.float32)
+        if allowed is not None and len(allowed) <= 20_000:
+            # A narrow filter: exact cosine over the allowed rows is cheaper and complete.
+            found, vecs = self.get(allowed)
+            ids = np.asarray(allowed, dtype=np.int64)[found]
+            scores = vecs[found] @ q
+            top = np.argsort(-scores, kind="stable")[:k]
+            return ids[top], scores[top]
+        want = k if allowed is None else k * 8
+        matches = self._index.search(q, min(want, len(self)))
+        ids = np.asarray(matches.keys, dtype=np.int64)
+        scores = 1.0 - np.asarray(matches.distances, dtype=np.float32)
+        if allowed is not None:
+            keep = np.isin(ids, allowed)
+            ids, scores = ids[keep], scores[keep]
+        return ids[:k], scores[:k]
+
+    def save(self, path: Path) -> None:
+        self._index.save(str(path))
+
+    @classmethod
+    def load(cls, path: Path, dim: int) -> AnnIndex:
+        from usearch.index import Index
+
+        restored = Index.restore(str(path), view=False)
+        if restored is None or restored.ndim != dim:
+            raise ValueError(f"{path} is not an index of {dim}-d vectors")
+        # The type stub misses the setter.
+        restored.expansion_search = 160  # type: ignore[misc]
+        index = cls.__new__(cls)
+        index.dim = dim
+        index._index = restored
+        return index
+
+    @classmethod
+    def from_exact(cls, exact: ExactIndex) -> AnnIndex:
+        index = cls(exact.dim)
+        for start in range(0, len(exact), 50_000):
+            index.add(exact.ids[start : start + 50_000], exact.matrix[start : start + 50_000])
+        return index
+
+
+#: Threads with more vectors than this search an approximate index.
+ANN_THRESHOLD = 50_000
+
+
 class _Entry:
-    __slots__ = ("generation", "index", "session_n", "session_sum", "upto")
+    __slots__ = ("dirty", "generation", "index", "upto")
 
     def __init__(self, index: VectorIndex, generation: int, upto: int) -> None:
         self.index = index
         self.generation = generation
         self.upto = upto
-        #: Running sum and count of vectors per session key (session centroids).
-        self.session_sum: dict[str, np.ndarray] = {}
-        self.session_n: dict[str, int] = {}
-
-    def add(self, ids: np.ndarray, sessions: Sequence[str], vectors: np.ndarray) -> None:
-        self.index.add(ids, vectors)
-        for key, vec in zip(sessions, vectors):
-            if key in self.session_sum:
-                self.session_sum[key] += vec
-                self.session_n[key] += 1
-            else:
-                self.session_sum[key] = np.array(vec, dtype=np.float32)
-                self.session_n[key] = 1
+        #: Vectors added since the index was last saved.
+        self.dirty = 0
 
 
 class VectorCache:
-    """One vector index per thread, lazily loaded and kept in step with writes."""
+    """One vector index per thread, lazily loaded and kept in step with writes.
 
-    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+    With a ``folder``, approximate indexes are saved there (one file per
+    thread, with a small JSON file saying which model, generation and rows it
+    holds) and restored on the next open; a stale or damaged file is rebuilt.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        folder: Path | None = None,
+        ann_threshold: int = ANN_THRESHOLD,
+    ) -> None:
         self.backend = backend
         self.embedder = embedder
+        self.folder = folder
+        self.ann_threshold = ann_threshold
         self._entries: dict[int, _Entry] = {}
+        self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
         self._lock = threading.RLock()
+
+    # -- persistence -----------------------------------------------------------------
+
+    def _files(self, thread: Thread) -> tuple[Path, Path] | None:
+        if self.folder is None:
+            return None
+        return (
+            self.folder / f"thread-{thread.id}.usearch",
+            self.folder / f"thread-{thread.id}.json",
+        )
+
+    def _restore(self, thread: Thread, state: ThreadState) -> _Entry | None:
+        files = self._files(thread)
+        if files is None or not files[0].exists() or not files[1].exists():
+            return None
+        try:
+            meta = json.loads(files[1].read_text())
+            if (
+                meta.get("model") != self.embedder.model_id
+                or meta.get("generation") != state.generation
+                or int(meta.get("upto", 0)) > state.max_rowid
+            ):
+                return None
+            index = AnnIndex.load(files[0], self.embedder.dimensions)
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.warning("vector index %s unusable, rebuilding it: %s", files[0], exc)
+            return None
+        return _Entry(index, state.generation, int(meta["upto"]))
+
+    def _save(self, thread: Thread, entry: _Entry) -> None:
+        files = self._files(thread)
+        if files is None or not isinstance(entry.index, AnnIndex):
+            return
+        files[0].parent.mkdir(parents=True, exist_ok=True)
+        tmp = files[0].with_suffix(".tmp")
+        entry.index.save(tmp)
+        tmp.replace(files[0])
+        files[1].write_text(
+            json.dumps(
+                {
+                    "model": self.embedder.model_id,
+                    "generation": entry.generation,
+                    "upto": entry.upto,
+                    "count": len(entry.index),
+                }
+            )
+        )
+        entry.dirty = 0
+
+    def discard_files(self, thread: Thread) -> None:
+        """Delete a thread's saved index: it may hold vectors of forgotten messages."""
+        files = self._files(thread)
+        for f in files or ():
+            f.unlink(missing_ok=True)
+
+    def save(self) -> None:
+        """Save approximate indexes that changed (on close)."""
+        with self._lock:
+            for thread_id, entry in self._entries.items():
+                if entry.dirty and isinstance(entry.index, AnnIndex):
+                    self._save(Thread(thread_id, "", ""), entry)
+
+    # -- keeping in step -------------------------------------------------------------------
 
     def _entry(self, thread: Thread, state: ThreadState | None = None) -> _Entry:
         state = state or self.backend.state(thread)
         with self._lock:
             entry = self._entries.get(thread.id)
             if entry is None or entry.generation != state.generation:
-                entry = _Entry(ExactIndex(self.embedder.dimensions), state.generation, 0)
+                entry = self._restore(thread, state) or _Entry(
+                    ExactIndex(self.embedder.dimensions), state.generation, 0
+                )
                 self._entries[thread.id] = entry
             if entry.upto < state.max_rowid:
-                self._catch_up(thread, entry)
-                entry.upto = state.max_rowid
+                self._catch_up(thread, entry, state.max_rowid)
             return entry
 
     def index(self, thread: Thread, state: ThreadState | None = None) -> VectorIndex:
         """The thread's index, brought up to date with the store first."""
         return self._entry(thread, state).index
 
-    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
-        """Unit-length mean vector of each session (those that have vectors)."""
-        entry = self._entry(thread)
-        out = {}
-        for key in sessions:
-            total = entry.session_sum.get(key)
-            if total is not None:
-                norm = float(np.linalg.norm(total))
-                out[key] = total / norm if norm else total
-        return out
-
-    def _catch_up(self, thread: Thread, entry: _Entry) -> None:
-        model = self.embedder.model_id
-        ids, sessions, matrix, missing = self.backend.thread_vectors(
-            thread, model, after_rowid=entry.upto
-        )
-        if len(ids):
-            entry.add(ids, sessions, matrix)
-        if missing:
-            # Rows stored without a vector of this model: embed them now and keep the result.
-            log.info("embedding %d messages with %s for thread %s", len(missing), model, thread.id)
-            texts = [row.message.text for row in missing]
-            vectors = self.embedder.embed_many(texts)
-            self.backend.put_vectors(model, {row.chash: v for row, v in zip(missing, vectors)})
-            order = np.argsort([row.rowid for row in missing])
-            entry.add(
-                np.asarray([missing[i].rowid for i in order], dtype=np.int64),
-                [missing[i].message.session for i in order],
-                vectors[order],
+    def _add(self, thread: Thread, entry: _Entry, ids: np.ndarray, vectors: np.ndarray) -> None:
+        entry.index.add(ids, vectors)
+        entry.dirty += len(ids)
+        if isinstance(entry.index, ExactIndex) and len(entry.index) > self.ann_threshold:
+            log.info(
+                "thread %s has %d vectors: switching to an approximate index",
+                thread.id,
+                len(entry.index),
             )
+            entry.index = AnnIndex.from_exact(entry.index)
+            entry.dirty = len(entry.index)
 
-    def appended(
-        self, thread: Thread, rowids: Sequence[int], sessions: Sequence[str], vectors: np.ndarray
-    ) -> None:
-        """Rows this process just wrote: extend a loaded index without a store round trip."""
+    def _catch_up(self, thread: Thread, entry: _Entry, upto: int) -> None:
+        model = self.embedder.model_id
+        while entry.upto < upto:
+            ids, _, matrix, missing = self.backend.thread_vectors(
+                thread, model, after_rowid=entry.upto, limit=50_000
+            )
+            if len(ids):
+                self._add(thread, entry, ids, matrix)
+            if missing:
+                # Rows stored without a vector of this model: embed them now, keep them.
+                log.info(
+                    "embedding %d messages with %s for thread %s", len(missing), model, thread.id
+                )
+                vectors = self.embedder.embed_many([row.message.text for row in missing])
+                self.backend.put_vectors(model, {r.chash: v for r, v in zip(missing, vectors)})
+                self._add(
+                    thread, entry, np.asarray([r.rowid for r in missing], dtype=np.int64), vectors
+                )
+            seen = [int(ids[-1])] if len(ids) else []
+            seen += [r.rowid for r in missing]
+            # Nothing left after upto (archived or vanished rows): the index is current.
+            entry.upto = max(seen) if seen else upto
+        if entry.dirty >= 100_000:
+            self._save(thread, entry)
+
+    def appended(self, thread: Thread, rowids: Sequence[int], vectors: np.ndarray) -> None:
+        """Rows this process just wrote: extend the index without a store round trip."""
         with self._lock:
             entry = self._entries.get(thread.id)
-            if entry is None or not len(rowids):
-                return
-            if min(rowids) <= entry.upto:
+            if entry is None or not len(rowids) or min(rowids) <= entry.upto:
                 return
             state = self.backend.state(thread)
             if state.generation != entry.generation or state.max_rowid != max(rowids):
-                return  # someone else wrote too; the next search reloads what it must
-            entry.add(np.asarray(rowids, dtype=np.int64), sessions, vectors)
+                return  # someone else wrote too; the next search catches up
+            if entry.upto != min(rowids) - 1 and entry.upto < min(rowids) - 1:
+                # Rows in between (from before this process looked) are read on next use.
+                return
+            self._add(thread, entry, np.asarray(rowids, dtype=np.int64), vectors)
             entry.upto = max(rowids)
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit-length mean vector of each session (those that have vectors)."""
+        index = self.index(thread)
+        members = self.backend.session_members(thread, sessions)
+        out: dict[str, np.ndarray] = {}
+        for key, rowids in members.items():
+            if not rowids:
+                continue
+            signature = (len(rowids), rowids[-1])
+            cached = self._centroids.get((thread.id, key))
+            if cached is not None and cached[0] == signature:
+                out[key] = cached[1]
+                continue
+            found, vecs = index.get(np.asarray(rowids, dtype=np.int64))
+            if not found.any():
+                continue
+            total = vecs[found].sum(axis=0)
+            norm = float(np.linalg.norm(total))
+            centroid = total / norm if norm else total
+            if len(self._centroids) > 20_000:
+                self._centroids.clear()
+            self._centroids[(thread.id, key)] = (signature, centroid)
+            out[key] = centroid
+        return out
 
     def invalidate(self, thread: Thread | None = None) -> None:
         """Drop cached indexes (one thread's, or all)."""
         with self._lock:
             if thread is None:
                 self._entries.clear()
+                self._centroids.clear()
             else:
                 self._entries.pop(thread.id, None)
+                self._centroids = {k: v for k, v in self._centroids.items() if k[0] != thread.id}

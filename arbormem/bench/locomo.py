@@ -30,6 +30,7 @@ from typing import Any
 
 from arbormem.bench.metrics import Accumulator
 from arbormem.bench.synth import generate_turns
+from arbormem.config import UNSET
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import InputError
 from arbormem.formats import (
@@ -258,8 +259,10 @@ class ArbormemSystem(System):
         workdir: Path,
         tree: bool = True,
         assemble: bool = False,
+        ann_threshold: int | None = None,
     ) -> None:
         self.name = name
+        self.ann_threshold = ann_threshold
         self.tree = tree
         self.assemble = assemble
         self.embedder = embedder
@@ -276,7 +279,12 @@ class ArbormemSystem(System):
         self._n += 1
         path = self.workdir / f"{self.name}-{self._n}.db"
         self.memory = Memory(
-            path, embedder=self.embedder, recall=self.recall, tree=self.tree, llm=None
+            path,
+            embedder=self.embedder,
+            recall=self.recall,
+            tree=self.tree,
+            llm=None,
+            ann_threshold=UNSET if self.ann_threshold is None else self.ann_threshold,
         )
         self.turn_of = {t.dia_id: t for t in conv.turns}
         self.dia_of = ingest_conversation(self.memory, conv)
@@ -304,6 +312,7 @@ class ArbormemSystem(System):
             "embedder": self.embedder.model_id,
             "recall": self.recall.to_dict(),
             "tree": self.tree,
+            "ann_threshold": self.ann_threshold,
             "llm": None,
             "store": "sqlite",
             "context": "Memory.context() in a new session (system prompt, recalled topics "
@@ -362,15 +371,19 @@ def make_systems(
     counter: TokenCounter,
     workdir: Path,
     recall: RecallConfig | None = None,
+    ann_threshold: int | None = None,
 ) -> list[System]:
     base = recall or RecallConfig()
     out: list[System] = []
+    ann: dict[str, Any] = {"ann_threshold": ann_threshold}
     for name in names:
         if name == "arbormem":
-            out.append(ArbormemSystem(name, embedder, counter, base, workdir, assemble=True))
+            out.append(ArbormemSystem(name, embedder, counter, base, workdir, assemble=True, **ann))
         elif name == "flat":
             out.append(
-                ArbormemSystem(name, embedder, counter, base, workdir, tree=False, assemble=True)
+                ArbormemSystem(
+                    name, embedder, counter, base, workdir, tree=False, assemble=True, **ann
+                )
             )
         elif name == "bm25":
             # BM25 over single turns, ranked by its own score alone.
@@ -382,11 +395,11 @@ def make_systems(
                 turn_candidates=100,
                 weights={"bm_t": 1.0},
             )
-            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False, **ann))
         elif name == "dense":
             # Cosine with the same embedder, alone.
             cfg = replace(base, lexical=False, weights={"de_t": 1.0})
-            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False))
+            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False, **ann))
         elif name == "window":
             out.append(WindowSystem(counter))
         elif name == "full":
@@ -408,6 +421,7 @@ def run(
     recall: RecallConfig | None = None,
     progress: Callable[[str], None] | None = None,
     distractors: int = 0,
+    ann_threshold: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result object.
 
@@ -421,7 +435,7 @@ def run(
     accs = {name: Accumulator(budget) for name in systems}
     n_questions = 0
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
-        runners = make_systems(systems, emb, counter, Path(tmp), recall)
+        runners = make_systems(systems, emb, counter, Path(tmp), recall, ann_threshold)
         try:
             for i, (source, conv) in enumerate(conversations):
                 questions = questions_of(conv)

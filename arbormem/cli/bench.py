@@ -91,6 +91,11 @@ def _table(result: dict[str, Any]) -> None:
     type=click.IntRange(min=0),
     help="Generated turns between other people added to each conversation's history.",
 )
+@click.option(
+    "--ann-threshold",
+    type=int,
+    help="Vectors per thread above which dense search is approximate (0 forces the index).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
@@ -101,6 +106,7 @@ def locomo(
     budget: int,
     embedder: str | None,
     distractors: int,
+    ann_threshold: int | None,
     as_json: bool,
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
@@ -129,6 +135,7 @@ def locomo(
         embedder=embedder or opts.embedder,
         progress=progress,
         distractors=distractors,
+        ann_threshold=ann_threshold,
     )
     if as_json:
         click.echo(to_json(result))

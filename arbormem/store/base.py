@@ -283,10 +283,15 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def thread_vectors(
-        self, thread: Thread, model_id: str, after_rowid: int = 0
+        self, thread: Thread, model_id: str, after_rowid: int = 0, limit: int | None = None
     ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
-        """Rows after ``after_rowid``: ``(rowids, session keys, matrix)`` of those with a
-        vector of ``model_id``, and the rows that have none yet."""
+        """Rows after ``after_rowid`` (the first ``limit`` of them): ``(rowids, session
+        keys, matrix)`` of those with a vector of ``model_id``, and the rows that have
+        none yet."""
+
+    @abc.abstractmethod
+    def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
+        """Row numbers of the (not archived) messages of these sessions, in order."""
 
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:

@@ -671,15 +671,16 @@ class SQLiteBackend(Backend):
             )
 
     def thread_vectors(
-        self, thread: Thread, model_id: str, after_rowid: int = 0
+        self, thread: Thread, model_id: str, after_rowid: int = 0, limit: int | None = None
     ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
         with self._reading() as conn:
             rows = conn.execute(
                 "SELECT m.id, s.key, v.vec FROM messages m"
                 " JOIN sessions s ON s.id = m.session_id"
                 " LEFT JOIN vectors v ON v.model = ? AND v.chash = m.chash"
-                " WHERE m.thread_id = ? AND m.id > ? AND m.archived = 0 ORDER BY m.id",
-                (model_id, thread.id, after_rowid),
+                " WHERE m.thread_id = ? AND m.id > ? AND m.archived = 0 ORDER BY m.id"
+                " LIMIT ?",
+                (model_id, thread.id, after_rowid, -1 if limit is None else limit),
             ).fetchall()
         have = [r for r in rows if r[2] is not None]
         missing_ids = [r[0] for r in rows if r[2] is None]
@@ -692,6 +693,22 @@ class SQLiteBackend(Backend):
         missing = list(self.rows(missing_ids).values()) if missing_ids else []
         missing.sort(key=lambda row: row.rowid)
         return ids, sessions, matrix, missing
+
+    def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
+        keys = list(dict.fromkeys(sessions))
+        out: dict[str, list[int]] = {k: [] for k in keys}
+        with self._reading() as conn:
+            for start in range(0, len(keys), 300):
+                chunk = keys[start : start + 300]
+                marks = ",".join("?" * len(chunk))
+                for key, rowid in conn.execute(
+                    "SELECT s.key, m.id FROM sessions s JOIN messages m ON m.session_id = s.id"
+                    f" WHERE s.thread_id = ? AND s.key IN ({marks}) AND m.archived = 0"
+                    " ORDER BY m.idx",
+                    [thread.id, *chunk],
+                ):
+                    out[key].append(int(rowid))
+        return out
 
     def prune_vectors(self, keep_model: str) -> int:
         with self.transaction():

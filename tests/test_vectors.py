@@ -1,0 +1,102 @@
+"""Dense indexes: exact below the threshold, approximate above, saved and restored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.vectors import AnnIndex, ExactIndex
+
+TOPICS = [
+    "garden tomatoes compost",
+    "car engine brakes",
+    "lisbon trip hotel",
+    "guitar chords",
+    "python code bug",
+    "marathon training",
+    "baking bread",
+    "chess openings",
+]
+
+
+def fill(mem: Memory, n: int) -> None:
+    mem.add_many(
+        [
+            {
+                "content": f"note {i} about {TOPICS[i % len(TOPICS)]} number {i % 13}",
+                "session": f"s{i // 20}",
+            }
+            for i in range(n)
+        ]
+    )
+
+
+def test_ann_matches_exact_on_the_same_vectors() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3000, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = np.arange(10, 3010, dtype=np.int64)
+    exact, ann = ExactIndex(32), AnnIndex(32)
+    exact.add(ids, x)
+    ann.add(ids, x)
+    overlap = 0
+    for q in x[:50]:
+        e, _ = exact.search(q, 20)
+        a, scores = ann.search(q, 20)
+        overlap += len(set(e.tolist()) & set(a.tolist()))
+        assert np.all(np.diff(scores) <= 1e-3)
+    assert overlap / (50 * 20) > 0.95
+    found, vecs = ann.get(np.asarray([10, 99999]))
+    assert found.tolist() == [True, False] and np.allclose(vecs[0], x[0], atol=1e-2)
+    allowed = ids[100:140]
+    got, _ = ann.search(x[120], 5, allowed)
+    assert got[0] == ids[120] and set(got.tolist()) <= set(allowed.tolist())
+    ann.remove(np.asarray([ids[0]]))
+    assert len(ann) == 2999
+
+
+def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> None:
+    db = tmp_path / "ann.db"
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        fill(mem, 300)
+        hits = mem.search("lisbon trip hotel", k=5)
+        thread = mem.backend.thread("default", "default")
+        assert isinstance(mem.vectors.index(thread), AnnIndex)
+        assert all("lisbon" in h.message.content for h in hits)
+    index_file = Path(f"{db}.ann") / "thread-1.usearch"
+    assert index_file.exists()
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        thread = mem.backend.thread("default", "default")
+        entry_index = mem.vectors.index(thread)
+        assert isinstance(entry_index, AnnIndex) and len(entry_index) == 300
+        mem.add("one more note about chess openings", session="s99")
+        assert len(mem.vectors.index(thread)) == 301
+        assert "chess" in mem.search("chess openings", k=1)[0].message.content
+
+
+def test_a_stale_or_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "stale.db"
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        fill(mem, 200)
+        mem.search("guitar", k=3)
+    folder = Path(f"{db}.ann")
+    (folder / "thread-1.usearch").write_bytes(b"not an index")
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        assert "guitar" in mem.search("guitar chords", k=1)[0].message.content
+        assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 200
+
+
+def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
+    db = tmp_path / "forget.db"
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        fill(mem, 200)
+        hit = mem.search("baking bread", k=1)[0]
+    folder = Path(f"{db}.ann")
+    assert (folder / "thread-1.usearch").exists()
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        mem.forget(hit.message.id)
+        assert not (folder / "thread-1.usearch").exists()
+        assert hit.message.id not in [h.message.id for h in mem.search("baking bread", k=50)]
