@@ -106,6 +106,8 @@ class RecallItem:
     header: str | None = None
     when: datetime | None = None
     order: int = 0
+    #: Relevance score (higher is better), used to pack the budget by value per token.
+    score: float | None = None
 
 
 def stamp(message: Message) -> str:
@@ -161,6 +163,26 @@ class ContextBuilder:
         if room <= 0:
             return self.counter.truncate(TRUNCATED, max(0, max_tokens))
         return self.counter.truncate(text, room).rstrip() + " " + TRUNCATED
+
+    #: How much a long item is penalised when packing: value / tokens ** DENSITY.
+    DENSITY = 0.2
+
+    @classmethod
+    def _packing_order(cls, items: Sequence[RecallItem], costs: Sequence[int]) -> list[int]:
+        """The order items are offered to the budget: by rank, or, when every item has
+        a relevance score, by relevance per token, so a tight budget is spent on
+        what is worth most for its size."""
+        if not items or any(i.score is None for i in items):
+            return list(range(len(items)))
+
+        # Relevance above the least relevant item: scores of a ranking share an offset
+        # that says nothing about worth, and would let short filler crowd out facts.
+        floor = min(i.score or 0.0 for i in items)
+
+        def value(i: int) -> float:
+            return ((items[i].score or 0.0) - floor) / max(costs[i], 1) ** cls.DENSITY
+
+        return sorted(range(len(items)), key=lambda i: (-value(i), i))
 
     def build(
         self,
@@ -221,7 +243,7 @@ class ContextBuilder:
         room = budget - base - sum(window_costs) - 6
         chosen: list[int] = []
         headers: set[str] = set()
-        for i in everything:
+        for i in self._packing_order(recall_items, item_costs):
             header = recall_items[i].header
             cost = item_costs[i] + (header_cost[header] if header and header not in headers else 0)
             if cost <= room:
@@ -232,8 +254,10 @@ class ContextBuilder:
             else:
                 dropped["recall"] += 1
         kept = set(chosen)
-        skipped = [recall_items[i] for i in everything if i not in kept]
-        recall_items = [recall_items[i] for i in chosen]
+        skipped = [
+            recall_items[i] for i in self._packing_order(recall_items, item_costs) if i not in kept
+        ]
+        recall_items = [recall_items[i] for i in sorted(chosen)]
 
         def system_text() -> str:
             parts = [texts["system"]]

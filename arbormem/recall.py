@@ -49,6 +49,9 @@ class RecallConfig:
     date_candidates: int = 50
     #: Topics (with the tree on) whose turns all join the candidates.
     topic_candidates: int = 3
+    #: Posting-list entries a full-text search may read (rare terms first; see
+    #: ``Retriever._affordable``); small threads never reach it.
+    posting_budget: int = 20_000
     lexical: bool = True
     dense: bool = True
     #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
@@ -69,6 +72,7 @@ class _ThreadFacts:
     upto: int = -1
     names: list[str] = field(default_factory=list)
     latest: datetime | None = None
+    earliest: datetime | None = None
     generation: int = -1
 
 
@@ -111,11 +115,42 @@ class Retriever:
                 facts.names = sorted(set(facts.names) | set(new))
                 last = self.backend.last_session(thread)
                 facts.latest = last.last_at if last else None
+                if facts.earliest is None:
+                    first = self.backend.messages(thread, limit=1)
+                    facts.earliest = first[0].message.timestamp if first else None
                 facts.upto = state.max_rowid
             names.extend(facts.names)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
         return Question.parse(query, names, now)
+
+    def _affordable(self, key: str, terms: Sequence[str], budget: int) -> list[str]:
+        """The query terms worth a full-text search: rarest first, while their
+        posting lists stay within ``budget`` entries in all (the rarest always).
+
+        Frequent terms cost the most to search and weigh the least in BM25; they
+        still count in every candidate's features.
+        """
+        if len(terms) <= 1:
+            return list(terms)
+        df = self.backend.doc_frequencies(key, terms)
+        ranked = sorted(terms, key=lambda t: df.get(t, 0))
+        kept: list[str] = []
+        spent = 0
+        for term in ranked:
+            if kept and spent + df.get(term, 0) > budget:
+                break
+            kept.append(term)
+            spent += df.get(term, 0)
+        return kept
+
+    def _years(self, threads: Sequence[Thread]) -> range:
+        """The calendar years the threads' messages span (known from their facts)."""
+        first = [f.earliest for t in threads if (f := self._facts.get(t.id)) and f.earliest]
+        last = [f.latest for t in threads if (f := self._facts.get(t.id)) and f.latest]
+        if not first or not last:
+            return range(0)
+        return range(min(first).year, max(last).year + 1)
 
     def candidates(
         self,
@@ -132,23 +167,29 @@ class Retriever:
         if cfg.lexical and question.terms:
             for key, n in (("turn", cfg.turn_candidates), ("window", cfg.window_candidates)):
                 if n > 0:
-                    for rowid, _ in self.backend.lexical_search(
-                        threads, key, question.terms, n, filters
-                    ):
+                    terms = self._affordable(key, question.terms, cfg.posting_budget)
+                    for rowid, _ in self.backend.lexical_search(threads, key, terms, n, filters):
                         found[rowid] = None
             if question.ranges and cfg.date_candidates > 0:
                 for rng in question.ranges:
-                    for since, until in _spans(rng, cfg.date_lag_days, threads, self.backend):
+                    for since, until in _spans(rng, cfg.date_lag_days, self._years(threads)):
                         dated = replace(filters or Filters(), since=since, until=until)
                         for rowid, _ in self.backend.lexical_search(
-                            threads, "window", question.terms, cfg.date_candidates, dated
+                            threads,
+                            "window",
+                            self._affordable("window", question.terms, cfg.posting_budget),
+                            cfg.date_candidates,
+                            dated,
                         ):
                             found[rowid] = None
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)
+        segment_hits: list[tuple[int, float]] = []
+        if self.tree is not None and question.terms:
+            segment_hits = self.tree.segment_hits(threads, question.terms)
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
-            expanded = self.tree.expand(threads, question.terms, cfg.topic_candidates)
+            expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
             if allowed is not None:
                 permitted = set(allowed.tolist())
                 expanded = [r for r in expanded if r in permitted]
@@ -197,7 +238,7 @@ class Retriever:
                         centroid_of[r] = c
         tree_signals = None
         if self.tree is not None and question.terms:
-            tree_signals = self.tree.turn_signals(threads, question.terms, rowids)
+            tree_signals = self.tree.turn_signals(threads, question.terms, rowids, segment_hits)
         X = features(
             self.backend,
             question,
@@ -324,20 +365,14 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     return [marked[i] for i in order]
 
 
-def _spans(
-    rng: Any, lag_days: int, threads: Sequence[Thread], backend: Backend
-) -> list[tuple[datetime, datetime]]:
+def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, datetime]]:
     """Concrete [since, until) spans of a date range; a range with no year is tried
-    in every year the threads' sessions cover."""
+    in every year the thread covers."""
     start, end = rng.start, rng.end + timedelta(days=lag_days + 1)
     if rng.year_known:
         return [(start, end)]
-    years: set[int] = set()
-    for thread in threads:
-        for s in backend.sessions(thread):
-            years.add(s.started_at.year)
     spans = []
-    for year in sorted(years):
+    for year in years:
         try:
             spans.append(
                 (start.replace(year=year), end.replace(year=year + (end.year - start.year)))

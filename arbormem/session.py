@@ -219,6 +219,7 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
         items.append(
             RecallItem(
                 text=text,
+                score=hit.score,
                 rank=rank,
                 header=f"[{m.timestamp:%Y-%m-%d}]",
                 when=m.timestamp,
@@ -229,7 +230,10 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
     # Topic paths come after the turns: they frame the recall, but the turns carry
     # the facts, so a tight budget spends itself on turns first.
     for i, path in enumerate(paths):
-        items.append(RecallItem(text=path.render(max_summary_words=25), rank=rank + i))
+        floor = min((h.score for h in hits), default=1.0)
+        items.append(
+            RecallItem(text=path.render(max_summary_words=25), rank=rank + i, score=0.5 * floor)
+        )
     return items
 
 
@@ -295,7 +299,7 @@ def build_context(
         _, inside = memory.working.window(messages, state)
     elif pressure >= WARN_AT:
         memory.working.submit(lambda: memory.working.compress(thread, key, messages, default_mode))
-    depth = k or max(20, budget // 15)
+    depth = k or max(30, budget // 10)
     hits = (
         memory.search(query, k=depth, user=scope.user, agent=scope.agent)
         if memory.backend.state(thread).max_rowid

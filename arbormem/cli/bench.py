@@ -73,7 +73,7 @@ def _table(result: dict[str, Any]) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
     "--systems",
-    default="arbormem,bm25,dense,window,full",
+    default="arbormem,flat,bm25,dense,window,full",
     show_default=True,
     help="Comma-separated systems to run side by side.",
 )

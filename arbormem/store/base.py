@@ -388,6 +388,15 @@ class Backend(abc.ABC):
         """Replace the lexical documents (analysed terms) of nodes under ``key``."""
 
     @abc.abstractmethod
+    def parents(self, thread: Thread, ids: Sequence[int]) -> dict[int, int | None]:
+        """The parent of each node (``None`` at the root level), without the rest."""
+
+    @abc.abstractmethod
+    def rowids_between(self, thread: Thread, start: int, end: int, limit: int) -> list[int]:
+        """Row numbers of the thread's live (not archived) messages at positions
+        [start, end), at most ``limit``, in order."""
+
+    @abc.abstractmethod
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
         """The stored lexical documents (analysed terms) of nodes under ``key``."""
 

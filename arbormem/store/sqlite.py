@@ -499,8 +499,10 @@ class SQLiteBackend(Backend):
     def state(self, thread: Thread) -> ThreadState:
         with self._reading() as conn:
             row = conn.execute(
-                "SELECT t.generation, (SELECT MAX(id) FROM messages WHERE thread_id = t.id),"
-                " t.next_index FROM threads t WHERE t.id = ?",
+                # Positions grow with row numbers, so the last position's row is the
+                # largest, found through the (thread, position) index without a scan.
+                "SELECT t.generation, (SELECT id FROM messages WHERE thread_id = t.id"
+                " ORDER BY idx DESC LIMIT 1), t.next_index FROM threads t WHERE t.id = ?",
                 (thread.id,),
             ).fetchone()
         if not row:
@@ -569,14 +571,44 @@ class SQLiteBackend(Backend):
         if not terms or not threads:
             return []
         table = f"{key}_fts"
-        where, args = self._filter_sql(threads, filters)
-        sql = (
-            f"SELECT f.rowid, bm25({table}) AS r FROM {table} f JOIN messages m ON m.id = f.rowid"
-            f" WHERE {table} MATCH ? AND {where} ORDER BY r LIMIT ?"
-        )
         with self._reading() as conn:
+            if (filters is None or filters.empty) and self._only_threads(conn, threads):
+                # Every message belongs to these threads: no join needed, only archived
+                # rows to drop, so a little over-fetching stands in for the filter.
+                rows = conn.execute(
+                    f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
+                    " ORDER BY r LIMIT ?",
+                    (fts_query(terms), limit + 16),
+                ).fetchall()
+                live = self._live([r[0] for r in rows], conn)
+                return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live][
+                    :limit
+                ]
+            where, args = self._filter_sql(threads, filters)
+            sql = (
+                f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+                f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                " ORDER BY r LIMIT ?"
+            )
             rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    @staticmethod
+    def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
+        n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+        return int(n) <= len(threads)
+
+    @staticmethod
+    def _live(rowids: Sequence[int], conn: sqlite3.Connection) -> set[int]:
+        if not rowids:
+            return set()
+        marks = ",".join("?" * len(rowids))
+        return {
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT id FROM messages WHERE id IN ({marks}) AND archived = 0", list(rowids)
+            )
+        }
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         with self._reading() as conn:
@@ -606,26 +638,40 @@ class SQLiteBackend(Backend):
         ids = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, list[tuple[int, int, str]]] = {}
         with self._reading() as conn:
-            for start in range(0, len(ids), 300):
-                chunk = ids[start : start + 300]
+            anchors: list[tuple[int, int, int]] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                anchors = conn.execute(
+                anchors += conn.execute(
                     f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
                 ).fetchall()
-                if not anchors:
-                    continue
-                values = ",".join("(?, ?, ?)" * 1 for _ in anchors)
-                args: list[Any] = [v for a in anchors for v in a]
-                rows = conn.execute(
-                    f"WITH c(anchor, sid, i) AS (VALUES {values})"
-                    " SELECT c.anchor, m.id, m.idx, f.terms FROM c"
-                    " JOIN messages m ON m.session_id = c.sid"
-                    f" AND m.idx BETWEEN c.i - {int(radius)} AND c.i + {int(radius)}"
-                    " JOIN turn_fts f ON f.rowid = m.id ORDER BY c.anchor, m.idx",
-                    args,
-                ).fetchall()
-                for anchor, rowid, idx, terms in rows:
-                    out.setdefault(anchor, []).append((rowid, idx, terms))
+            # One indexed range scan per stretch of a session the anchors fall in.
+            by_session: dict[int, list[int]] = {}
+            for _, sid, idx in anchors:
+                by_session.setdefault(sid, []).append(idx)
+            near: dict[int, list[tuple[int, int, str]]] = {}
+            for sid, idxs in by_session.items():
+                idxs.sort()
+                lo, hi = idxs[0] - radius, idxs[0] + radius
+                spans = []
+                for idx in idxs[1:]:
+                    if idx - radius <= hi + 1:
+                        hi = idx + radius
+                    else:
+                        spans.append((lo, hi))
+                        lo, hi = idx - radius, idx + radius
+                spans.append((lo, hi))
+                rows: list[tuple[int, int, str]] = []
+                for lo, hi in spans:
+                    rows += conn.execute(
+                        "SELECT m.id, m.idx, f.terms FROM messages m"
+                        " JOIN turn_fts f ON f.rowid = m.id"
+                        " WHERE m.session_id = ? AND m.idx BETWEEN ? AND ? ORDER BY m.idx",
+                        (sid, lo, hi),
+                    ).fetchall()
+                near[sid] = rows
+            for rowid, sid, idx in anchors:
+                out[rowid] = [r for r in near[sid] if abs(r[1] - idx) <= radius]
         return out
 
     def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
@@ -1080,6 +1126,34 @@ class SQLiteBackend(Backend):
                 c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
                 if terms:
                     c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+
+    def parents(self, thread: Thread, ids: Sequence[int]) -> dict[int, int | None]:
+        out: dict[int, int | None] = {}
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                # By primary key only: a thread filter in the WHERE clause makes SQLite
+                # walk the thread's whole tree through the (thread, parent) index.
+                for node, parent, owner in conn.execute(
+                    f"SELECT id, parent_id, thread_id FROM tree_nodes WHERE id IN ({marks})",
+                    chunk,
+                ):
+                    if owner == thread.id:
+                        out[int(node)] = parent
+        return out
+
+    def rowids_between(self, thread: Thread, start: int, end: int, limit: int) -> list[int]:
+        with self._reading() as conn:
+            return [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE thread_id = ? AND idx >= ? AND idx < ?"
+                    " AND archived = 0 ORDER BY idx LIMIT ?",
+                    (thread.id, start, end, limit),
+                )
+            ]
 
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
         if key not in NODE_KEYS:

@@ -151,39 +151,42 @@ class TreeRecall:
 
     # -- topic signals for turns ---------------------------------------------------------
 
+    def segment_hits(
+        self, threads: Sequence[Thread], terms: Sequence[str], depth: int = 200
+    ) -> list[tuple[int, float]]:
+        """Topics whose whole content best matches the terms: ``(node id, BM25)``."""
+        return self.backend.node_search(threads, "segment", terms, depth) if terms else []
+
     def turn_signals(
         self,
         threads: Sequence[Thread],
         terms: Sequence[str],
         rowids: Sequence[int],
-        depth: int = 200,
+        hits: Sequence[tuple[int, float]],
     ) -> dict[int, dict[str, float]]:
         """Topic evidence for each turn: ``bm_topic`` and ``bm_sess``, the normalised
-        BM25 of the content of its own topic and of its session's topic, and
-        ``cov_topic`` and ``cov_sess``, the share of the query's terms each contains
-        (a multi-part question is often answered by a topic, not by one turn)."""
+        BM25 of the content of its own topic and of its session's topic (from
+        ``hits``, see :meth:`segment_hits`), and ``cov_topic`` and ``cov_sess``, the
+        share of the query's terms each contains (a multi-part question is often
+        answered by a topic, not by one turn)."""
         if not terms or not rowids:
             return {}
-        hits = self.backend.node_search(threads, "segment", terms, depth)
         top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
         leaves = self.backend.message_leaves(rowids)
         wanted = list(set(leaves.values()))
-        leaf_rows: dict[int, tuple[Thread, NodeRow]] = {}
+        parent_of: dict[int, tuple[Thread, int | None]] = {}
         for t in threads:
-            for leaf in self.backend.tree_nodes(t, ids=wanted):
-                if leaf.id is not None:
-                    leaf_rows[leaf.id] = (t, leaf)
+            for leaf, parent in self.backend.parents(t, wanted).items():
+                parent_of[leaf] = (t, parent)
         chains: dict[int, tuple[int, int]] = {}
         caches = {t.id: self._nodes(t).nodes for t in threads}
         for rowid, leaf_id in leaves.items():
-            if leaf_id not in leaf_rows:
+            if leaf_id not in parent_of:
                 continue
-            thread, leaf = leaf_rows[leaf_id]
+            thread, parent = parent_of[leaf_id]
             chain = [
-                n
-                for n in self.ancestry(thread, leaf.parent_id, caches[thread.id])
-                if n.kind == "topic"
+                n for n in self.ancestry(thread, parent, caches[thread.id]) if n.kind == "topic"
             ]
             if chain and chain[-1].id is not None and chain[0].id is not None:
                 chains[rowid] = (chain[-1].id, chain[0].id)
@@ -204,35 +207,29 @@ class TreeRecall:
         return out
 
     def expand(
-        self, threads: Sequence[Thread], terms: Sequence[str], topics: int, per_topic: int = 24
+        self,
+        threads: Sequence[Thread],
+        hits: Sequence[tuple[int, float]],
+        topics: int,
+        per_topic: int = 24,
     ) -> list[int]:
-        """Turns of the topics whose content best matches the query: candidates a
-        turn-level search can miss when no single turn carries the words."""
-        if not terms or topics <= 0:
+        """Turns of the topics whose content best matches the query (``hits``):
+        candidates a turn-level search can miss when no single turn carries the words."""
+        if topics <= 0:
             return []
         out: list[int] = []
-        by_id = {t.id: t for t in threads}
+        caches = [(t, self._nodes(t).nodes) for t in threads]
         seen = 0
-        for node_id, _ in self.backend.node_search(threads, "segment", terms, topics * 3):
-            found = None
-            for thread in threads:
-                cache = self._nodes(thread)
-                if node_id in cache.nodes:
-                    found = (by_id[thread.id], cache.nodes[node_id])
-                    break
+        for node_id, _ in hits:
+            found = next(((t, nodes[node_id]) for t, nodes in caches if node_id in nodes), None)
             if found is None:
                 continue
             thread, node = found
             if node.parent_id is None or node.kind != "topic":
                 continue  # a session's topic: too wide to expand into
-            rows = self.backend.messages(
-                thread,
-                start=node.first_index,
-                end=node.last_index + 1,
-                limit=per_topic,
-                archived=False,
+            out += self.backend.rowids_between(
+                thread, node.first_index, node.last_index + 1, per_topic
             )
-            out.extend(r.rowid for r in rows)
             seen += 1
             if seen >= topics:
                 break
