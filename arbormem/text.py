@@ -272,12 +272,16 @@ def analyze(text: str) -> list[str]:
     >>> analyze("Caroline's painting classes were amazing!")
     ['carolin', 'paint', 'class', 'amaz']
     """
-    out = []
-    for word in words(text):
-        if word in STOPWORDS:
-            continue
-        out.append(word if word.isdigit() else _stem(word))
-    return out
+    return list(_analyzed(text))
+
+
+@lru_cache(maxsize=4096)
+def _analyzed(text: str) -> tuple[str, ...]:
+    # A message is analysed by several stages of one add (its keys, the topic
+    # decision, the topic's digest): the cache makes that one pass.
+    return tuple(
+        word if word.isdigit() else _stem(word) for word in words(text) if word not in STOPWORDS
+    )
 
 
 def query_terms(text: str) -> list[str]:

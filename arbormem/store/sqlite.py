@@ -91,6 +91,9 @@ def _blob(vec: np.ndarray) -> bytes:
 #: A turn's window key holds the turn and this many neighbours on each side (same session).
 WINDOW_RADIUS = 2
 
+#: Running-statistics deltas gathered during a batch: key -> [documents, tokens].
+_Stats = dict[str, list[int]]
+
 
 def window_doc(parts: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
@@ -346,17 +349,20 @@ class SQLiteBackend(Backend):
                 out.append(Row(rowid, message, m.chash))
                 next_index += 1
             self._bump_stats("turn", turn_docs, turn_tokens)
+            stats: _Stats = {}
             for sid, rows in tails.items():
                 # Each changed window is written once per batch: the stored messages near
                 # the new ones gain neighbours; the new ones get their first window.
                 first_new = fresh[sid]
                 for j in range(max(0, first_new - WINDOW_RADIUS), len(rows)):
-                    self._write_windows(rows, j, new=j >= first_new)
+                    self._write_windows(rows, j, new=j >= first_new, stats=stats)
                 c.execute(
                     "UPDATE sessions SET message_count = message_count + ?,"
                     " started_at = MIN(started_at, ?), last_at = MAX(last_at, ?) WHERE id = ?",
                     (counts[sid], span[sid][0], span[sid][1], sid),
                 )
+            for key, (docs, tokens) in stats.items():
+                self._bump_stats(key, docs, tokens)
             c.execute("UPDATE threads SET next_index = ? WHERE id = ?", (next_index, thread.id))
             if vectors and model_id:
                 self.put_vectors(model_id, vectors)
@@ -393,9 +399,12 @@ class SQLiteBackend(Backend):
             (key, docs, tokens),
         )
 
-    def _write_window(self, key: str, rowid: int, doc: str, new: bool = False) -> None:
+    def _write_window(
+        self, key: str, rowid: int, doc: str, new: bool = False, stats: _Stats | None = None
+    ) -> None:
         """Replace one window document (``window`` or ``pair`` key), keeping the
-        running statistics exact. ``new`` skips looking for a previous version."""
+        running statistics exact. ``new`` skips looking for a previous version;
+        with ``stats`` the statistics are added up there and written by the caller."""
         c = self._writer
         table = f"{key}_fts"
         old = (
@@ -407,14 +416,30 @@ class SQLiteBackend(Backend):
             c.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
         c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (rowid, doc))
         before = len(old[0].split()) if old else 0
-        self._bump_stats(key, 0 if old else 1, len(doc.split()) - before)
+        docs, tokens = 0 if old else 1, len(doc.split()) - before
+        if stats is None:
+            self._bump_stats(key, docs, tokens)
+        else:
+            total = stats.setdefault(key, [0, 0])
+            total[0] += docs
+            total[1] += tokens
 
-    def _write_windows(self, rows: Sequence[tuple[int, str]], j: int, new: bool = False) -> None:
+    def _write_windows(
+        self,
+        rows: Sequence[tuple[int, str]],
+        j: int,
+        new: bool = False,
+        stats: _Stats | None = None,
+    ) -> None:
         """Both window keys of ``rows[j]`` from its neighbours in ``rows``."""
         part = rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]
-        self._write_window("window", rows[j][0], window_doc([t for _, t in part]), new)
+        self._write_window("window", rows[j][0], window_doc([t for _, t in part]), new, stats)
         self._write_window(
-            "pair", rows[j][0], window_doc([" ".join(pairs(t.split())) for _, t in part]), new
+            "pair",
+            rows[j][0],
+            window_doc([" ".join(pairs(t.split())) for _, t in part]),
+            new,
+            stats,
         )
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
@@ -426,8 +451,11 @@ class SQLiteBackend(Backend):
                 " WHERE m.session_id = ? ORDER BY m.idx",
                 (sid,),
             ).fetchall()
+            stats: _Stats = {}
             for i in range(len(rows)):
-                self._write_windows(rows, i)
+                self._write_windows(rows, i, stats=stats)
+            for key, (docs, tokens) in stats.items():
+                self._bump_stats(key, docs, tokens)
 
     # -- reads --------------------------------------------------------------------
 

@@ -115,11 +115,17 @@ class TreeGrower:
         self._cursors: dict[int, Cursor] = {}
         # Document frequencies only weight words, so slightly stale ones are fine: they
         # are cached and the cache is dropped now and then instead of queried per exchange.
-        self._df: dict[str, int] = {}
+        #: term -> (document frequency, store size when it was read); see ``frequencies``.
+        self._df: dict[str, tuple[int, int]] = {}
         self._n_docs = 0
-        self._df_uses = 0
+        #: Messages added by this process since ``_n_docs`` was read.
+        self._added = 0
         #: Topics frozen since the owner last took this list (for LLM naming off the write path).
         self.frozen_since_naming: list[int] = []
+        #: Summaries named during a ``grow``, embedded together at its end (hash -> text).
+        self._unembedded: dict[str, str] | None = None
+        #: Leaf of each message placed by a ``grow`` and not yet written (leaf id -> rowids).
+        self._unplaced: dict[int, list[int]] = {}
 
     # -- cursor -------------------------------------------------------------------------
 
@@ -194,17 +200,31 @@ class TreeGrower:
     # -- decisions ------------------------------------------------------------------------
 
     def frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """Document frequencies of terms over the store, cached."""
-        self._df_uses += 1
-        if self._df_uses > 2000 or len(self._df) > 200_000:
+        """Document frequencies of terms over the store, cached.
+
+        Reading a common term's frequency means walking its whole posting list,
+        which grows with the store, so each term is read once and then scaled
+        with the store's size; it is read again once the store has doubled.
+        """
+        if len(self._df) > 200_000:
             self._df.clear()
-            self._df_uses = 0
-        missing = [t for t in set(terms) if t not in self._df]
+        n_now = self._n_docs + self._added
+        missing = [
+            t
+            for t in set(terms)
+            if t not in self._df or n_now > 2 * self._df[t][1] + 100
+        ]
         if missing or not self._n_docs:
             found, self._n_docs = self.backend.term_frequencies(missing)
+            self._added = 0
+            n_now = self._n_docs
             for t in missing:
-                self._df[t] = found.get(t, 0)
-        return {t: self._df[t] for t in terms}, self._n_docs
+                self._df[t] = (found.get(t, 0), self._n_docs)
+        scale = {}
+        for t in terms:
+            df, n_then = self._df[t]
+            scale[t] = round(df * n_now / n_then) if n_then else df
+        return scale, n_now
 
     def _similarity(self, cur: Cursor, message: Message, vec: np.ndarray | None) -> float | None:
         terms = [t for t in analyze(message.content) if not t.isdigit()]
@@ -312,6 +332,34 @@ class TreeGrower:
             return
         cur = self.cursor(thread)
         dirty: dict[int, NodeRow] = {}
+        self._added += len(rows)
+        self._unembedded, self._unplaced = {}, {}
+        try:
+            self._grow(thread, cur, rows, vectors, decisions, dirty)
+            self._place_messages()
+        finally:
+            pending, self._unembedded, self._unplaced = self._unembedded, None, {}
+        self._embed_summaries(pending)
+        self.backend.put_nodes(thread, list(dirty.values()))
+        active = cur.path[-1]
+        assert active.id is not None
+        self.backend.index_nodes(
+            "segment", {n.id: " ".join(cur.docs.get(n.id, [])) for n in cur.path if n.id}
+        )
+        state = self.backend.set_tree_state(
+            thread, TreeState(0, active.id, cur.leaf.id if cur.leaf else None, cur.next_seq)
+        )
+        cur.version = state.version
+
+    def _grow(
+        self,
+        thread: Thread,
+        cur: Cursor,
+        rows: Sequence[Row],
+        vectors: Mapping[str, np.ndarray] | None,
+        decisions: Mapping[str, Decision] | None,
+        dirty: dict[int, NodeRow],
+    ) -> None:
         for row in rows:
             m = row.message
             vec = vectors.get(row.chash) if vectors else None
@@ -345,17 +393,13 @@ class TreeGrower:
                 self._open_leaf(thread, cur, m, dirty)
             self._attach(cur, row, vec, dirty)
             assert cur.leaf is not None and cur.leaf.id is not None
-            self.backend.set_message_leaf([row.rowid], cur.leaf.id)
-        self.backend.put_nodes(thread, list(dirty.values()))
-        active = cur.path[-1]
-        assert active.id is not None
-        self.backend.index_nodes(
-            "segment", {n.id: " ".join(cur.docs.get(n.id, [])) for n in cur.path if n.id}
-        )
-        state = self.backend.set_tree_state(
-            thread, TreeState(0, active.id, cur.leaf.id if cur.leaf else None, cur.next_seq)
-        )
-        cur.version = state.version
+            self._unplaced.setdefault(cur.leaf.id, []).append(row.rowid)
+
+    def _place_messages(self) -> None:
+        """Write the leaf of the messages placed so far (before anything reads them back)."""
+        for leaf_id, rowids in self._unplaced.items():
+            self.backend.set_message_leaf(rowids, leaf_id)
+        self._unplaced = {}
 
     def _reset_active(self, cur: Cursor) -> None:
         cur.centroid, cur.n_vectors, cur.terms, cur.exchanges = None, 0, Counter(), 0
@@ -594,6 +638,7 @@ class TreeGrower:
         self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
     ) -> None:
         """Give a node its name, summary and keyphrases, and index and embed them."""
+        self._place_messages()
         digest = self.digest(thread, node, children)
         node.keyphrases = digest.keyphrases
         if node.origin == "llm" and node.name:
@@ -607,14 +652,26 @@ class TreeGrower:
         text = summary_text(node)
         node.chash = content_hash(text)
         self.backend.index_nodes("topic", {node.id: " ".join(analyze(text))})
+        if self._unembedded is not None:
+            self._unembedded[node.chash] = text  # embedded with the others at the end of grow
+        else:
+            self._embed_summaries({node.chash: text})
+
+    def _embed_summaries(self, texts: Mapping[str, str]) -> None:
+        """Embed and store summary texts (by content hash) that have no vector yet."""
+        if not texts:
+            return
         model = self.embedder.model_id
-        if not self.backend.vectors(model, [node.chash]):
-            try:
-                vec = self.embedder.embed(text)
-            except Exception as exc:  # the summary vector is derived; recall copes without it
-                log.warning("cannot embed topic summary: %s", exc)
-                return
-            self.backend.put_vectors(model, {node.chash: vec})
+        known = self.backend.vectors(model, list(texts))
+        todo = [h for h in texts if h not in known]
+        if not todo:
+            return
+        try:
+            vecs = self.embedder.embed_many([texts[h] for h in todo])
+        except Exception as exc:  # the summary vector is derived; recall copes without it
+            log.warning("cannot embed topic summaries: %s", exc)
+            return
+        self.backend.put_vectors(model, dict(zip(todo, vecs)))
 
     def _index_segment(self, thread: Thread, node: NodeRow) -> None:
         """Index the whole content of a topic that holds leaves, for turn ranking."""

@@ -179,7 +179,10 @@ def _surface_forms(analysed: _Analysed) -> dict[str, Counter[str]]:
     for _, _, pairs in analysed.sentences:
         for raw, term in pairs:
             if term:
-                forms.setdefault(term, Counter())[raw.strip("'’")] += 1
+                counts = forms.get(term)
+                if counts is None:
+                    counts = forms[term] = Counter()
+                counts[raw.strip("'’")] += 1
     return forms
 
 
@@ -207,10 +210,11 @@ def term_weights(
         if len(term) < 3:
             continue
         w = (1.0 + math.log(count)) * _idf(df, n_docs, term)
-        spellings = forms.get(term, Counter())
-        capital = sum(c for w_, c in spellings.items() if w_[:1].isupper())
-        if capital * 2 >= sum(spellings.values()) > 0:
-            w *= 1.3
+        spellings = forms.get(term)
+        if spellings:
+            capital = sum(c for w_, c in spellings.items() if w_[:1].isupper())
+            if capital * 2 >= sum(spellings.values()):
+                w *= 1.3
         weights[term] = w
     return weights, forms
 
