@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
+from operator import ne
 
 import numpy as np
 
@@ -139,6 +142,7 @@ class BM25:
         self.avgdl = avgdl or 1.0
         n = max(n_docs, 1)
         self.idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self._idf_total = sum(self.idf.values())
 
     def score(self, tf: Mapping[str, int], length: int) -> float:
         """BM25 of a document given the frequencies of the query's terms in it."""
@@ -150,10 +154,9 @@ class BM25:
 
     def coverage(self, tf: Mapping[str, int]) -> float:
         """IDF-weighted share of the query's terms the document contains."""
-        total = sum(self.idf.values())
-        if not total:
+        if not self._idf_total:
             return 0.0
-        return sum(self.idf.get(t, 0.0) for t in tf) / total
+        return sum(self.idf.get(t, 0.0) for t in tf) / self._idf_total
 
 
 def _bm25(backend: Backend, key: str, terms: Sequence[str]) -> BM25:
@@ -173,6 +176,31 @@ class Candidates:
     around: dict[int, list[tuple[int, int, str]]]
 
 
+class DocStats:
+    """Term counts of full-text documents, kept between searches.
+
+    A document here is one turn's analysed terms (the text :meth:`Backend.around`
+    returns). The same text always gives the same counts, so entries never go
+    stale; the cache only bounds its size.
+    """
+
+    def __init__(self, max_docs: int = 200_000) -> None:
+        self.max_docs = max_docs
+        self._docs: dict[str, tuple[Counter[str], int, int]] = {}
+
+    def get(self, text: str) -> tuple[Counter[str], int, int]:
+        """(term counts, length in terms, number of adjacent distinct-term pairs)."""
+        found = self._docs.get(text)
+        if found is None:
+            if len(self._docs) >= self.max_docs:
+                self._docs.clear()
+            toks = text.split()
+            # The phrase key's length: adjacent pairs of distinct terms (see text.pairs).
+            found = (Counter(toks), len(toks), sum(map(ne, toks, toks[1:])))
+            self._docs[text] = found
+        return found
+
+
 def features(
     backend: Backend,
     question: Question,
@@ -181,6 +209,7 @@ def features(
     vector_of: Mapping[int, np.ndarray],
     centroid_of: Mapping[int, np.ndarray],
     tree: Mapping[int, Mapping[str, float]] | None = None,
+    docs: DocStats | None = None,
 ) -> np.ndarray:
     """One row per candidate, one column per name in :data:`FEATURES`."""
     ids = cands.rowids
@@ -188,7 +217,7 @@ def features(
     X = np.zeros((n, len(FEATURES)), dtype=np.float32)
     if n == 0:
         return X
-    col = {name: j for j, name in enumerate(FEATURES)}
+    docs = docs or DocStats()
     terms = question.terms
     query = set(terms)
     around = cands.around
@@ -204,32 +233,40 @@ def features(
     turn_score: dict[int, float] = {}
     for neighbourhood in around.values():
         for rid, _, text in neighbourhood:
-            if rid not in qtf:
+            if rid in qtf:
+                continue
+            all_counts, length, n_pairs = docs.get(text)
+            counts = {t: all_counts[t] for t in query if t in all_counts}
+            qtf[rid] = counts
+            lengths[rid] = length
+            plen[rid] = n_pairs
+            if qpairs and len(counts) > 1:
+                # A query pair joins two query terms: only those positions can match.
+                pc: dict[str, int] = {}
                 toks = text.split()
-                counts: dict[str, int] = {}
-                for tok in toks:
-                    if tok in query:
-                        counts[tok] = counts.get(tok, 0) + 1
-                qtf[rid] = counts
-                lengths[rid] = len(toks)
-                doc_pairs = pairs(toks)
-                plen[rid] = len(doc_pairs)
-                if qpairs:
-                    pc: dict[str, int] = {}
-                    for pr in doc_pairs:
+                for a, b in pairwise(toks):
+                    if a in counts and b in counts and a != b:
+                        pr = f"{a}_{b}"
                         if pr in qpairs:
                             pc[pr] = pc.get(pr, 0) + 1
-                    ptf[rid] = pc
-                turn_score[rid] = bm_turn.score(counts, lengths[rid]) if counts else 0.0
+                ptf[rid] = pc
+            turn_score[rid] = bm_turn.score(counts, length) if counts else 0.0
     session_best: dict[tuple[int, str], float] = {}
     for rowid in ids:
         m = cands.rows[rowid].message
         key = (cands.thread_of[rowid].id, m.session)
         score = turn_score.get(rowid, 0.0)
         session_best[key] = max(session_best.get(key, 0.0), score)
+    cols: dict[str, list[float]] = {name: [0.0] * n for name in FEATURES}
+    c_bm_t, c_bm_w, c_bm_pair = cols["bm_t"], cols["bm_w"], cols["bm_pair"]
+    c_prev, c_next, c_sess = cols["bm_prev"], cols["bm_next"], cols["sess_max"]
+    c_cov_t, c_cov_w, c_spk, c_temp = cols["cov_t"], cols["cov_w"], cols["spk"], cols["temp"]
+    c_when, c_count, c_who = cols["when_time"], cols["num_count"], cols["cap_who"]
+    c_first, c_len = cols["first"], cols["len"]
+    prev_ids: list[int | None] = [None] * n
+    next_ids: list[int | None] = [None] * n
     for i, rowid in enumerate(ids):
-        row = cands.rows[rowid]
-        m = row.message
+        m = cands.rows[rowid].message
         neighbourhood = around.get(rowid, [])
         pos = next((k for k, (rid, _, _) in enumerate(neighbourhood) if rid == rowid), None)
         doc = qtf.get(rowid, {})
@@ -239,9 +276,9 @@ def features(
             for t, f in qtf[rid].items():
                 window[t] = window.get(t, 0) + f
             window_len += lengths[rid]
-        x = X[i]
-        x[col["bm_t"]] = turn_score.get(rowid, 0.0)
-        x[col["bm_w"]] = bm_win.score(window, window_len) if window else 0.0
+        c_bm_t[i] = turn_score.get(rowid, 0.0)
+        if window:
+            c_bm_w[i] = bm_win.score(window, window_len)
         if bm_pairs is not None:
             pwin: dict[str, int] = {}
             pwin_len = 0
@@ -250,52 +287,74 @@ def features(
                     pwin[t] = pwin.get(t, 0) + f
                 pwin_len += plen.get(rid, 0)
             if pwin:
-                x[col["bm_pair"]] = bm_pairs.score(pwin, pwin_len)
+                c_bm_pair[i] = bm_pairs.score(pwin, pwin_len)
         if pos is not None and pos > 0:
-            x[col["bm_prev"]] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
+            prev_ids[i] = neighbourhood[pos - 1][0]
+            c_prev[i] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
         if pos is not None and pos + 1 < len(neighbourhood):
-            x[col["bm_next"]] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
-        x[col["sess_max"]] = session_best[(cands.thread_of[rowid].id, m.session)]
-        x[col["cov_t"]] = bm_turn.coverage(doc)
-        x[col["cov_w"]] = bm_win.coverage(window)
-        if qvec is not None:
-            own = vector_of.get(rowid)
-            if own is not None:
-                x[col["de_t"]] = float(own @ qvec)
-                total = own.copy()
-                for k in (pos - 1, pos + 1) if pos is not None else ():
-                    if 0 <= k < len(neighbourhood):
-                        nb = vector_of.get(neighbourhood[k][0])
-                        if nb is not None:
-                            total += 0.5 * nb
-                norm = float(np.linalg.norm(total))
-                if norm:
-                    x[col["de_w"]] = float(total @ qvec) / norm
-            centroid = centroid_of.get(rowid)
-            if centroid is not None:
-                x[col["de_s"]] = float(centroid @ qvec)
+            next_ids[i] = neighbourhood[pos + 1][0]
+            c_next[i] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
+        c_sess[i] = session_best[(cands.thread_of[rowid].id, m.session)]
+        c_cov_t[i] = bm_turn.coverage(doc)
+        c_cov_w[i] = bm_win.coverage(window)
         if question.names and m.speaker in question.names:
-            x[col["spk"]] = 1.0
+            c_spk[i] = 1.0
         if question.ranges:
-            x[col["temp"]] = closeness(m.timestamp, question.ranges)
+            c_temp[i] = closeness(m.timestamp, question.ranges)
         content = m.content
         if question.when and _TIME.search(content):
-            x[col["when_time"]] = 1.0
+            c_when[i] = 1.0
         if question.count and _NUMBER.search(content):
-            x[col["num_count"]] = 1.0
+            c_count[i] = 1.0
         if question.who and _PROPER.search(content[1:]):
-            x[col["cap_who"]] = 1.0
+            c_who[i] = 1.0
         if neighbourhood and not any(idx < m.index for _, idx, _ in neighbourhood):
-            x[col["first"]] = 1.0
-        x[col["len"]] = math.log1p(lengths.get(rowid, 0))
+            c_first[i] = 1.0
+        c_len[i] = math.log1p(lengths.get(rowid, 0))
         if tree and rowid in tree:
+            signals = tree[rowid]
             for name in TREE_FEATURES:
-                x[col[name]] = tree[rowid].get(name, 0.0)
+                cols[name][i] = signals.get(name, 0.0)
+    for j, name in enumerate(FEATURES):
+        X[:, j] = cols[name]
+    if qvec is not None:
+        _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:
-        j = col[name]
+        j = FEATURES.index(name)
         top = float(X[:, j].max())
         if top > 0:
             X[:, j] = np.maximum(X[:, j], 0) / top
         else:
             X[:, j] = 0.0
     return X
+
+
+def _dense_features(
+    X: np.ndarray,
+    ids: Sequence[int],
+    prev_ids: Sequence[int | None],
+    next_ids: Sequence[int | None],
+    qvec: np.ndarray,
+    vector_of: Mapping[int, np.ndarray],
+    centroid_of: Mapping[int, np.ndarray],
+) -> None:
+    """Fill ``de_t`` (the turn's cosine), ``de_w`` (the turn with half of each
+    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once."""
+    zero = np.zeros_like(qvec, dtype=np.float32)
+
+    def stack(vectors: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+        present = np.array([v is not None for v in vectors], dtype=bool)
+        matrix = np.stack([v if v is not None else zero for v in vectors]).astype(np.float32)
+        return matrix, present
+
+    own, has_own = stack([vector_of.get(r) for r in ids])
+    prev, _ = stack([vector_of.get(r) if r is not None else None for r in prev_ids])
+    nxt, _ = stack([vector_of.get(r) if r is not None else None for r in next_ids])
+    total = own + 0.5 * prev
+    total += 0.5 * nxt
+    norms = np.linalg.norm(total, axis=1)
+    ok = has_own & (norms > 0)
+    X[has_own, FEATURES.index("de_t")] = own[has_own] @ qvec
+    X[ok, FEATURES.index("de_w")] = (total[ok] @ qvec) / norms[ok]
+    centroids, has_centroid = stack([centroid_of.get(r) for r in ids])
+    X[has_centroid, FEATURES.index("de_s")] = centroids[has_centroid] @ qvec

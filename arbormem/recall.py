@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.embed.base import Embedder
-from arbormem.features import FEATURES, WINDOW, Candidates, Question, features
+from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread
@@ -92,6 +92,7 @@ class Retriever:
         self.vectors = vectors
         self.config = config or RecallConfig()
         self.tree = tree
+        self.docs = DocStats()
         self._facts: dict[int, _ThreadFacts] = {}
 
     def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
@@ -247,6 +248,7 @@ class Retriever:
             vector_of,
             centroid_of,
             tree_signals,
+            self.docs,
         )
         return question, rowids, X, qvec, rows
 
@@ -347,14 +349,21 @@ UPDATE_DEPTH = 20
 
 def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
-    raw = [set(words(h.message.content)) for h in hits]
+    # Update words are looked for only in hits that share the query's terms with another.
+    marker: dict[int, bool] = {}
+
+    def has_marker(j: int) -> bool:
+        if j not in marker:
+            marker[j] = bool(set(words(hits[j].message.content)) & _UPDATE_MARKERS)
+        return marker[j]
+
     order = list(range(len(hits)))
     marked = list(hits)
     for i in range(len(hits)):
         for j in range(len(hits)):
             if hits[j].message.index <= hits[i].message.index or marked[i].superseded_by:
                 continue
-            if len(terms[i] & terms[j] & q) < 2 or not (raw[j] & _UPDATE_MARKERS):
+            if len(terms[i] & terms[j] & q) < 2 or not has_marker(j):
                 continue
             marked[i] = replace(marked[i], superseded_by=hits[j].message.id)
             pos_i, pos_j = order.index(i), order.index(j)

@@ -209,11 +209,7 @@ class TreeGrower:
         if len(self._df) > 200_000:
             self._df.clear()
         n_now = self._n_docs + self._added
-        missing = [
-            t
-            for t in set(terms)
-            if t not in self._df or n_now > 2 * self._df[t][1] + 100
-        ]
+        missing = [t for t in set(terms) if t not in self._df or n_now > 2 * self._df[t][1] + 100]
         if missing or not self._n_docs:
             found, self._n_docs = self.backend.term_frequencies(missing)
             self._added = 0
