@@ -24,7 +24,7 @@ least 1, never more than what is left.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,6 +40,8 @@ MESSAGE_OVERHEAD = 4
 REPLY_PRIMER = 3
 #: The smallest budget that can hold a system prompt and an input at all.
 MIN_BUDGET = 32
+#: While packing, a prompt estimated within this many tokens of the budget is counted exactly.
+NEAR = 16
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant with long-term memory of this conversation. "
@@ -275,29 +277,57 @@ class ContextBuilder:
             n += count(query) + MESSAGE_OVERHEAD
             return n + sum(count(t) + MESSAGE_OVERHEAD for t in window_texts)
 
-        # Exact accounting: the same drop order, one piece at a time.
-        while total() > budget and len(window_texts) > 1:
-            window_texts.pop(0)
-            window_msgs.pop(0)
+        # Exact accounting: the same drop order, one piece at a time. Counting the
+        # whole prompt is the expensive part, so after each drop the total is
+        # lowered by the piece's own count, and counted exactly again only once
+        # that says the prompt may fit.
+        def shrink(more: Callable[[], bool], drop: Callable[[], int]) -> int:
+            now = total()
+            while now > budget and more():
+                now -= drop()
+                if now <= budget + NEAR:
+                    now = total()
+            return now
+
+        def drop_window() -> int:
             dropped["window"] += 1
-        while total() > budget and recall_items:
-            recall_items.pop()
+            window_msgs.pop(0)
+            return count(window_texts.pop(0)) + MESSAGE_OVERHEAD
+
+        def drop_recall() -> int:
             dropped["recall"] += 1
-        # The estimates err on the safe side: use what room is left on skipped items.
-        slack = budget - total()
+            item = recall_items.pop()
+            saved = count(item.text) + 1
+            if item.header and all(i.header != item.header for i in recall_items):
+                saved += header_cost[item.header]
+            return saved
+
+        shrink(lambda: len(window_texts) > 1, drop_window)
+        now = shrink(lambda: bool(recall_items), drop_recall)
+        # The estimates err on the safe side: use what room is left on skipped items,
+        # added on their own counts and checked exactly once at the end.
+        slack = budget - now
+        added: list[RecallItem] = []
+        shown = {i.header for i in recall_items if i.header}
         for item in skipped:
             if slack < 8:
                 break
-            if count(item.text) + 1 > slack:
+            cost = count(item.text) + 2
+            if item.header and item.header not in shown:
+                cost += header_cost[item.header]
+            if cost > slack:
                 continue
-            recall_items.append(item)
+            added.append(item)
+            if item.header:
+                shown.add(item.header)
+            slack -= cost
+        if added:
+            recall_items.extend(added)
             recall_items.sort(key=lambda i: i.rank)
-            now = total()
-            if now > budget:
-                recall_items.remove(item)
-            else:
-                slack = budget - now
-                dropped["recall"] -= 1
+            dropped["recall"] -= len(added)
+            while added and total() > budget:
+                recall_items.remove(added.pop())
+                dropped["recall"] += 1
         # Oversized pieces are cut, with a visible marker.
         if total() > budget and window_texts:
             keep = count(window_texts[0]) - (total() - budget)

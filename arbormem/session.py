@@ -280,8 +280,21 @@ def build_context(
     counter = default_counter()
     state = memory.working.load(thread, key, default_mode)
     spec = get_mode(state.mode)
-    messages = [r.message for r in memory.backend.messages(thread, session=key)]
-    _, inside = memory.working.window(messages, state)
+    # Only the window is read here: the whole session is read only when it must be
+    # compressed, which happens rarely (and mostly in the background).
+    size = spec.window
+    inside = (
+        [
+            r.message
+            for r in memory.backend.messages(thread, session=key, start=state.floor, last=size)
+        ]
+        if size > 0
+        else []
+    )
+
+    def session_messages() -> list[Message]:
+        return [r.message for r in memory.backend.messages(thread, session=key)]
+
     system = (system_prompt or DEFAULT_SYSTEM_PROMPT) + (
         "\n" + spec.system_addition if spec.system_addition else ""
     )
@@ -295,10 +308,13 @@ def build_context(
     ) / window_size
     if pressure >= BLOCK_AT:
         memory.working.wait()
+        messages = session_messages()
         state = memory.working.compress(thread, key, messages, default_mode)
         _, inside = memory.working.window(messages, state)
     elif pressure >= WARN_AT:
-        memory.working.submit(lambda: memory.working.compress(thread, key, messages, default_mode))
+        memory.working.submit(
+            lambda: memory.working.compress(thread, key, session_messages(), default_mode)
+        )
     depth = k or max(30, budget // 10)
     hits = (
         memory.search(query, k=depth, user=scope.user, agent=scope.agent)

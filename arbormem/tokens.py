@@ -45,12 +45,23 @@ class TokenCounter(abc.ABC):
 class TiktokenCounter(TokenCounter):
     """Exact counts with a tiktoken encoding (``cl100k_base`` by default)."""
 
+    #: Texts whose counts are remembered (a prompt is assembled from the same
+    #: messages turn after turn); the memo is emptied when it grows past this.
+    MEMO_SIZE = 20_000
+
     def __init__(self, encoding: Any, name: str) -> None:
         self._encoding = encoding
         self.name = name
+        self._memo: dict[str, int] = {}
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=()))
+        found = self._memo.get(text)
+        if found is None:
+            found = len(self._encoding.encode(text, disallowed_special=()))
+            if len(self._memo) >= self.MEMO_SIZE:
+                self._memo.clear()
+            self._memo[text] = found
+        return found
 
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:

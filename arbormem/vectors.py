@@ -421,16 +421,20 @@ class VectorCache:
     def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit-length mean vector of each session (those that have vectors)."""
         index = self.index(thread)
-        members = self.backend.session_members(thread, sessions)
+        sizes = self.backend.session_sizes(thread, sessions)
         out: dict[str, np.ndarray] = {}
+        stale = []
+        for key, signature in sizes.items():
+            cached = self._centroids.get((thread.id, key))
+            if cached is not None and cached[0] == signature:
+                out[key] = cached[1]
+            else:
+                stale.append(key)
+        members = self.backend.session_members(thread, stale) if stale else {}
         for key, rowids in members.items():
             if not rowids:
                 continue
             signature = (len(rowids), rowids[-1])
-            cached = self._centroids.get((thread.id, key))
-            if cached is not None and cached[0] == signature:
-                out[key] = cached[1]
-                continue
             found, vecs = index.get(np.asarray(rowids, dtype=np.int64))
             if not found.any():
                 continue

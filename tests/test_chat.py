@@ -445,3 +445,24 @@ def test_bench_chat_json(tmp_path: Path) -> None:
     assert data["answers"] == "scripted" and "not answer quality" in data["note"]
     assert data["ratio"] == pytest.approx(data["prompt_tokens"] / data["full_history_tokens"], 1e-3)
     assert 0 < data["context_ms_p50"] <= data["context_ms_p95"]
+
+
+def test_bench_context_json() -> None:
+    result = run_cli(
+        "bench",
+        "context",
+        "--messages",
+        "120",
+        "--queries",
+        "5",
+        "--budget",
+        "600",
+        "--json",
+        env={"ARBORMEM_EMBEDDER": "hash"},
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["messages"] == 120 and data["queries"] == 5 and data["budget"] == 600
+    assert 0 < data["context_ms_p50"] <= data["context_ms_p95"] <= data["context_ms_max"]
+    assert 0 < data["prompt_tokens_mean"] <= 600
+    assert data["token_counter"]

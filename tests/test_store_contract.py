@@ -64,6 +64,22 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     assert len(backend.sessions(t)) == 2
     assert [r.message.content for r in backend.messages(t, session="s1")] == ["one", "two"]
     assert [r.message.index for r in backend.messages(t, start=1, end=3)] == [1, 2]
+    assert [r.message.content for r in backend.messages(t, last=2)] == ["two", "three"]
+    assert [r.message.content for r in backend.messages(t, session="s1", last=5)] == [
+        "one",
+        "two",
+    ]
+
+
+def test_session_sizes_follow_membership(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    rows = backend.append(t, [msg("one", "s1", 0), msg("two", "s1", 1), msg("three", "s2", 2)])
+    sizes = backend.session_sizes(t, ["s1", "s2", "nope"])
+    assert sizes == {"s1": (2, rows[1].rowid), "s2": (1, rows[2].rowid)}
+    assert sizes == Backend.session_sizes(backend, t, ["s1", "s2", "nope"])  # the generic way
+    more = backend.append(t, [msg("four", "s1", 3)])
+    assert backend.session_sizes(t, ["s1"]) == {"s1": (3, more[0].rowid)}
 
 
 def test_lexical_keys_and_filters(backend: Backend) -> None:

@@ -258,8 +258,10 @@ def scale(
 
 
 from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
+from arbormem.bench.context import click_command as context_command  # noqa: E402
 
 bench.add_command(click_command())
+bench.add_command(context_command())
 
 
 @bench.command("fit")

@@ -224,9 +224,11 @@ class Backend(abc.ABC):
         start: int | None = None,
         end: int | None = None,
         limit: int | None = None,
+        last: int | None = None,
         archived: bool = True,
     ) -> list[Row]:
         """Messages of a thread in order, optionally one session's, or indexes [start, end);
+        ``limit`` keeps the first n of those, ``last`` the last n (still in order);
         ``archived=False`` leaves out soft-archived ones."""
 
     @abc.abstractmethod
@@ -292,6 +294,16 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
         """Row numbers of the (not archived) messages of these sessions, in order."""
+
+    def session_sizes(self, thread: Thread, sessions: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(count, highest row number) of the (not archived) messages of these sessions:
+        what changes when their membership does. Back-ends may answer it without
+        listing the members."""
+        return {
+            key: (len(rowids), rowids[-1])
+            for key, rowids in self.session_members(thread, sessions).items()
+            if rowids
+        }
 
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:

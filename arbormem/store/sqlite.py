@@ -7,6 +7,9 @@
   being killed; pass ``synchronous="FULL"`` to also survive power loss.
 * ``secure_delete`` is on and forgetting merges the full-text index and
   checkpoints the WAL, so deleted text does not linger in free pages.
+* A full-text document is read back from its table's ``<name>_content``
+  shadow table (FTS5 keeps the indexed text there, ``id`` and ``c0``), which
+  is a plain B-tree lookup instead of a trip through the virtual table.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import os
 import sqlite3
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -385,7 +389,7 @@ class SQLiteBackend(Backend):
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
-            "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+            "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
             " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT ?",
             (sid, before_index, 2 * WINDOW_RADIUS),
         ).fetchall()
@@ -410,7 +414,7 @@ class SQLiteBackend(Backend):
         old = (
             None
             if new
-            else c.execute(f"SELECT terms FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
+            else c.execute(f"SELECT c0 FROM {table}_content WHERE id = ?", (rowid,)).fetchone()
         )
         if old is not None:
             c.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
@@ -447,7 +451,7 @@ class SQLiteBackend(Backend):
         c = self._writer
         for sid in session_ids:
             rows = c.execute(
-                "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
+                "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
                 " WHERE m.session_id = ? ORDER BY m.idx",
                 (sid,),
             ).fetchall()
@@ -484,6 +488,7 @@ class SQLiteBackend(Backend):
         start: int | None = None,
         end: int | None = None,
         limit: int | None = None,
+        last: int | None = None,
         archived: bool = True,
     ) -> list[Row]:
         sql = _ROW_SELECT + " WHERE m.thread_id = ?"
@@ -499,6 +504,11 @@ class SQLiteBackend(Backend):
         if end is not None:
             sql += " AND m.idx < ?"
             args.append(end)
+        if last is not None:
+            sql += " ORDER BY m.idx DESC LIMIT ?"
+            args.append(last)
+            with self._reading() as conn:
+                return [_row(r) for r in reversed(conn.execute(sql, args).fetchall())]
         sql += " ORDER BY m.idx"
         if limit is not None:
             sql += " LIMIT ?"
@@ -673,33 +683,31 @@ class SQLiteBackend(Backend):
                 anchors += conn.execute(
                     f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
                 ).fetchall()
-            # One indexed range scan per stretch of a session the anchors fall in.
-            by_session: dict[int, list[int]] = {}
+            # One indexed lookup per session for every position near an anchor.
+            by_session: dict[int, set[int]] = {}
             for _, sid, idx in anchors:
-                by_session.setdefault(sid, []).append(idx)
+                by_session.setdefault(sid, set()).update(range(idx - radius, idx + radius + 1))
             near: dict[int, list[tuple[int, int, str]]] = {}
-            for sid, idxs in by_session.items():
-                idxs.sort()
-                lo, hi = idxs[0] - radius, idxs[0] + radius
-                spans = []
-                for idx in idxs[1:]:
-                    if idx - radius <= hi + 1:
-                        hi = idx + radius
-                    else:
-                        spans.append((lo, hi))
-                        lo, hi = idx - radius, idx + radius
-                spans.append((lo, hi))
+            for sid, wanted in by_session.items():
+                positions = sorted(i for i in wanted if i >= 0)
                 rows: list[tuple[int, int, str]] = []
-                for lo, hi in spans:
+                for start in range(0, len(positions), 900):
+                    chunk = positions[start : start + 900]
+                    marks = ",".join("?" * len(chunk))
                     rows += conn.execute(
-                        "SELECT m.id, m.idx, f.terms FROM messages m"
-                        " JOIN turn_fts f ON f.rowid = m.id"
-                        " WHERE m.session_id = ? AND m.idx BETWEEN ? AND ? ORDER BY m.idx",
-                        (sid, lo, hi),
+                        "SELECT m.id, m.idx, f.c0 FROM messages m"
+                        " JOIN turn_fts_content f ON f.id = m.id"
+                        f" WHERE m.session_id = ? AND m.idx IN ({marks})",
+                        (sid, *chunk),
                     ).fetchall()
+                rows.sort(key=lambda r: r[1])
                 near[sid] = rows
+            positions = {sid: [r[1] for r in rows] for sid, rows in near.items()}
             for rowid, sid, idx in anchors:
-                out[rowid] = [r for r in near[sid] if abs(r[1] - idx) <= radius]
+                at = positions[sid]
+                lo = bisect_left(at, idx - radius)
+                hi = bisect_right(at, idx + radius)
+                out[rowid] = near[sid][lo:hi]
         return out
 
     def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
@@ -784,6 +792,23 @@ class SQLiteBackend(Backend):
                     out[key].append(int(rowid))
         return out
 
+    def session_sizes(self, thread: Thread, sessions: Sequence[str]) -> dict[str, tuple[int, int]]:
+        keys = list(dict.fromkeys(sessions))
+        out: dict[str, tuple[int, int]] = {}
+        with self._reading() as conn:
+            for start in range(0, len(keys), 300):
+                chunk = keys[start : start + 300]
+                marks = ",".join("?" * len(chunk))
+                for key, count, top in conn.execute(
+                    "SELECT s.key, COUNT(*), MAX(m.id) FROM sessions s"
+                    " JOIN messages m ON m.session_id = s.id"
+                    f" WHERE s.thread_id = ? AND s.key IN ({marks}) AND m.archived = 0"
+                    " GROUP BY s.key",
+                    [thread.id, *chunk],
+                ):
+                    out[key] = (int(count), int(top))
+        return out
+
     def prune_vectors(self, keep_model: str) -> int:
         with self.transaction():
             cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
@@ -817,7 +842,7 @@ class SQLiteBackend(Backend):
                 sizes = [
                     len(t.split())
                     for (t,) in c.execute(
-                        f"SELECT terms FROM {key}_fts WHERE rowid IN ({marks})", chunk
+                        f"SELECT c0 FROM {key}_fts_content WHERE id IN ({marks})", chunk
                     )
                 ]
                 self._bump_stats(key, -len(sizes), -sum(sizes))
@@ -1193,7 +1218,7 @@ class SQLiteBackend(Backend):
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 for rowid, terms in conn.execute(
-                    f"SELECT rowid, terms FROM {key}_fts WHERE rowid IN ({marks})", chunk
+                    f"SELECT id, c0 FROM {key}_fts_content WHERE id IN ({marks})", chunk
                 ):
                     out[int(rowid)] = terms
         return out
