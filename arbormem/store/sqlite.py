@@ -702,9 +702,9 @@ class SQLiteBackend(Backend):
                     ).fetchall()
                 rows.sort(key=lambda r: r[1])
                 near[sid] = rows
-            positions = {sid: [r[1] for r in rows] for sid, rows in near.items()}
+            sorted_idx = {sid: [r[1] for r in rows] for sid, rows in near.items()}
             for rowid, sid, idx in anchors:
-                at = positions[sid]
+                at = sorted_idx[sid]
                 lo = bisect_left(at, idx - radius)
                 hi = bisect_right(at, idx + radius)
                 out[rowid] = near[sid][lo:hi]
