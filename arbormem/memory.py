@@ -319,6 +319,10 @@ class Memory:
         with self._write_lock:
             thread = self._thread(scope, create=True)
             assert thread is not None
+            # Sessions are named before the LLM is asked where an exchange belongs
+            # (it is only asked inside the current session), and again in the
+            # transaction, where another process's writes are visible.
+            self._assign_sessions(thread, prepared, explicit)
             decisions = self._llm_decisions(thread, prepared)
             with self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)

@@ -264,6 +264,9 @@ def test_llm_decides_topic_changes_and_its_bad_answers_are_refused(
     mem = llm_memory(tmp_path, server)
     try:
         mem.add_many(exchanges("garden", T0, "s1")[:4])  # bulk: the heuristic places these
+        # Background naming and session upkeep are done: the next queued reply is the decision's.
+        mem.trees.drain()
+        mem.working.wait()
         session = mem.tree().children[0]
         active = session.children[-1]
         # A valid "new topic under the session" decision.
@@ -278,6 +281,10 @@ def test_llm_decides_topic_changes_and_its_bad_answers_are_refused(
         session = mem.tree().children[0]
         assert session.children[-1].id != active.id
         new_topic = session.children[-1]
+        # The LLM's decision is the one used: its name and origin are on the new topic.
+        assert (new_topic.origin, new_topic.name) == ("llm", "Car Repairs")
+        asked = [r for r in server.chat_requests() if "organise a conversation" in json.dumps(r)]
+        assert len(asked) == 1
         # Garbage, a topic that does not exist, and a timeout: the heuristic decides, no crash.
         server.queue(Reply("this is not JSON at all"))
         mem.add("And the brakes squeal too.", session="s1", timestamp=T0 + timedelta(minutes=11))
