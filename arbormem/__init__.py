@@ -16,6 +16,7 @@ from arbormem.errors import (
     NotFound,
     SchemaError,
     StoreError,
+    TreeError,
 )
 from arbormem.memory import Memory
 from arbormem.models import Hit, Message, Scope, Session
@@ -41,6 +42,7 @@ __all__ = [
     "Scope",
     "Session",
     "StoreError",
+    "TreeError",
     "__version__",
     "get_embedder",
 ]

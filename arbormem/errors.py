@@ -91,3 +91,7 @@ class EmbedderError(ArbormemError):
 
 class LLMError(ArbormemError):
     """An LLM call failed: timeout, HTTP error, or an unusable answer."""
+
+
+class TreeError(ArbormemError):
+    """A topic-tree operation cannot be done as asked (the message says why)."""

@@ -596,9 +596,9 @@ class Memory:
             return total.to_dict()
 
     def _forgotten(self, threads: Sequence[Thread], deleted: Deleted) -> None:
-        self.backend.purge()
+        unused = self.backend.purge()
         if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard(deleted.chashes)
+            self.embedder.discard([*deleted.chashes, *unused])
         for thread in threads:
             self.vectors.invalidate(thread)
             self.vectors.discard_files(thread)
@@ -751,6 +751,13 @@ class Memory:
         if thread is None:
             raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
         return self.trees.undo(thread, log_id)
+
+    def restore_archived(self, *, user: str | None = None, agent: str | None = None) -> int:
+        """Bring every exchange archived by ``reorganize(prune_trivial_leaves=True)``
+        back into recall; returns how many messages were restored. Unlike
+        :meth:`undo_reorganize` it works after the tree was rebuilt."""
+        thread = self._thread(self._scope(user, agent))
+        return self.trees.restore_archived(thread) if thread else 0
 
     def tree_log(
         self, *, user: str | None = None, agent: str | None = None

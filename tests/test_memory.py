@@ -141,6 +141,29 @@ def test_forget_removes_derived_data(db_path: Path) -> None:
     assert b"zebra" not in raw
 
 
+def test_forgetting_a_user_leaves_no_vector_behind(db_path: Path) -> None:
+    # Topic summaries are embedded too: their vectors must go with the topics.
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        for day in range(3):
+            mem.add_many(
+                [
+                    {"role": "user", "content": f"Where should we hike on day {day}?"},
+                    {"role": "assistant", "content": "The ridge trail above the lake."},
+                    {"role": "user", "content": "And what about lunch after the hike?"},
+                    {"role": "assistant", "content": "A picnic of bread and cheese."},
+                ],
+                session=f"s{day}",
+                user="ann",
+            )
+        mem.add("someone else's note", user="bob")
+        summaries = mem.backend._writer.execute(
+            "SELECT COUNT(*) FROM vectors WHERE chash IN (SELECT chash FROM tree_nodes)"
+        ).fetchone()[0]
+        assert summaries > 0
+        mem.forget(user="ann")
+        assert mem.backend.vector_models() == {"hash/32": 1}  # bob's note only
+
+
 def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) -> None:
     memory.add_many(
         [

@@ -1,5 +1,7 @@
 """The package exports exactly the names we mean to support."""
 
+from pathlib import Path
+
 import arbormem
 
 
@@ -13,6 +15,7 @@ def test_exported_names_are_deliberate() -> None:
         "Hit",
         "InputError",
         "LLMError",
+        "TreeError",
         "Memory",
         "Message",
         "MessageTooLarge",
@@ -38,6 +41,7 @@ def test_errors_share_one_base_and_do_not_shadow_builtins() -> None:
         "SchemaError",
         "EmbedderError",
         "LLMError",
+        "TreeError",
         "MessageTooLarge",
     ):
         assert issubclass(getattr(arbormem, name), arbormem.ArbormemError)
@@ -66,3 +70,13 @@ def test_base_install_pulls_no_torch() -> None:
                 todo.append(dep)
     assert "numpy" in seen and "wordllama" in seen
     assert "torch" not in seen and "sentence-transformers" not in seen
+
+
+def test_every_source_folder_is_a_package() -> None:
+    # setuptools' find only ships folders with an __init__.py: a missing one works in
+    # an editable install and breaks in a wheel.
+    import arbormem
+
+    root = Path(arbormem.__file__).parent
+    folders = [p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.py"))]
+    assert folders and all((p / "__init__.py").exists() for p in folders), folders

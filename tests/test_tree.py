@@ -13,6 +13,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
+from arbormem.errors import TreeError
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.view import TopicNode
 
@@ -238,6 +239,18 @@ def test_tree_signals_reach_the_ranking(mem: Memory) -> None:
     assert hit.signals.get("bm_topic", 0) > 0 and hit.signals.get("bm_sess", 0) > 0
 
 
+def test_a_thread_stored_without_a_tree_gets_one_when_the_tree_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "late.db"
+    with Memory(path, embedder=HashingEmbedder(64), tree=False, llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        assert mem.search("tomato")
+        assert mem.tree().message_count == 16
+        assert [s.first_index for s in mem.tree().children] == [0, 8]
+        assert mem.tree_log()[0]["kind"] == "rebuild"
+
+
 # -- with an LLM --------------------------------------------------------------------------
 
 
@@ -351,7 +364,8 @@ def test_reorganize_merges_related_branches_logs_and_undoes(mem: Memory) -> None
     assert mem.tree_log()[0]["undone_at"] is not None
 
 
-def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None:
+def add_a_trivial_exchange(mem: Memory) -> None:
+    """Two sessions whose only trivial exchange is "ok" / "great, anything else?"."""
     mem.add_many(
         [
             {"role": "user", "content": "ok", "session": "s1", "timestamp": T0},
@@ -403,12 +417,40 @@ def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None
             },
         ]
     )
+
+
+def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None:
+    add_a_trivial_exchange(mem)
     result = mem.reorganize(prune_trivial_leaves=True)
     assert result["pruned"] == 1
     assert all(h.message.content != "ok" for h in mem.search("ok anything else", k=20))
     assert len(mem.messages()) == 7  # kept
     mem.undo_reorganize(result["log_id"])
     assert any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
+
+
+def test_archived_exchanges_survive_a_rebuild_and_can_be_restored(tmp_path: Path) -> None:
+    path = tmp_path / "archived.db"
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        add_a_trivial_exchange(mem)
+        log_id = mem.reorganize(prune_trivial_leaves=True)["log_id"]
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE tree_nodes SET parent_id = 999999 WHERE kind = 'leaf'")
+    conn.commit()
+    conn.close()
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+
+        def found() -> bool:
+            return any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
+
+        assert not found()  # the first search rebuilds the tree; "ok" stays archived
+        assert mem.tree_log()[0]["kind"] == "rebuild"
+        archived = [n for n in TopicNode.walk(mem.tree()) if n.archived]
+        assert [m.content for n in archived for m in n.messages] == ["ok", "great, anything else?"]
+        with pytest.raises(TreeError, match="rebuilt"):
+            mem.undo_reorganize(log_id)
+        assert mem.restore_archived() == 2
+        assert found() and not any(n.archived for n in TopicNode.walk(mem.tree()))
 
 
 def test_a_crash_during_reorganisation_leaves_the_tree_as_it_was(

@@ -328,8 +328,9 @@ class Backend(abc.ABC):
         """Delete a whole thread."""
 
     @abc.abstractmethod
-    def purge(self) -> None:
-        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages)."""
+    def purge(self) -> list[str]:
+        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages),
+        and delete vectors that no message or topic uses any more; returns their hashes."""
 
     # -- extension state (tree, summaries...) ----------------------------------------
 
@@ -439,3 +440,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def mark_undone(self, entry_id: int) -> None:
         """Note that a logged operation was undone."""
+
+    @abc.abstractmethod
+    def archived_leaves(self, thread: Thread) -> list[int]:
+        """Leaves all of whose messages are archived."""

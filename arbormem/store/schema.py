@@ -173,6 +173,16 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        6,
+        "topic nodes by content hash, so forgetting can find the vectors no one uses",
+        """
+        CREATE INDEX tree_by_hash ON tree_nodes (chash);
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

@@ -878,16 +878,31 @@ class SQLiteBackend(Backend):
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (tid,))
         return result
 
-    def purge(self) -> None:
-        """Merge the full-text indexes and checkpoint, so deleted terms leave the file."""
+    def purge(self) -> list[str]:
+        """Merge the full-text indexes, drop unused vectors (old topic summaries
+        included) and checkpoint, so deleted terms leave the file."""
         with self.transaction():
+            c = self._writer
             for table in ("turn_fts", "window_fts", "pair_fts", "topic_fts", "segment_fts"):
-                self._writer.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            unused = [
+                r[0]
+                for r in c.execute(
+                    "SELECT DISTINCT v.chash FROM vectors v WHERE NOT EXISTS"
+                    " (SELECT 1 FROM messages m WHERE m.chash = v.chash) AND NOT EXISTS"
+                    " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash)"
+                )
+            ]
+            for start in range(0, len(unused), 500):
+                chunk = unused[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                c.execute(f"DELETE FROM vectors WHERE chash IN ({marks})", chunk)
         if not self._memory:
             try:
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.OperationalError:
                 pass  # readers are active; the next checkpoint will do it
+        return unused
 
     def delete_messages(self, message_ids: Sequence[str], thread: Thread | None = None) -> Deleted:
         with self.transaction():
@@ -1154,6 +1169,17 @@ class SQLiteBackend(Backend):
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (thread.id,))
             return changed
 
+    def archived_leaves(self, thread: Thread) -> list[int]:
+        with self._reading() as conn:
+            return [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT leaf_id FROM messages WHERE thread_id = ? AND leaf_id IS NOT NULL"
+                    " GROUP BY leaf_id HAVING MIN(archived) = 1",
+                    (thread.id,),
+                )
+            ]
+
     def message_leaves(self, rowids: Sequence[int]) -> dict[int, int]:
         out: dict[int, int] = {}
         ids = list(dict.fromkeys(int(r) for r in rowids))
@@ -1307,7 +1333,10 @@ class SQLiteBackend(Backend):
                 "SELECT 1 FROM tree_nodes WHERE thread_id = ? LIMIT 1", (t,)
             ).fetchone()
             if not has_tree:
-                return []
+                first = conn.execute(
+                    "SELECT idx FROM messages WHERE thread_id = ? ORDER BY idx LIMIT 1", (t,)
+                ).fetchone()
+                return [] if first is None else [(None, "the thread has messages but no tree")]
             for sql, args, reason in checks:
                 for (node_id,) in conn.execute(sql, args).fetchall():
                     problems.append((node_id or None, reason))

@@ -60,6 +60,10 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
         if chunk:
             grower.grow(thread, chunk, backend.vectors(model, [r.chash for r in chunk]))
             replayed += len(chunk)
+        # Exchanges archived by an earlier reorganisation stay archived in the new tree.
+        archived = backend.archived_leaves(thread)
+        if archived:
+            backend.set_archived(thread, archived, True)
     return replayed
 
 

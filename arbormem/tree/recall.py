@@ -49,6 +49,9 @@ class TopicPath:
     sufficient: bool = False
     #: The topic's best turns, when the summary alone does not answer.
     turns: list[Message] = field(default_factory=list)
+    #: The scope (user, agent) whose thread the branch belongs to.
+    user: str = ""
+    agent: str = ""
 
     @property
     def topic(self) -> PathNode:
@@ -58,8 +61,9 @@ class TopicPath:
         t = self.topic
         names = " › ".join(n.name or "(untitled)" for n in self.nodes)
         when = f"{display(t.first_at, seconds=False)[:10]}"  # type: ignore[arg-type]
-        if t.last_at != t.first_at:
-            when += f" to {display(t.last_at, seconds=False)[:10]}"  # type: ignore[arg-type]
+        last_day = f"{display(t.last_at, seconds=False)[:10]}"  # type: ignore[arg-type]
+        if last_day != when:
+            when += f" to {last_day}"
         lines = [f"- {names} ({when}, messages {t.first_index}-{t.last_index})"]
         if t.summary:
             words = t.summary.split()
@@ -221,12 +225,15 @@ class TreeRecall:
         caches = [(t, self._nodes(t).nodes) for t in threads]
         seen = 0
         for node_id, _ in hits:
-            found = next(((t, nodes[node_id]) for t, nodes in caches if node_id in nodes), None)
+            found = next(((t, nodes) for t, nodes in caches if node_id in nodes), None)
             if found is None:
                 continue
-            thread, node = found
-            if node.parent_id is None or node.kind != "topic":
-                continue  # a session's topic: too wide to expand into
+            thread, nodes = found
+            node = nodes[node_id]
+            if node.kind != "topic" or all(
+                a.kind == "group" for a in self.ancestry(thread, node.parent_id, nodes)
+            ):
+                continue  # a session's topic (only groups above it): too wide to expand into
             out += self.backend.rowids_between(
                 thread, node.first_index, node.last_index + 1, per_topic
             )
@@ -302,6 +309,8 @@ class TreeRecall:
                     ],
                     score=scored[key],
                     sufficient=bool(query_terms) and query_terms <= covered_terms,
+                    user=by_id[key[0]].user,
+                    agent=by_id[key[0]].agent,
                 )
             )
         return out

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from arbormem.errors import LLMError, NotFound
+from arbormem.errors import LLMError, NotFound, TreeError
 from arbormem.store.base import NodeRow, Thread, TreeState
 from arbormem.text import term_of
 from arbormem.tree.grow import TreeGrower
@@ -341,6 +341,12 @@ class Reorganizer:
         entry = entries[0]
         if entry.undone_at is not None:
             return {"undone": 0, "already": True}
+        if any(e.kind == "rebuild" and e.id > log_id for e in self.backend.tree_log(thread)):
+            # Its operations name nodes of a tree that no longer exists (ids may be reused).
+            raise TreeError(
+                f"reorganisation {log_id} cannot be undone: the tree was rebuilt from the "
+                "messages since; restore archived exchanges with Memory.restore_archived()"
+            )
         touched: set[int] = set()
         with self.backend.transaction():
             for op in reversed(entry.undo):

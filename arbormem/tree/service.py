@@ -112,6 +112,15 @@ class Trees:
         self.vectors.invalidate(thread)
         return result
 
+    def restore_archived(self, thread: Thread) -> int:
+        """Bring every archived exchange of the thread back into recall."""
+        with self._write_lock:
+            leaves = self.backend.archived_leaves(thread)
+            restored = self.backend.set_archived(thread, leaves, False) if leaves else 0
+        self.recall.invalidate(thread)
+        self.vectors.invalidate(thread)
+        return restored
+
     def log(self, thread: Thread) -> list[dict[str, Any]]:
         return [
             {
@@ -143,13 +152,18 @@ class Trees:
         drill: bool = True,
     ) -> list[TopicPath]:
         paths = self.recall.paths(threads, query, qvec, k=k, threshold=threshold)
+        hits = None
         for path in paths:
             if path.sufficient or not drill:
                 continue
             topic = path.topic
-            hits = self.retriever.search(threads, query, 3, Filters())
+            if hits is None:
+                hits = self.retriever.search(threads, query, 10, Filters())
             path.turns = [
-                h.message for h in hits if topic.first_index <= h.message.index <= topic.last_index
+                h.message
+                for h in hits
+                if (h.message.user, h.message.agent) == (path.user, path.agent)
+                and topic.first_index <= h.message.index <= topic.last_index
             ][:2]
         return paths
 

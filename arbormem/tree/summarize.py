@@ -292,8 +292,10 @@ def digest_messages(
     phrase, _ = _best_phrase(analysed, {t: weights[t] for t in ranked[:20]})
     name = name_from(ranked, forms, phrase)
     keyset = set(top)
+    # Each candidate carries its position in the messages, so the chosen sentences
+    # are shown in the order they were written.
     scored: list[tuple[float, int, str, set[str]]] = []
-    for i, sentence, pairs in analysed.sentences:
+    for position, (i, sentence, pairs) in enumerate(analysed.sentences):
         hit = {t for _, t in pairs if t in keyset}
         if not hit:
             continue
@@ -301,7 +303,7 @@ def digest_messages(
         if sentence.lstrip().startswith("["):
             score *= 0.5  # an attachment's caption says less than what was said
         m = messages[i]
-        scored.append((score, i, f"{m.speaker or m.role}: {sentence.strip()}", hit))
+        scored.append((score, position, f"{m.speaker or m.role}: {sentence.strip()}", hit))
     chosen: list[tuple[int, str]] = []
     words = 0
     covered: set[str] = set()
@@ -391,7 +393,7 @@ def validate_digest(max_words: int) -> Callable[[Any], tuple[str, str]]:
             raise ValueError("'name' and 'summary' must be strings")
         n_words = len(name.split())
         if not 1 <= n_words <= 6:
-            raise ValueError(f"name has {n_words} words, expected 2-5")
+            raise ValueError(f"name has {n_words} words, expected 2-5 (1-6 are accepted)")
         if not summary.strip():
             raise ValueError("summary is empty")
         return name.strip(), _truncate_words(summary.strip(), max_words)
