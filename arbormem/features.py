@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -186,17 +185,17 @@ class DocStats:
 
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
-        self._docs: dict[str, tuple[Counter[str], int, int]] = {}
+        self._docs: dict[str, tuple[list[str], int]] = {}
 
-    def get(self, text: str) -> tuple[Counter[str], int, int]:
-        """(term counts, length in terms, number of adjacent distinct-term pairs)."""
+    def get(self, text: str) -> tuple[list[str], int]:
+        """(the terms in order, number of adjacent distinct-term pairs)."""
         found = self._docs.get(text)
         if found is None:
             if len(self._docs) >= self.max_docs:
                 self._docs.clear()
             toks = text.split()
             # The phrase key's length: adjacent pairs of distinct terms (see text.pairs).
-            found = (Counter(toks), len(toks), sum(map(ne, toks, toks[1:])))
+            found = (toks, sum(map(ne, toks, toks[1:])))
             self._docs[text] = found
         return found
 
@@ -235,15 +234,15 @@ def features(
         for rid, _, text in neighbourhood:
             if rid in qtf:
                 continue
-            all_counts, length, n_pairs = docs.get(text)
-            counts = {t: all_counts[t] for t in query if t in all_counts}
+            toks, n_pairs = docs.get(text)
+            length = len(toks)
+            counts = {t: c for t in query if (c := toks.count(t))}
             qtf[rid] = counts
             lengths[rid] = length
             plen[rid] = n_pairs
             if qpairs and len(counts) > 1:
                 # A query pair joins two query terms: only those positions can match.
                 pc: dict[str, int] = {}
-                toks = text.split()
                 for a, b in pairwise(toks):
                     if a in counts and b in counts and a != b:
                         pr = f"{a}_{b}"

@@ -188,7 +188,11 @@ class Retriever:
             allowed = self.backend.allowed_rowids(threads, filters)
         segment_hits: list[tuple[int, float]] = []
         if self.tree is not None and question.terms:
-            segment_hits = self.tree.segment_hits(threads, question.terms)
+            # A topic's content holds each of its turns' terms: the turn key's posting
+            # counts bound the cost of searching topics too.
+            segment_hits = self.tree.segment_hits(
+                threads, self._affordable("turn", question.terms, cfg.posting_budget)
+            )
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
             expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
             if allowed is not None:
