@@ -337,7 +337,8 @@ def digest_children(
     """Name and summary of a topic made of other topics, from their names and keyphrases.
 
     A topic is named after its children; a width-control ``group`` (a stretch of
-    time rather than a subject) after the keyphrases most shared among them.
+    time rather than a subject) after its first and last child ("Garden Beds to
+    Car Repairs").
     """
     weight: dict[str, float] = {}
     display: dict[str, str] = {}
@@ -352,14 +353,8 @@ def digest_children(
     # five words, else the first (children come in time order).
     distinct = list(dict.fromkeys(names))
     if group and len(distinct) > 2:
-        top: list[str] = []
-        for t in ranked:
-            word = display[t]
-            if word.lower() not in {w.lower() for w in top}:
-                top.append(word)
-            if len(" ".join(top).split()) >= 3:
-                break
-        name = ", ".join(top) if top else distinct[0]
+        # A stretch of the thread: named by where it starts and ends.
+        name = " ".join(distinct[0].split()[:2]) + " to " + " ".join(distinct[-1].split()[:2])
     elif len(distinct) >= 2 and len(f"{distinct[0]} {distinct[1]}".split()) <= 4:
         name = f"{distinct[0]} & {distinct[1]}"
     elif distinct:
