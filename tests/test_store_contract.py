@@ -71,6 +71,17 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     ]
 
 
+def test_leaf_messages_are_taken_by_leaf_in_thread_order(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    rows = backend.append(t, [msg(w, "s1", i) for i, w in enumerate(["a b", "c d", "e f", "g h"])])
+    backend.set_message_leaf([rows[3].rowid, rows[0].rowid], 7)
+    backend.set_message_leaf([rows[1].rowid], 8)
+    assert [r.message.content for r in backend.leaf_messages(t, [7])] == ["a b", "g h"]
+    assert [r.message.index for r in backend.leaf_messages(t, [8, 7])] == [0, 1, 3]
+    assert backend.leaf_messages(t, []) == []
+
+
 def test_session_sizes_follow_membership(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t

@@ -442,5 +442,9 @@ class Backend(abc.ABC):
         """Note that a logged operation was undone."""
 
     @abc.abstractmethod
+    def leaf_messages(self, thread: Thread, leaf_ids: Sequence[int]) -> list[Row]:
+        """The messages placed in these leaves (archived ones too), in thread order."""
+
+    @abc.abstractmethod
     def archived_leaves(self, thread: Thread) -> list[int]:
         """Leaves all of whose messages are archived."""

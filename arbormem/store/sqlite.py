@@ -1169,6 +1169,23 @@ class SQLiteBackend(Backend):
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (thread.id,))
             return changed
 
+    def leaf_messages(self, thread: Thread, leaf_ids: Sequence[int]) -> list[Row]:
+        ids = list(dict.fromkeys(int(i) for i in leaf_ids))
+        out: list[Row] = []
+        with self._reading() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                out += [
+                    _row(r)
+                    for r in conn.execute(
+                        _ROW_SELECT + f" WHERE m.thread_id = ? AND m.leaf_id IN ({marks})",
+                        [thread.id, *chunk],
+                    ).fetchall()
+                ]
+        out.sort(key=lambda r: r.message.index)
+        return out
+
     def archived_leaves(self, thread: Thread) -> list[int]:
         with self._reading() as conn:
             return [

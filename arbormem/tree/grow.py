@@ -603,10 +603,9 @@ class TreeGrower:
         A node's index range can span other branches after a reorganisation, so
         messages are taken by leaf membership, not by range alone.
         """
-        rows = self.backend.messages(thread, start=node.first_index, end=node.last_index + 1)
-        leaves = set(self.subtree_leaves(thread, node))
-        owner = self.backend.message_leaves([r.rowid for r in rows])
-        return [r.message for r in rows if owner.get(r.rowid) in leaves]
+        return [
+            r.message for r in self.backend.leaf_messages(thread, self.subtree_leaves(thread, node))
+        ]
 
     def digest(
         self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
