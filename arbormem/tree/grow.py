@@ -603,9 +603,13 @@ class TreeGrower:
         A node's index range can span other branches after a reorganisation, so
         messages are taken by leaf membership, not by range alone.
         """
-        return [
-            r.message for r in self.backend.leaf_messages(thread, self.subtree_leaves(thread, node))
-        ]
+        leaves = set(self.subtree_leaves(thread, node))
+        if node.last_index - node.first_index + 1 <= 2 * max(node.message_count, 1):
+            # A compact range (no reorganisation spread it): read it and keep our leaves'.
+            rows = self.backend.messages(thread, start=node.first_index, end=node.last_index + 1)
+            owner = self.backend.message_leaves([r.rowid for r in rows])
+            return [r.message for r in rows if owner.get(r.rowid) in leaves]
+        return [r.message for r in self.backend.leaf_messages(thread, sorted(leaves))]
 
     def digest(
         self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
