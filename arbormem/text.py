@@ -241,8 +241,12 @@ def _fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens with possessives removed, before stop words and stemming."""
+    # ASCII text is its own NFKC form, and without apostrophes no token needs fixing.
+    folded = text.lower() if text.isascii() else _fold(text)
+    if "'" not in folded and "’" not in folded:
+        return _TOKEN.findall(folded)
     out = []
-    for token in _TOKEN.findall(_fold(text)):
+    for token in _TOKEN.findall(folded):
         if token.endswith(("'s", "’s")):
             token = token[:-2]
         out.append(_APOSTROPHE.sub("", token))

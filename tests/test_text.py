@@ -1,4 +1,9 @@
-from arbormem.text import analyze, fts_query, query_terms
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arbormem.text import _TOKEN, analyze, fts_query, query_terms, words
 
 
 def test_analysis_stems_drops_stop_words_and_possessives() -> None:
@@ -21,3 +26,15 @@ def test_query_terms_are_distinct_and_ordered() -> None:
 
 def test_fts_query_quotes_every_term() -> None:
     assert fts_query(["a", 'b"c']) == '"a" OR "b""c"'
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abcXYZ '’ﬁÉé-\u00a0.1"), max_size=40))
+def test_word_splitting_takes_shortcuts_without_changing_the_result(text: str) -> None:
+    # The general path: fold (NFKC, lower case), split, drop possessives and apostrophes.
+    expected = []
+    for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+        if token.endswith(("'s", "’s")):
+            token = token[:-2]
+        expected.append(token.replace("'", "").replace("’", ""))
+    assert words(text) == expected
