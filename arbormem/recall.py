@@ -42,10 +42,12 @@ class RecallConfig:
     """Where candidates come from and how they are weighed."""
 
     #: Candidates from BM25 over turns, over windows, from cosine, and from the dates
-    #: a question names.
-    turn_candidates: int = 50
-    window_candidates: int = 100
-    dense_candidates: int = 100
+    #: a question names. Chosen on the LoCoMo development files, with and without
+    #: 10,000 distractor turns: pools twice as large found nothing more and cost
+    #: a third more time (docs/benchmarks.md).
+    turn_candidates: int = 30
+    window_candidates: int = 40
+    dense_candidates: int = 50
     date_candidates: int = 50
     #: Topics (with the tree on) whose turns all join the candidates.
     topic_candidates: int = 3
@@ -159,14 +161,20 @@ class Retriever:
         query: str,
         filters: Filters | None = None,
         config: RecallConfig | None = None,
+        depth: int = 0,
     ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None, dict[int, Row]]:
         """The question, the candidate rowids, their feature matrix, the query vector
-        and the candidates' rows. ``arbormem bench fit`` trains on exactly this."""
+        and the candidates' rows. ``arbormem bench fit`` trains on exactly this.
+
+        ``depth`` is how many results the caller wants: the turn key contributes at
+        least that many candidates, so a search for many hits can return them all.
+        """
         cfg = config or self.config
         question = self._question(threads, query)
         found: dict[int, None] = {}
         if cfg.lexical and question.terms:
-            for key, n in (("turn", cfg.turn_candidates), ("window", cfg.window_candidates)):
+            turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
+            for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
                     terms = self._affordable(key, question.terms, cfg.posting_budget)
                     for rowid, _ in self.backend.lexical_search(threads, key, terms, n, filters):
@@ -267,7 +275,7 @@ class Retriever:
         """``(row, score, signals)`` for the best ``k`` turns, best first."""
         if not threads or k <= 0:
             return []
-        _, rowids, X, _, rows = self.candidates(threads, query, filters, config)
+        _, rowids, X, _, rows = self.candidates(threads, query, filters, config, depth=k)
         if not rowids:
             return []
         w = weight_vector(self.weights(config))

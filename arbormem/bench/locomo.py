@@ -53,7 +53,7 @@ HEADLINE_CATEGORIES = (1, 2, 3, 4)
 #: The session a benchmark question is asked in (new: no sliding window).
 BENCH_SESSION = "bench-question"
 #: Turns retrieved per question: enough for recall@20 and to fill the budget.
-RANK_DEPTH = 80
+RANK_DEPTH = 40
 #: Distractor sessions are numbered from here, far above any real LoCoMo session.
 DISTRACTOR_SESSION_BASE = 10_000
 
