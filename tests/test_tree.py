@@ -103,6 +103,19 @@ def test_a_change_of_subject_opens_a_new_topic_under_the_session(mem: Memory) ->
     assert garden.last_index < car.first_index  # time runs down the tree
 
 
+def test_a_growing_topic_is_described_by_its_subtopics(mem: Memory) -> None:
+    # The session is still growing (no name of its own yet): it is described the way it
+    # will be once frozen, from its subtopics, the growing one included.
+    for m in exchanges("garden", T0, "s1") + exchanges("car", T0 + timedelta(minutes=10), "s1"):
+        mem.add(**m)
+    session = mem.tree().children[0]
+    assert not session.frozen and len(session.children) >= 2
+    assert session.children[-1].kind == "topic" and not session.children[-1].frozen
+    for child in session.children:
+        assert child.name and child.name in session.summary
+    assert session.name in {c.name for c in session.children} or "&" in session.name
+
+
 def test_silence_inside_a_session_opens_a_new_topic(mem: Memory) -> None:
     mem.add_many(exchanges("garden", T0, "s1")[:4])
     mem.add_many(exchanges("garden", T0 + timedelta(hours=5), "s1")[4:])

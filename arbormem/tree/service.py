@@ -15,10 +15,11 @@ from arbormem.errors import InputError
 from arbormem.models import Message
 from arbormem.store.base import Backend, Filters, NodeRow, Thread
 from arbormem.timeutil import format_timestamp
-from arbormem.tree.grow import TreeGrower
+from arbormem.tree.grow import TOPIC_KINDS, TreeGrower
 from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.reorganize import Reorganizer
+from arbormem.tree.summarize import digest_children
 from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
 from arbormem.vectors import VectorCache
 
@@ -173,7 +174,24 @@ class Trees:
         key = (thread.id, node.id, node.message_count)
         found = self._provisional.get(key)
         if found is None:
-            digest = self.grower.digest(thread, node)
+            kids = self.backend.tree_nodes(thread, parent=node.id)
+            topics = [k for k in kids if k.kind in TOPIC_KINDS and not k.archived]
+            if topics:
+                # A topic with subtopics is described by them (a growing subtopic by its
+                # own provisional description), as it will be once frozen: re-reading
+                # every message of a long session on each query would cost more the
+                # longer the session runs.
+                described = [
+                    (k.name, k.keyphrases) if k.frozen else self.describe_growing(thread, k)[::2]
+                    for k in topics
+                ]
+                digest = digest_children(
+                    described,
+                    max_words=self.grower.config.summary_words,
+                    group=node.kind == "group",
+                )
+            else:
+                digest = self.grower.digest(thread, node, kids)
             found = (digest.name, digest.summary, digest.keyphrases)
             if len(self._provisional) > 256:
                 self._provisional.clear()
