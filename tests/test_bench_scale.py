@@ -41,6 +41,7 @@ def test_bench_scale_json_measures_a_real_store_in_subprocesses() -> None:
     assert figures["ingest_turns_per_s"] > 0
     assert 0 < figures["query_ms_p50"] <= figures["query_ms_p95"]
     assert figures["db_mb"] > 0 and figures["first_query_s"] > 0
+    assert figures["add_many_calls"] == 2 and figures["sessions"] > 2  # batches of 1,000
     if sys.platform != "win32":
         assert figures["peak_rss_mb"] >= figures["baseline_rss_mb"] > 0
     config = result["config"]
@@ -48,6 +49,15 @@ def test_bench_scale_json_measures_a_real_store_in_subprocesses() -> None:
     assert config["queries"] == 300 and config["k"] == 10
     for key in ("recall", "tree", "cpu_count", "python", "sqlite", "platform"):
         assert key in config
+
+
+def test_bench_scale_can_store_one_session_per_call() -> None:
+    out = run_cli("bench", "scale", "--turns", "300", "--queries", "5", "--batch", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    (figures,) = result["runs"]
+    assert figures["add_many_calls"] == figures["sessions"] > 1
+    assert result["config"]["batches"].startswith("one add_many per generated session")
 
 
 def test_sizes_read_like_people_write_them() -> None:

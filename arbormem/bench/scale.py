@@ -2,7 +2,9 @@
 
 For each size N, one thread of N generated turns (:mod:`arbormem.bench.synth`)
 is built in a fresh SQLite store through the public :class:`~arbormem.Memory`
-API, one ``add_many`` per generated session (20 to 40 turns). Then:
+API, in ``add_many`` batches of 1,000 turns (``batch``; each turn keeps its own
+session), or one ``add_many`` per generated session of 20 to 40 turns with
+``batch=0``. Then:
 
 * ``ingest_turns_per_s``: turns per second of wall time spent in ``add_many``
   (embeddings included; generating the text is not counted);
@@ -43,6 +45,8 @@ from arbormem.errors import ArbormemError, ConfigError
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_QUERIES = 300
+#: Turns per ``add_many`` call: an import of history. 0: one call per session.
+DEFAULT_BATCH = 1000
 K = 10
 #: The generated history spans two years, whatever its size.
 START = datetime(2023, 1, 1, tzinfo=timezone.utc)
@@ -86,6 +90,7 @@ def build(
     embedder: str | None,
     queries: int = DEFAULT_QUERIES,
     seed: int = 0,
+    batch_size: int = DEFAULT_BATCH,
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Build a store of ``turns`` generated turns, then time searches on it."""
@@ -97,7 +102,8 @@ def build(
     emb.embed("warm up")  # model loading is a one-off, not part of ingest throughput
     baseline = peak_rss_mb()
     speakers: set[str] = set()
-    sessions = 0
+    sessions: set[str] = set()
+    calls = 0
     ingest_s = 0.0
     last_report = 0.0
     done = 0
@@ -106,21 +112,24 @@ def build(
         key = None
 
         def flush() -> None:
-            nonlocal ingest_s, done, sessions, last_report
+            nonlocal ingest_s, done, calls, last_report
             t0 = time.perf_counter()
-            mem.add_many(batch, session=key)
+            mem.add_many(batch)
             ingest_s += time.perf_counter() - t0
             done += len(batch)
-            sessions += 1
+            calls += 1
             batch.clear()
             if show_progress and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 _status(f"{turns:,} turns: {done:,} ingested ({done / ingest_s:,.0f} turns/s)")
 
         for turn in generate_turns(turns, seed=seed, start=START, end=END):
-            if turn.session != key and batch:
+            if batch and (
+                len(batch) >= batch_size if batch_size > 0 else turn.session != key
+            ):
                 flush()
             key = turn.session
+            sessions.add(turn.session)
             speakers.add(turn.speaker)
             batch.append(
                 {
@@ -128,6 +137,7 @@ def build(
                     "role": turn.role,
                     "speaker": turn.speaker,
                     "timestamp": turn.timestamp,
+                    "session": turn.session,
                 }
             )
         if batch:
@@ -151,7 +161,8 @@ def build(
         _status(f"{turns:,} turns: built and queried", done=True)
     return {
         "turns": turns,
-        "sessions": sessions,
+        "sessions": len(sessions),
+        "add_many_calls": calls,
         "ingest_s": round(ingest_s, 2),
         "ingest_turns_per_s": round(turns / ingest_s, 1) if ingest_s > 0 else None,
         "warm_query_s": round(warm, 3),
@@ -223,6 +234,7 @@ def run(
     embedder: str | None = None,
     queries: int = DEFAULT_QUERIES,
     seed: int = 0,
+    batch_size: int = DEFAULT_BATCH,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -250,6 +262,7 @@ def run(
                 common += ["--embedder", embedder]
             built = _child(
                 ["build", *common, "--turns", str(n), "--queries", str(queries)]
+                + ["--batch", str(batch_size)]
                 + (["--progress"] if show else [])
             )
             size = store_mb(db)
@@ -271,10 +284,10 @@ def run(
                     **reopened,
                 }
             )
-    return {"runs": runs, "config": _config(built, queries, seed)}
+    return {"runs": runs, "config": _config(built, queries, seed, batch_size)}
 
 
-def _config(built: dict[str, Any], queries: int, seed: int) -> dict[str, Any]:
+def _config(built: dict[str, Any], queries: int, seed: int, batch_size: int) -> dict[str, Any]:
     import arbormem
 
     return {
@@ -286,7 +299,11 @@ def _config(built: dict[str, Any], queries: int, seed: int) -> dict[str, Any]:
         "queries": queries,
         "seed": seed,
         "store": "sqlite",
-        "batches": "one add_many per generated session of 20-40 turns",
+        "batches": (
+            f"add_many of {batch_size} turns"
+            if batch_size > 0
+            else "one add_many per generated session of 20-40 turns"
+        ),
         "history": f"{START.date()} to {END.date()}",
         "arbormem": arbormem.__version__,
         "python": platform.python_version(),
@@ -371,6 +388,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
     if args.step == "build":
@@ -380,6 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             embedder=args.embedder,
             queries=args.queries,
             seed=args.seed,
+            batch_size=args.batch,
             show_progress=args.progress,
         )
     else:

@@ -192,6 +192,14 @@ def _scale_table(result: dict[str, Any]) -> None:
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the generated conversations.")
 @click.option(
+    "--batch",
+    "batch_size",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Turns per add_many call (an import of history); 0: one call per generated session.",
+)
+@click.option(
     "--workdir",
     type=click.Path(file_okay=False),
     help="Keep the stores here (scale-<N>.db) instead of a temporary folder.",
@@ -210,6 +218,7 @@ def scale(
     sizes: tuple[str, ...],
     queries: int,
     seed: int,
+    batch_size: int,
     workdir: str | None,
     as_json: bool,
     plot_path: str | None,
@@ -244,6 +253,7 @@ def scale(
         embedder=opts.embedder,
         queries=queries,
         seed=seed,
+        batch_size=batch_size,
         workdir=workdir,
         progress=progress,
     )
