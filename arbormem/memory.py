@@ -129,7 +129,7 @@ class Memory:
             self.tree_config = tree
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
-        self.tree_recall = TreeRecall(self.backend, self.embedder)
+        self.tree_recall = TreeRecall(self.backend, self.embedder, folder=folder)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -602,6 +602,7 @@ class Memory:
         for thread in threads:
             self.vectors.invalidate(thread)
             self.vectors.discard_files(thread)
+            self.tree_recall.discard_files(thread)
             self.grower.forget_cursor(thread)
 
     # -- working memory and context --------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -500,3 +500,33 @@ def test_idle_threads_are_reorganised_in_the_background(tmp_path: Path) -> None:
             mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
         assert done.wait(timeout=30), "no background reorganisation happened"
         assert mem.tree_log()[0]["kind"] == "reorganize"
+
+
+def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.tree.recall as tree_recall
+
+    monkeypatch.setattr(tree_recall, "SAVE_AFTER", 1)
+    db = tmp_path / "t.db"
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        for day, topic in enumerate(["garden", "car", "trip", "garden"]):
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        expected = [(p.topic.id, p.topic.summary) for p in mem.topic_paths("tomato compost", k=2)]
+    saved = list(tmp_path.glob("t.db.ann/topics-*.npz"))
+    assert len(saved) == 1
+
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        asked: list[str] = []
+        real = mem.backend.vectors
+
+        def counting(model_id: str, chashes: Sequence[str]) -> dict:
+            asked.extend(chashes)
+            return real(model_id, chashes)
+
+        monkeypatch.setattr(mem.backend, "vectors", counting)
+        found = mem.topic_paths("tomato compost", k=2)
+        assert [(p.topic.id, p.topic.summary) for p in found] == expected
+        assert asked == []  # every topic vector came from the saved file
+        mem.forget(session="s3")
+    assert not saved[0].exists()

@@ -14,9 +14,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +27,8 @@ from arbormem.models import Message
 from arbormem.store.base import Backend, NodeRow, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import display
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,13 +81,20 @@ class TopicPath:
 
 
 class _ThreadCache:
-    __slots__ = ("matrix", "nodes", "topic_ids", "version")
+    __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
     def __init__(self) -> None:
         self.version = -1
         self.nodes: dict[int, NodeRow] = {}
         self.topic_ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        #: Summary vectors by content hash, carried over when the tree changes.
+        self.vectors: dict[str, np.ndarray] = {}
+
+
+#: Topic vectors read from the store in one go past which the thread's topic
+#: vectors are also saved beside the database, so the next process starts fast.
+SAVE_AFTER = 5_000
 
 
 class TreeRecall:
@@ -94,9 +105,12 @@ class TreeRecall:
         backend: Backend,
         embedder: Embedder,
         describe: Callable[[Thread, NodeRow], tuple[str, str, list[str]]] | None = None,
+        folder: Path | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
+        #: Where topic vectors are saved between processes (None: not saved).
+        self.folder = folder
         #: Provisional (name, summary, keyphrases) of a topic that is still growing.
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
@@ -109,20 +123,74 @@ class TreeRecall:
             cache = self._cache.get(thread.id)
             if cache is not None and cache.version == version:
                 return cache
+            previous = cache
             cache = _ThreadCache()
             cache.version = version
             rows = self.backend.tree_nodes(thread, kinds=["topic", "group"])
             cache.nodes = {r.id: r for r in rows if r.id is not None}
             frozen = [r for r in rows if r.frozen and r.chash and not r.archived]
-            vectors = self.backend.vectors(
-                self.embedder.model_id, [r.chash for r in frozen if r.chash]
-            )
+            known = previous.vectors if previous is not None else self._load_saved(thread)
+            vectors = {r.chash: known[r.chash] for r in frozen if r.chash in known}
+            missing = [r.chash for r in frozen if r.chash and r.chash not in vectors]
+            if missing:
+                fetched = self.backend.vectors(self.embedder.model_id, missing)
+                vectors.update(fetched)
+                if len(fetched) >= SAVE_AFTER:
+                    self._save(thread, vectors)
+            cache.vectors = vectors
             have = [r for r in frozen if r.chash in vectors]
             cache.topic_ids = np.asarray([r.id for r in have], dtype=np.int64)
             if have:
                 cache.matrix = np.vstack([vectors[r.chash] for r in have if r.chash])
             self._cache[thread.id] = cache
             return cache
+
+    # -- topic vectors saved between processes ---------------------------------------------
+
+    def _file(self, thread: Thread) -> Path | None:
+        return None if self.folder is None else self.folder / f"topics-{thread.id}.npz"
+
+    def _load_saved(self, thread: Thread) -> dict[str, np.ndarray]:
+        """Topic vectors a previous process saved (empty when none, stale or damaged).
+
+        Reading them back costs one file read; fetching hundreds of thousands of
+        them from the store by content hash costs a random read each.
+        """
+        path = self._file(thread)
+        if path is None or not path.exists():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                if str(saved["model"]) != self.embedder.model_id:
+                    return {}
+                keys, matrix = saved["chash"], saved["matrix"]
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("saved topic vectors %s unusable, reading the store: %s", path, exc)
+            return {}
+        return {str(k): matrix[i] for i, k in enumerate(keys)}
+
+    def _save(self, thread: Thread, vectors: dict[str, np.ndarray]) -> None:
+        path = self._file(thread)
+        if path is None or not vectors:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp.npz")
+            np.savez(
+                tmp,
+                model=np.asarray(self.embedder.model_id),
+                chash=np.asarray(list(vectors)),
+                matrix=np.vstack(list(vectors.values())).astype(np.float32),
+            )
+            tmp.replace(path)
+        except OSError as exc:  # a read-only folder: recall still works, only slower
+            log.warning("could not save topic vectors to %s: %s", path, exc)
+
+    def discard_files(self, thread: Thread) -> None:
+        """Delete a thread's saved topic vectors: they may describe forgotten messages."""
+        path = self._file(thread)
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     def _growing(self, thread: Thread, cache: _ThreadCache) -> list[NodeRow]:
         """Topics still growing (not yet summarised), with provisional descriptions."""
