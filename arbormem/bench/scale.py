@@ -124,9 +124,7 @@ def build(
                 _status(f"{turns:,} turns: {done:,} ingested ({done / ingest_s:,.0f} turns/s)")
 
         for turn in generate_turns(turns, seed=seed, start=START, end=END):
-            if batch and (
-                len(batch) >= batch_size if batch_size > 0 else turn.session != key
-            ):
+            if batch and (len(batch) >= batch_size if batch_size > 0 else turn.session != key):
                 flush()
             key = turn.session
             sessions.add(turn.session)
