@@ -51,6 +51,39 @@ def test_wordllama_contract_offline() -> None:
     assert cat @ dog > cat @ tax
 
 
+def test_wordllama_vectors_are_wordllamas_own() -> None:
+    # arbormem reads WordLlama's files itself; the vectors must not change because of it.
+    import logging
+
+    from wordllama import WordLlama
+
+    from arbormem.embed.wordllama import package_folder
+
+    texts = [
+        "Leo is allergic to peanuts.",
+        "",
+        "   ",
+        "Ünïcödé ☃ and an emoji 🎉",
+        "a long one " * 500,
+        "Caroline went to the LGBTQ support group on 7 May 2023.",
+    ]
+    ours = WordLlamaEmbedder().embed_many(texts)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        model = WordLlama.load(
+            config="l2_supercat", cache_dir=str(package_folder()), disable_download=True
+        )
+        theirs = np.asarray(model.embed(texts, norm=False), dtype=np.float32)
+    finally:  # importing wordllama configures the root logger
+        root.handlers[:], root.level = handlers, level
+    norms = np.linalg.norm(theirs, axis=1, keepdims=True)
+    theirs = np.where(norms > 0, theirs / np.maximum(norms, 1e-12), 0.0)
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert not ours[1].any()  # no tokens: a zero vector
+    assert WordLlamaEmbedder(dim=64).embed("Leo").shape == (64,)
+
+
 def test_openai_contract_over_http(fake_server: FakeOpenAI) -> None:
     _contract(OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k"))
 
