@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,12 @@ def chat_env(db: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]:
     return env
 
 
+def _at_a_terminal() -> None:
+    # As at a real terminal, Ctrl-C interrupts: a test run started in the background
+    # (`cmd &` ignores SIGINT) would otherwise pass the ignored signal on to the chat.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn_chat(db: Path, server: FakeOpenAI, *args: str) -> Any:
     return pexpect.spawn(
         sys.executable,
@@ -85,6 +92,7 @@ def spawn_chat(db: Path, server: FakeOpenAI, *args: str) -> Any:
         encoding="utf-8",
         timeout=30,
         dimensions=(50, 250),
+        preexec_fn=_at_a_terminal,
     )
 
 
