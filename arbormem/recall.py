@@ -162,12 +162,14 @@ class Retriever:
         filters: Filters | None = None,
         config: RecallConfig | None = None,
         depth: int = 0,
+        every_feature: bool = True,
     ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None, dict[int, Row]]:
         """The question, the candidate rowids, their feature matrix, the query vector
         and the candidates' rows. ``arbormem bench fit`` trains on exactly this.
 
         ``depth`` is how many results the caller wants: the turn key contributes at
         least that many candidates, so a search for many hits can return them all.
+        With ``every_feature=False`` features whose weight is zero may be left at 0.
         """
         cfg = config or self.config
         question = self._question(threads, query)
@@ -251,7 +253,12 @@ class Retriever:
                         centroid_of[r] = c
         tree_signals = None
         if self.tree is not None and question.terms:
-            tree_signals = self.tree.turn_signals(threads, question.terms, rowids, segment_hits)
+            # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
+            weights = self.weights(cfg)
+            coverage = every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess"))
+            tree_signals = self.tree.turn_signals(
+                threads, question.terms, rowids, segment_hits, coverage=coverage
+            )
         X = features(
             self.backend,
             question,
@@ -275,7 +282,9 @@ class Retriever:
         """``(row, score, signals)`` for the best ``k`` turns, best first."""
         if not threads or k <= 0:
             return []
-        _, rowids, X, _, rows = self.candidates(threads, query, filters, config, depth=k)
+        _, rowids, X, _, rows = self.candidates(
+            threads, query, filters, config, depth=k, every_feature=False
+        )
         if not rowids:
             return []
         w = weight_vector(self.weights(config))

@@ -315,7 +315,7 @@ def build_context(
         memory.working.submit(
             lambda: memory.working.compress(thread, key, session_messages(), default_mode)
         )
-    depth = k or max(30, budget // 25)
+    depth = k or min(max(30, budget // 25), 80)
     hits = (
         memory.search(query, k=depth, user=scope.user, agent=scope.agent)
         if memory.backend.state(thread).max_rowid

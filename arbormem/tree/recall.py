@@ -235,12 +235,15 @@ class TreeRecall:
         terms: Sequence[str],
         rowids: Sequence[int],
         hits: Sequence[tuple[int, float]],
+        coverage: bool = True,
     ) -> dict[int, dict[str, float]]:
         """Topic evidence for each turn: ``bm_topic`` and ``bm_sess``, the normalised
         BM25 of the content of its own topic and of its session's topic (from
         ``hits``, see :meth:`segment_hits`), and ``cov_topic`` and ``cov_sess``, the
         share of the query's terms each contains (a multi-part question is often
-        answered by a topic, not by one turn)."""
+        answered by a topic, not by one turn). ``coverage=False`` leaves the last
+        two out: they read each topic's whole text, which costs most when the
+        ranker gives them no weight."""
         if not terms or not rowids:
             return {}
         top = hits[0][1] if hits else 1.0
@@ -263,19 +266,19 @@ class TreeRecall:
             if chain and chain[-1].id is not None and chain[0].id is not None:
                 chains[rowid] = (chain[-1].id, chain[0].id)
         nodes = {n for pair in chains.values() for n in pair}
-        wanted_terms = set(terms)
-        coverage = {
-            node: len(wanted_terms.intersection(doc.split())) / len(wanted_terms)
-            for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
-        }
+        shares: dict[int, float] = {}
+        if coverage:
+            wanted_terms = set(terms)
+            shares = {
+                node: len(wanted_terms.intersection(doc.split())) / len(wanted_terms)
+                for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
+            }
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
-            out[rowid] = {
-                "bm_topic": score.get(topic, 0.0),
-                "bm_sess": score.get(session, 0.0),
-                "cov_topic": coverage.get(topic, 0.0),
-                "cov_sess": coverage.get(session, 0.0),
-            }
+            out[rowid] = {"bm_topic": score.get(topic, 0.0), "bm_sess": score.get(session, 0.0)}
+            if coverage:
+                out[rowid]["cov_topic"] = shares.get(topic, 0.0)
+                out[rowid]["cov_sess"] = shares.get(session, 0.0)
         return out
 
     def expand(
