@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -58,6 +58,17 @@ def _load_json(text: str) -> dict[str, Any]:
         return {}
     value = json.loads(text)
     return value if isinstance(value, dict) else {}
+
+
+T = TypeVar("T")
+
+
+def _batches(items: Sequence[T], size: int = 500) -> Iterator[tuple[list[T], str]]:
+    """``items`` in slices that stay under SQLite's limit on bound parameters, each
+    with its ``?,?,...`` placeholders for an ``IN (...)`` clause."""
+    for start in range(0, len(items), size):
+        chunk = list(items[start : start + size])
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def _row(r: Sequence[Any]) -> Row:
@@ -472,9 +483,7 @@ class SQLiteBackend(Backend):
         out: dict[int, Row] = {}
         ids = list(dict.fromkeys(int(r) for r in rowids))
         with self._reading() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(ids):
                 for r in conn.execute(_ROW_SELECT + f" WHERE m.id IN ({marks})", chunk):
                     row = _row(r)
                     out[row.rowid] = row
@@ -663,9 +672,7 @@ class SQLiteBackend(Backend):
         wanted = list(dict.fromkeys(terms))
         out: dict[str, int] = {}
         with self._reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(wanted):
                 for term, doc in conn.execute(
                     f"SELECT term, doc FROM {key}_vocab WHERE term IN ({marks})", chunk
                 ):
@@ -677,9 +684,7 @@ class SQLiteBackend(Backend):
         out: dict[int, list[tuple[int, int, str]]] = {}
         with self._reading() as conn:
             anchors: list[tuple[int, int, int]] = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(ids):
                 anchors += conn.execute(
                     f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
                 ).fetchall()
@@ -691,9 +696,7 @@ class SQLiteBackend(Backend):
             for sid, wanted in by_session.items():
                 positions = sorted(i for i in wanted if i >= 0)
                 rows: list[tuple[int, int, str]] = []
-                for start in range(0, len(positions), 900):
-                    chunk = positions[start : start + 900]
-                    marks = ",".join("?" * len(chunk))
+                for chunk, marks in _batches(positions, 900):
                     rows += conn.execute(
                         "SELECT m.id, m.idx, f.c0 FROM messages m"
                         " JOIN turn_fts_content f ON f.id = m.id"
@@ -733,9 +736,7 @@ class SQLiteBackend(Backend):
         out: dict[str, np.ndarray] = {}
         keys = list(dict.fromkeys(chashes))
         with self._reading() as conn:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(keys):
                 for chash, vec in conn.execute(
                     f"SELECT chash, vec FROM vectors WHERE model = ? AND chash IN ({marks})",
                     [model_id, *chunk],
@@ -780,9 +781,7 @@ class SQLiteBackend(Backend):
         keys = list(dict.fromkeys(sessions))
         out: dict[str, list[int]] = {k: [] for k in keys}
         with self._reading() as conn:
-            for start in range(0, len(keys), 300):
-                chunk = keys[start : start + 300]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(keys, 300):
                 for key, rowid in conn.execute(
                     "SELECT s.key, m.id FROM sessions s JOIN messages m ON m.session_id = s.id"
                     f" WHERE s.thread_id = ? AND s.key IN ({marks}) AND m.archived = 0"
@@ -796,9 +795,7 @@ class SQLiteBackend(Backend):
         keys = list(dict.fromkeys(sessions))
         out: dict[str, tuple[int, int]] = {}
         with self._reading() as conn:
-            for start in range(0, len(keys), 300):
-                chunk = keys[start : start + 300]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(keys, 300):
                 for key, count, top in conn.execute(
                     "SELECT s.key, COUNT(*), MAX(m.id) FROM sessions s"
                     " JOIN messages m ON m.session_id = s.id"
@@ -830,9 +827,7 @@ class SQLiteBackend(Backend):
             return result
         touched_sessions: set[int] = set()
         chashes: set[str] = set()
-        for start in range(0, len(rowids), 500):
-            chunk = list(rowids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _batches(rowids):
             for sid, chash in c.execute(
                 f"SELECT session_id, chash FROM messages WHERE id IN ({marks})", chunk
             ):
@@ -893,9 +888,7 @@ class SQLiteBackend(Backend):
                     " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash)"
                 )
             ]
-            for start in range(0, len(unused), 500):
-                chunk = unused[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(unused):
                 c.execute(f"DELETE FROM vectors WHERE chash IN ({marks})", chunk)
         if not self._memory:
             try:
@@ -1073,9 +1066,8 @@ class SQLiteBackend(Backend):
                 out = [self._node(r) for r in conn.execute(sql + " ORDER BY seq", args)]
             else:
                 wanted = list(dict.fromkeys(int(i) for i in ids))
-                for start in range(0, len(wanted), 500):
-                    chunk = wanted[start : start + 500]
-                    q = sql + f" AND id IN ({','.join('?' * len(chunk))})"
+                for chunk, marks in _batches(wanted):
+                    q = sql + f" AND id IN ({marks})"
                     out.extend(self._node(r) for r in conn.execute(q, [*args, *chunk]))
                 out.sort(key=lambda n: n.seq)
         return out
@@ -1132,9 +1124,7 @@ class SQLiteBackend(Backend):
                     )
                 ]
             removed = 0
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(ids):
                 for table in ("topic_fts", "segment_fts"):
                     c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
                 c.execute(f"UPDATE messages SET leaf_id = NULL WHERE leaf_id IN ({marks})", chunk)
@@ -1154,9 +1144,7 @@ class SQLiteBackend(Backend):
         with self.transaction():
             c = self._writer
             changed = 0
-            for start in range(0, len(leaf_ids), 500):
-                chunk = list(leaf_ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(leaf_ids):
                 c.execute(
                     f"UPDATE tree_nodes SET archived = ? WHERE thread_id = ? AND id IN ({marks})",
                     [int(archived), thread.id, *chunk],
@@ -1173,9 +1161,7 @@ class SQLiteBackend(Backend):
         ids = list(dict.fromkeys(int(i) for i in leaf_ids))
         out: list[Row] = []
         with self._reading() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(ids):
                 out += [
                     _row(r)
                     for r in conn.execute(
@@ -1201,9 +1187,7 @@ class SQLiteBackend(Backend):
         out: dict[int, int] = {}
         ids = list(dict.fromkeys(int(r) for r in rowids))
         with self._reading() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(ids):
                 for rowid, leaf in conn.execute(
                     f"SELECT id, leaf_id FROM messages WHERE id IN ({marks})"
                     " AND leaf_id IS NOT NULL",
@@ -1227,9 +1211,7 @@ class SQLiteBackend(Backend):
         out: dict[int, int | None] = {}
         wanted = list(dict.fromkeys(int(i) for i in ids))
         with self._reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(wanted):
                 # By primary key only: a thread filter in the WHERE clause makes SQLite
                 # walk the thread's whole tree through the (thread, parent) index.
                 for node, parent, owner in conn.execute(
@@ -1257,9 +1239,7 @@ class SQLiteBackend(Backend):
         out: dict[int, str] = {}
         wanted = list(dict.fromkeys(int(i) for i in ids))
         with self._reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _batches(wanted):
                 for rowid, terms in conn.execute(
                     f"SELECT id, c0 FROM {key}_fts_content WHERE id IN ({marks})", chunk
                 ):
@@ -1286,16 +1266,8 @@ class SQLiteBackend(Backend):
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        wanted = list(dict.fromkeys(terms))
-        out: dict[str, int] = {}
+        out = self.doc_frequencies("turn", terms)
         with self._reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for term, doc in conn.execute(
-                    f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", chunk
-                ):
-                    out[term] = int(doc)
             total = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
         return out, int(total)
 
