@@ -26,6 +26,9 @@ from arbormem.errors import EmbedderError
 #: Width of the published WordLlama tables; smaller sizes are a prefix of it.
 FULL_DIM = 256
 
+#: Chunks of at least this many texts are tokenised on all cores at once.
+PARALLEL_FROM = 32
+
 
 def package_folder() -> Path:
     """Where the ``wordllama`` package is installed (without importing it)."""
@@ -77,19 +80,18 @@ class WordLlamaEmbedder(Embedder):
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             chunk = list(texts[start : start + self.batch_size])
-            ids = [e.ids for e in tokenizer.encode_batch(chunk, add_special_tokens=False)]
-            lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-            rows = np.flatnonzero(lengths)
-            if not rows.size:
-                continue
-            flat = np.fromiter(
-                (t for i in ids for t in i), dtype=np.int64, count=int(lengths.sum())
-            )
-            np.clip(flat, 0, len(table) - 1, out=flat)
-            # The mean of each text's token rows: sums over consecutive runs of tokens.
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
-            sums = np.add.reduceat(table[flat], offsets, axis=0)
-            out[start + rows] = sums / lengths[rows, None].astype(np.float32)
+            # The batch call spreads a large chunk over the cores; for a few texts its
+            # thread pool costs more than the tokenising itself.
+            if len(chunk) < PARALLEL_FROM:
+                ids = [tokenizer.encode(t, add_special_tokens=False).ids for t in chunk]
+            else:
+                ids = [e.ids for e in tokenizer.encode_batch(chunk, add_special_tokens=False)]
+            # The mean of each text's token rows. One small sum per text is faster than
+            # one segmented sum (np.add.reduceat) over the gathered rows of the chunk.
+            for row, tokens in enumerate(ids, start):
+                if tokens:
+                    rows = table[np.clip(tokens, 0, len(table) - 1)]
+                    out[row] = rows.sum(axis=0) / len(tokens)
         return l2_normalize(out)
 
     def tokenizer(self) -> Any:
