@@ -619,13 +619,13 @@ class Memory:
     def _schedule_upkeep(self, thread: Thread, session: str) -> None:
         from arbormem.modes import resolve_mode
 
-        default_mode = resolve_mode()
-
         def work() -> None:
             messages = [r.message for r in self.backend.messages(thread, session=session)]
-            self.working.upkeep(thread, session, messages, default_mode)
+            self.working.upkeep(thread, session, messages, resolve_mode())
 
-        self.working.submit(work)
+        # While one upkeep of this session waits to start, replies arriving meanwhile
+        # need no other: it reads the session's messages when it runs.
+        self.working.submit(work, key=(thread.id, session))
 
     def current_session(self, *, user: str | None = None, agent: str | None = None) -> str:
         """The session a new message would join now (the last one, unless it went quiet)."""

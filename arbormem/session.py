@@ -12,13 +12,15 @@ Each session of a thread keeps, in the store:
 
 Upkeep (tracker and summary) runs after a reply in a background worker, so
 the user never waits for it; :meth:`WorkingMemory.wait` lets a caller (or the
-blocking threshold) wait for it.
+blocking threshold) wait for it. One session's upkeep runs at most once every
+``UPKEEP_INTERVAL`` seconds: replies that arrive faster are caught up together.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,8 +55,14 @@ class SessionMemory:
         }
 
 
+#: Seconds between two upkeeps of one session (replies arriving faster share one).
+UPKEEP_INTERVAL = 0.25
+
+
 class WorkingMemory:
     """Loads, updates and stores the working memory of sessions."""
+
+    interval = UPKEEP_INTERVAL
 
     def __init__(
         self, backend: Backend, llm: Any = None, policy: SummaryPolicy = SummaryPolicy()
@@ -65,6 +73,8 @@ class WorkingMemory:
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
+        self._queued: dict[object, threading.Timer | None] = {}
+        self._last_run: dict[object, float] = {}
 
     # -- state ---------------------------------------------------------------------------
 
@@ -169,15 +179,58 @@ class WorkingMemory:
             self.save(thread, session, state)
         return self.upkeep(thread, session, messages, default_mode, force=True)
 
-    def submit(self, work: Callable[[], object]) -> None:
-        """Run upkeep in the background worker."""
+    def submit(self, work: Callable[[], object], key: object = None) -> None:
+        """Run upkeep in the background worker.
+
+        Work with a ``key`` is coalesced: while one with the same key waits to
+        start, another is not queued (the waiting one reads the newer messages
+        when it runs), and it starts no sooner than ``interval`` seconds after
+        the last one with that key.
+        """
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(
                     max_workers=1, thread_name_prefix="arbormem-upkeep"
                 )
             self._pending = [f for f in self._pending if not f.done()]
-            self._pending.append(self._executor.submit(work))
+            if key is None:
+                self._pending.append(self._executor.submit(work))
+                return
+            if key in self._queued:
+                return
+            done: Future[Any] = Future()
+            self._pending.append(done)
+            delay = self._last_run.get(key, -self.interval) + self.interval - time.monotonic()
+            if delay <= 0:
+                self._queued[key] = None
+                self._start(key, work, done)
+            else:
+                timer = threading.Timer(delay, self._start, (key, work, done))
+                timer.daemon = True
+                self._queued[key] = timer
+                timer.start()
+
+    def _start(self, key: object, work: Callable[[], object], done: Future[Any]) -> None:
+        """Hand keyed work to the worker; ``done`` follows its outcome."""
+
+        def run() -> None:
+            with self._lock:
+                self._queued.pop(key, None)
+                self._last_run[key] = time.monotonic()
+            try:
+                done.set_result(work())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        with self._lock:
+            # A timer firing while close() starts the same work: only one goes on.
+            if done.running() or done.done():
+                return
+            done.set_running_or_notify_cancel()
+            if self._executor is None:  # closed meanwhile: run it here
+                run()
+            else:
+                self._executor.submit(run)
 
     @property
     def busy(self) -> bool:
@@ -192,6 +245,14 @@ class WorkingMemory:
                 log.warning("background upkeep failed: %s", exc)
 
     def close(self) -> None:
+        """Start any delayed upkeep now, and wait for all of it."""
+        with self._lock:
+            timers = [t for t in self._queued.values() if t is not None]
+        for timer in timers:
+            timer.cancel()
+            work_key, work, done = timer.args
+            if not done.done():
+                self._start(work_key, work, done)
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None

@@ -251,3 +251,49 @@ def test_context_cli_json(tmp_path: Path) -> None:
     assert "flat rear tyre" in data["messages"][0]["content"]
     text = run_cli("context", "bike?", "--mode", "code", "--session", "new-one", env=env)
     assert "system" in text.stdout and "tokens" in text.stdout
+
+
+def test_upkeep_of_a_session_is_coalesced_and_spaced(tmp_path: Path) -> None:
+    import time
+
+    from arbormem.session import WorkingMemory
+    from arbormem.store import SQLiteBackend
+
+    working = WorkingMemory(SQLiteBackend(tmp_path / "w.db"))
+    working.interval = 0.3
+    runs: list[tuple[str, float]] = []
+
+    def job(name: str) -> None:
+        runs.append((name, time.monotonic()))
+
+    working.submit(lambda: job("first"), key="s1")
+    working.wait()
+    # Within the interval: the next one waits for it, and one more while it waits is dropped.
+    working.submit(lambda: job("second"), key="s1")
+    working.submit(lambda: job("dropped"), key="s1")
+    working.submit(lambda: job("other session"), key="s2")  # not held back by s1
+    working.wait()
+    names = [n for n, _ in runs]
+    assert names == ["first", "other session", "second"]
+    assert runs[2][1] - runs[0][1] >= 0.3
+    # Closing starts delayed upkeep at once instead of losing it.
+    working.submit(lambda: job("at close"), key="s1")
+    working.close()
+    assert runs[-1][0] == "at close"
+
+
+def test_a_burst_of_replies_is_caught_up_by_upkeep(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
+    for i in range(20):
+        mem.add_many(
+            [
+                {"role": "user", "content": f"question number {i} about the garden"},
+                {"role": "assistant", "content": f"answer number {i} about the roses"},
+            ],
+            session="s",
+        )
+    mem.working.wait()
+    thread = mem._thread(mem._scope(None, None))
+    assert thread is not None
+    assert mem.working.load(thread, "s", "conversation").seen == 40
+    mem.close()
