@@ -182,6 +182,43 @@ def test_schema_version_is_recorded_and_newer_files_are_refused(tmp_path: Path) 
         SQLiteBackend(path)
 
 
+def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    store = SQLiteBackend(path)
+    t = store.thread("u", "a", create=True)
+    assert t is not None
+    store.append(t, [msg("hello there"), msg("general kenobi")])
+    store.put_vectors("m", {"h1": np.arange(4, dtype=np.float32), "h2": np.ones(3, np.float32)})
+    store.close()
+    # Put the vectors back in the layout of schema version 6 and forget version 7.
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE old (model TEXT NOT NULL, chash TEXT NOT NULL, dim INTEGER NOT NULL,
+                          vec BLOB NOT NULL, PRIMARY KEY (model, chash)) WITHOUT ROWID;
+        INSERT INTO old SELECT model, chash, dim, vec FROM vectors;
+        DROP TABLE vectors;
+        ALTER TABLE old RENAME TO vectors;
+        DELETE FROM schema_migrations WHERE version = 7;
+        """
+    )
+    conn.close()
+    store = SQLiteBackend(path)
+    layout = store._writer.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'")
+    assert "WITHOUT ROWID" not in layout.fetchone()[0]
+    got = store.vectors("m", ["h1", "h2", "h3"])
+    assert sorted(got) == ["h1", "h2"]
+    assert got["h1"].tolist() == [0.0, 1.0, 2.0, 3.0] and got["h2"].tolist() == [1.0] * 3
+    store.put_vectors("m", {"h1": np.zeros(4, np.float32)})  # already there: kept as it was
+    assert store.vectors("m", ["h1"])["h1"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    t = store.thread("u", "a")
+    assert t is not None
+    assert [r.message.content for r in store.messages(t)] == ["hello there", "general kenobi"]
+    store.close()
+
+
 def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("just some text, certainly not sqlite " * 100)

@@ -183,6 +183,30 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        7,
+        "vectors in a rowid table: appended in place instead of split across random pages",
+        """
+        -- A vector (1 KB at 256 dimensions) is too large for a WITHOUT ROWID row: each
+        -- one took an overflow page, and keys by content hash scattered every insert
+        -- over the tree (about fifteen pages written per stored exchange).
+        CREATE TABLE vectors_rowid (
+            id          INTEGER PRIMARY KEY,
+            model       TEXT NOT NULL,
+            chash       TEXT NOT NULL,
+            dim         INTEGER NOT NULL,
+            vec         BLOB NOT NULL
+        );
+        INSERT INTO vectors_rowid (model, chash, dim, vec)
+            SELECT model, chash, dim, vec FROM vectors;
+        DROP TABLE vectors;
+        ALTER TABLE vectors_rowid RENAME TO vectors;
+        CREATE UNIQUE INDEX vectors_key ON vectors (chash, model)
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
