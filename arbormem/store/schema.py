@@ -7,11 +7,14 @@ version of arbormem is refused rather than guessed at.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 
 from arbormem.errors import SchemaError
 from arbormem.timeutil import format_timestamp, utcnow
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -292,9 +295,24 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
             f"{path} has schema version {before}, newer than this arbormem understands "
             f"({LATEST}); upgrade arbormem (pip install -U arbormem) to open it"
         )
+    # Migrations move and rebuild derived rows; none removes what a user asked to
+    # forget, so overwriting the freed pages with zeros (secure_delete) would only
+    # double the writing of a large store's upgrade.
+    secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = OFF")
+    try:
+        _apply(conn, path, before)
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+    return before
+
+
+def _apply(conn: sqlite3.Connection, path: str, before: int) -> None:
     for version, description, sql in MIGRATIONS:
         if version <= before:
             continue
+        if before:
+            log.info("upgrading %s to schema %d (%s)", path, version, description)
         try:
             conn.execute("BEGIN IMMEDIATE")
             for statement in _statements(sql):
@@ -309,7 +327,6 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise SchemaError(f"{path}: migration {version} ({description}) failed: {exc}") from exc
-    return before
 
 
 def _statements(sql: str) -> list[str]:
