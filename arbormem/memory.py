@@ -39,7 +39,7 @@ from arbormem.store import (
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 from arbormem.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
 from arbormem.tree.background import IdleReorganizer
-from arbormem.tree.check import TreeProblem, check_and_repair
+from arbormem.tree.check import OpenChecks, TreeProblem
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.grow import Decision, TreeGrower
 from arbormem.tree.navigate import TreeNavigator
@@ -143,10 +143,8 @@ class Memory:
             llm = get_llm(resolve_llm_config())
         self.llm = llm
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
-        #: Inconsistencies found (and repaired) in trees opened by this instance.
-        self.tree_problems: list[TreeProblem] = []
-        self._checked: set[int] = set()
         self._write_lock = threading.RLock()
+        self._checks = OpenChecks(self.grower, self._write_lock)
         self.trees = Trees(
             self.backend,
             self.grower,
@@ -170,6 +168,7 @@ class Memory:
         """Close the store. Safe to call twice."""
         if not self._closed:
             self._closed = True
+            self._checks.wait()
             if self._idle is not None:
                 self._idle.stop()
             self.trees.close()
@@ -197,23 +196,29 @@ class Memory:
     def _scope(self, user: str | None, agent: str | None) -> Scope:
         return Scope(user or self.scope.user, agent or self.scope.agent)
 
-    def _thread(self, scope: Scope, *, create: bool = False) -> Thread | None:
+    def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
+        """The scope's thread, its tree checked once per process (see
+        :class:`~arbormem.tree.check.OpenChecks`); ``wait=False`` for reads, which
+        do not wait for the check."""
         thread = self.backend.thread(scope.user, scope.agent, create=create)
-        if thread is not None and thread.id not in self._checked:
-            self._checked.add(thread.id)
-            if self.tree_config.enabled:
-                with self._write_lock:
-                    self.tree_problems.extend(check_and_repair(self.grower, thread))
+        if thread is not None and self.tree_config.enabled:
+            self._checks.ensure(thread, wait=wait)
         return thread
 
-    def _threads(self, scope: Scope, all_agents: bool) -> list[Thread]:
+    @property
+    def tree_problems(self) -> list[TreeProblem]:
+        """Inconsistencies found (and repaired) in the trees this instance opened."""
+        self._checks.wait()
+        return list(self._checks.problems)
+
+    def _threads(self, scope: Scope, all_agents: bool, *, wait: bool = False) -> list[Thread]:
         if all_agents:
             return [
                 t
                 for t in self.backend.threads(scope.user)
-                if self._thread(Scope(t.user, t.agent)) is not None
+                if self._thread(Scope(t.user, t.agent), wait=wait) is not None
             ]
-        thread = self._thread(scope)
+        thread = self._thread(scope, wait=wait)
         return [thread] if thread else []
 
     # -- writing ------------------------------------------------------------------------
@@ -492,7 +497,7 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
-        thread = self._thread(self._scope(user, agent))
+        thread = self._thread(self._scope(user, agent), wait=False)
         if thread is None:
             return []
         rows = self.backend.messages(thread, session=session, start=start, end=end, limit=limit)
@@ -500,7 +505,7 @@ class Memory:
 
     def sessions(self, *, user: str | None = None, agent: str | None = None) -> list[Session]:
         """Sessions of the thread in order of their first message."""
-        thread = self._thread(self._scope(user, agent))
+        thread = self._thread(self._scope(user, agent), wait=False)
         return self.backend.sessions(thread) if thread else []
 
     def scopes(self, user: str | None = None) -> list[Scope]:
@@ -510,7 +515,7 @@ class Memory:
     def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
         """Counts for the scope's thread, and the vector models stored."""
         scope = self._scope(user, agent)
-        thread = self._thread(scope)
+        thread = self._thread(scope, wait=False)
         return {
             "scope": str(scope),
             "messages": self.backend.count(thread) if thread else 0,
@@ -542,6 +547,7 @@ class Memory:
             raise InputError("give a message id or a session, not both", field="forget")
         scope = self._scope(user, agent)
         with self._write_lock:
+            self._checks.wait()  # no check may rebuild a tree while it is being deleted
             if message_id is not None or session is not None:
                 thread = self._thread(scope)
                 if thread is None:
@@ -580,7 +586,9 @@ class Memory:
                     field="forget",
                 )
             threads = (
-                self.backend.threads(scope.user) if agent is None else self._threads(scope, False)
+                self.backend.threads(scope.user)
+                if agent is None
+                else self._threads(scope, False, wait=True)
             )
             if not threads:
                 raise NotFound(
@@ -629,7 +637,7 @@ class Memory:
 
     def current_session(self, *, user: str | None = None, agent: str | None = None) -> str:
         """The session a new message would join now (the last one, unless it went quiet)."""
-        thread = self._thread(self._scope(user, agent))
+        thread = self._thread(self._scope(user, agent), wait=False)
         last = self.backend.last_session(thread) if thread else None
         if last is not None and utcnow() - last.last_at <= self.session_gap:
             return last.id

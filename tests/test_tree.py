@@ -217,7 +217,10 @@ def test_forgetting_repairs_the_tree(mem: Memory) -> None:
     assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
 
 
-def test_an_inconsistent_tree_is_reported_and_rebuilt_on_open(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first_use", ["search", "add"])
+def test_an_inconsistent_tree_is_reported_and_rebuilt_on_open(
+    tmp_path: Path, first_use: str
+) -> None:
     path = tmp_path / "broken.db"
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many(exchanges("garden", T0, "s1"))
@@ -229,12 +232,20 @@ def test_an_inconsistent_tree_is_reported_and_rebuilt_on_open(tmp_path: Path) ->
     conn.commit()
     conn.close()
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
-        assert mem.search("tomato")  # first use of the thread runs the check
+        # The first use of the thread checks it: a search does not wait for the check
+        # (it runs in the background), an add waits and lands in the rebuilt tree.
+        if first_use == "search":
+            assert mem.search("tomato")
+            expected = 16
+        else:
+            mem.add("and the tomatoes need staking", session="s2")
+            expected = 17
         assert any(p.node == victim and "parent" in p.reason for p in mem.tree_problems)
         assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
         after = json.loads(mem.render_tree("json"))
         assert sum(1 for _ in TopicNode.walk(mem.tree())) > 1
-        assert after["message_count"] == json.loads(before)["message_count"] == 16
+        assert json.loads(before)["message_count"] == 16
+        assert after["message_count"] == expected
         assert mem.tree_log()[0]["kind"] == "rebuild"
 
 

@@ -5,12 +5,18 @@ consistency check (dangling parents, the width rule, index ranges, child
 counts, messages outside the tree) is reported with the node at fault, logged,
 and rebuilt from scratch by replaying the thread's messages through the
 grower.
+
+The check reads the whole tree (seconds at a million turns), so
+:class:`OpenChecks` runs it once per thread and process: in the background
+when the first use of the thread is a read, which does not wait for it, and
+before anything writes to the tree, which does.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from arbormem.store.base import Row, Thread, TreeState
 from arbormem.tree.grow import TreeGrower
@@ -67,17 +73,101 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
     return replayed
 
 
+def repair(grower: TreeGrower, thread: Thread, problems: list[TreeProblem]) -> None:
+    """Report each problem, rebuild the tree from the messages and log the rebuild."""
+    for problem in problems:
+        log.warning("topic tree inconsistent, rebuilding from the messages: %s", problem)
+    replayed = rebuild(grower, thread)
+    grower.backend.log_tree(
+        thread,
+        "rebuild",
+        {"problems": [str(p) for p in problems], "messages": replayed},
+        [],
+    )
+
+
 def check_and_repair(grower: TreeGrower, thread: Thread) -> list[TreeProblem]:
     """Check a thread's tree; if unsound, report each problem and rebuild it."""
     problems = check(grower, thread)
     if problems:
-        for problem in problems:
-            log.warning("topic tree inconsistent, rebuilding from the messages: %s", problem)
-        replayed = rebuild(grower, thread)
-        grower.backend.log_tree(
-            thread,
-            "rebuild",
-            {"problems": [str(p) for p in problems], "messages": replayed},
-            [],
-        )
+        repair(grower, thread, problems)
     return problems
+
+
+@dataclass
+class _Check:
+    thread: Thread
+    checked: threading.Event = field(default_factory=threading.Event)
+    found: list[TreeProblem] = field(default_factory=list)
+    repaired: bool = False
+    worker: threading.Thread | None = None
+
+
+class OpenChecks:
+    """The check of each thread's tree, once per process.
+
+    ``ensure(thread, wait=False)`` starts it in the background and returns;
+    ``ensure(thread, wait=True)`` returns once the tree is known sound or has
+    been rebuilt. Repairs happen under ``write_lock``, so a writer that holds
+    it and waits for a background check repairs the tree itself.
+    """
+
+    def __init__(self, grower: TreeGrower, write_lock: threading.RLock) -> None:
+        self.grower = grower
+        self.write_lock = write_lock
+        #: Problems found (and repaired) so far.
+        self.problems: list[TreeProblem] = []
+        self._checks: dict[int, _Check] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, thread: Thread, *, wait: bool) -> None:
+        with self._lock:
+            job = self._checks.get(thread.id)
+            new = job is None
+            if job is None:
+                job = self._checks[thread.id] = _Check(thread)
+                if not wait:
+                    job.worker = threading.Thread(
+                        target=self._run,
+                        args=(thread, job),
+                        name=f"arbormem-tree-check-{thread.id}",
+                        daemon=True,
+                    )
+                    job.worker.start()
+        if new and wait:
+            self._run(thread, job)
+        elif wait:
+            job.checked.wait()
+            self._repair(thread, job)
+
+    def _run(self, thread: Thread, job: _Check) -> None:
+        try:
+            job.found = check(self.grower, thread)
+        except Exception as exc:  # a store closed under us, a locked file: try again later
+            log.warning("could not check the topic tree of %s/%s: %s", thread.user, thread.agent, exc)
+            with self._lock:
+                self._checks.pop(thread.id, None)
+        finally:
+            job.checked.set()
+        self._repair(thread, job)
+
+    def _repair(self, thread: Thread, job: _Check) -> None:
+        if not job.found:
+            return
+        with self.write_lock:
+            if job.repaired:
+                return
+            job.repaired = True
+            repair(self.grower, thread, job.found)
+            self.problems.extend(job.found)
+
+    def wait(self) -> None:
+        """Wait for the checks started so far, and for their repairs.
+
+        Safe while holding ``write_lock``: the caller then repairs itself.
+        """
+        with self._lock:
+            jobs = list(self._checks.values())
+        for job in jobs:
+            job.checked.wait()
+            self._repair(job.thread, job)
