@@ -541,3 +541,28 @@ def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thr
         assert asked == []  # every topic vector came from the saved file
         mem.forget(session="s3")
     assert not saved[0].exists()
+
+
+def test_node_briefs_agree_with_the_stored_nodes(tmp_path: Path) -> None:
+    with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+        thread = mem.backend.thread("default", "default")
+        assert thread is not None
+        full = mem.backend.tree_nodes(thread, kinds=["topic", "group"])
+        briefs = mem.backend.node_briefs(thread, ["topic", "group"])
+        assert len(full) == len(briefs) > 2
+        by_id = {b.id: b for b in briefs}
+        for node in full:
+            b = by_id[node.id]
+            assert (b.parent_id, b.kind, b.first_index, b.last_index) == (
+                node.parent_id,
+                node.kind,
+                node.first_index,
+                node.last_index,
+            )
+            assert (bool(b.frozen), bool(b.archived), b.chash) == (
+                node.frozen,
+                node.archived,
+                node.chash,
+            )

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -135,6 +135,19 @@ class NodeRow:
     archived: bool = False
     origin: str = "heuristic"
     chash: str | None = None
+
+
+class NodeBrief(NamedTuple):
+    """The shape of a node without its text: enough to walk and filter a large tree."""
+
+    id: int
+    parent_id: int | None
+    kind: str
+    first_index: int
+    last_index: int
+    frozen: bool
+    archived: bool
+    chash: str | None
 
 
 @dataclass
@@ -374,6 +387,11 @@ class Backend(abc.ABC):
     ) -> list[NodeRow]:
         """Nodes of a thread, by id, by parent (``None`` = root level), kind or state,
         ordered by ``seq``."""
+
+    @abc.abstractmethod
+    def node_briefs(self, thread: Thread, kinds: Sequence[str]) -> list[NodeBrief]:
+        """The shape of every node of these kinds (no names, summaries or dates):
+        a cheap read even when the tree has hundreds of thousands of topics."""
 
     @abc.abstractmethod
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:

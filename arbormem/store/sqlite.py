@@ -35,6 +35,7 @@ from arbormem.store.base import (
     Deleted,
     Filters,
     NewMessage,
+    NodeBrief,
     NodeRow,
     Row,
     Thread,
@@ -1071,6 +1072,17 @@ class SQLiteBackend(Backend):
                     out.extend(self._node(r) for r in conn.execute(q, [*args, *chunk]))
                 out.sort(key=lambda n: n.seq)
         return out
+
+    def node_briefs(self, thread: Thread, kinds: Sequence[str]) -> list[NodeBrief]:
+        marks = ",".join("?" * len(kinds))
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT id, parent_id, kind, first_index, last_index, frozen, archived, chash"
+                f" FROM tree_nodes WHERE thread_id = ? AND kind IN ({marks})",
+                [thread.id, *kinds],
+            ).fetchall()
+        make = NodeBrief._make
+        return [make(r) for r in rows]
 
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
         with self.transaction():

@@ -144,7 +144,9 @@ class OpenChecks:
         try:
             job.found = check(self.grower, thread)
         except Exception as exc:  # a store closed under us, a locked file: try again later
-            log.warning("could not check the topic tree of %s/%s: %s", thread.user, thread.agent, exc)
+            log.warning(
+                "could not check the topic tree of %s/%s: %s", thread.user, thread.agent, exc
+            )
             with self._lock:
                 self._checks.pop(thread.id, None)
         finally:

@@ -24,7 +24,7 @@ import numpy as np
 
 from arbormem.embed.base import Embedder
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeRow, Thread
+from arbormem.store.base import Backend, NodeBrief, NodeRow, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import display
 
@@ -80,12 +80,50 @@ class TopicPath:
         return "\n".join(lines)
 
 
+class Outline:
+    """A thread's topics and groups as the recall sees them.
+
+    The shape of every node (parent, kind, index range, state) is kept in
+    memory; names, summaries and dates are read from the store for the few nodes
+    a query needs, then kept. At a million turns a tree has hundreds of
+    thousands of topics: reading all their text (and parsing their dates and
+    keyphrases) took seconds that every first query after opening paid.
+    """
+
+    def __init__(self, backend: Backend, thread: Thread, briefs: Sequence[NodeBrief]) -> None:
+        self.backend = backend
+        self.thread = thread
+        self.brief: dict[int, NodeBrief] = {b.id: b for b in briefs}
+        self._rows: dict[int, NodeRow] = {}
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.brief
+
+    def lineage(self, node_id: int | None) -> list[int]:
+        """Ids from the root level down to ``node_id`` (empty when it is unknown)."""
+        chain: list[int] = []
+        while node_id is not None and node_id in self.brief:
+            chain.append(node_id)
+            node_id = self.brief[node_id].parent_id
+        chain.reverse()
+        return chain
+
+    def rows(self, ids: Sequence[int]) -> list[NodeRow]:
+        """The stored nodes with these ids, in the order given (unknown ids skipped)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._rows and i in self.brief]
+        if missing:
+            for row in self.backend.tree_nodes(self.thread, ids=missing):
+                assert row.id is not None
+                self._rows[row.id] = row
+        return [self._rows[i] for i in ids if i in self._rows]
+
+
 class _ThreadCache:
     __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
-    def __init__(self) -> None:
+    def __init__(self, nodes: Outline) -> None:
         self.version = -1
-        self.nodes: dict[int, NodeRow] = {}
+        self.nodes = nodes
         self.topic_ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
         #: Summary vectors by content hash, carried over when the tree changes.
@@ -124,11 +162,10 @@ class TreeRecall:
             if cache is not None and cache.version == version:
                 return cache
             previous = cache
-            cache = _ThreadCache()
+            briefs = self.backend.node_briefs(thread, ["topic", "group"])
+            cache = _ThreadCache(Outline(self.backend, thread, briefs))
             cache.version = version
-            rows = self.backend.tree_nodes(thread, kinds=["topic", "group"])
-            cache.nodes = {r.id: r for r in rows if r.id is not None}
-            frozen = [r for r in rows if r.frozen and r.chash and not r.archived]
+            frozen = [r for r in briefs if r.frozen and r.chash and not r.archived]
             known = previous.vectors if previous is not None else self._load_saved(thread)
             vectors = {r.chash: known[r.chash] for r in frozen if r.chash in known}
             missing = [r.chash for r in frozen if r.chash and r.chash not in vectors]
@@ -197,10 +234,14 @@ class TreeRecall:
         if self.describe is None:
             return []
         out = []
-        for node in cache.nodes.values():
-            if node.kind == "topic" and not node.frozen and not node.archived:
-                name, summary, keyphrases = self.describe(thread, node)
-                out.append(replace(node, name=name, summary=summary, keyphrases=keyphrases))
+        ids = [
+            b.id
+            for b in cache.nodes.brief.values()
+            if b.kind == "topic" and not b.frozen and not b.archived
+        ]
+        for node in cache.nodes.rows(ids):
+            name, summary, keyphrases = self.describe(thread, node)
+            out.append(replace(node, name=name, summary=summary, keyphrases=keyphrases))
         return out
 
     def invalidate(self, thread: Thread | None = None) -> None:
@@ -210,16 +251,10 @@ class TreeRecall:
             else:
                 self._cache.pop(thread.id, None)
 
-    def ancestry(
-        self, thread: Thread, node_id: int | None, nodes: dict[int, NodeRow] | None = None
-    ) -> list[NodeRow]:
+    def ancestry(self, thread: Thread, node_id: int | None) -> list[NodeRow]:
         """The chain of topics from the root level down to ``node_id``."""
-        nodes = nodes if nodes is not None else self._nodes(thread).nodes
-        chain: list[NodeRow] = []
-        while node_id is not None and node_id in nodes:
-            chain.append(nodes[node_id])
-            node_id = nodes[node_id].parent_id
-        return list(reversed(chain))
+        nodes = self._nodes(thread).nodes
+        return nodes.rows(nodes.lineage(node_id))
 
     # -- topic signals for turns ---------------------------------------------------------
 
@@ -260,11 +295,10 @@ class TreeRecall:
             if leaf_id not in parent_of:
                 continue
             thread, parent = parent_of[leaf_id]
-            chain = [
-                n for n in self.ancestry(thread, parent, caches[thread.id]) if n.kind == "topic"
-            ]
-            if chain and chain[-1].id is not None and chain[0].id is not None:
-                chains[rowid] = (chain[-1].id, chain[0].id)
+            outline = caches[thread.id]
+            chain = [n for n in outline.lineage(parent) if outline.brief[n].kind == "topic"]
+            if chain:
+                chains[rowid] = (chain[-1], chain[0])
         nodes = {n for pair in chains.values() for n in pair}
         shares: dict[int, float] = {}
         if coverage:
@@ -300,9 +334,9 @@ class TreeRecall:
             if found is None:
                 continue
             thread, nodes = found
-            node = nodes[node_id]
+            node = nodes.brief[node_id]
             if node.kind != "topic" or all(
-                a.kind == "group" for a in self.ancestry(thread, node.parent_id, nodes)
+                nodes.brief[a].kind == "group" for a in nodes.lineage(node.parent_id)
             ):
                 continue  # a session's topic (only groups above it): too wide to expand into
             out += self.backend.rowids_between(
@@ -347,20 +381,22 @@ class TreeRecall:
                 lexical.setdefault(node.id, len(node_terms & set(terms)) / max(1, len(terms)))
                 if qvec is not None:
                     dense[node.id] = float(self.embedder.embed(text) @ qvec)
-            for node_id in set(dense) | (set(lexical) & set(cache.nodes)):
+            for node_id in set(dense) | {n for n in lexical if n in cache.nodes}:
                 s = 0.5 * lexical.get(node_id, 0.0) + 0.5 * max(0.0, dense.get(node_id, 0.0))
                 if s >= threshold:
                     scored[(thread.id, node_id)] = s
         by_id = {t.id: t for t in threads}
+        outlines = {t.id: self._nodes(t).nodes for t in threads}
         # Prefer the most specific topic of a branch: drop a node when a descendant
         # of it also qualified (the descendant's path carries the ancestor anyway).
-        chains = {key: self.ancestry(by_id[key[0]], key[1]) for key in scored}
-        covered = {(key[0], n.id) for key, chain in chains.items() for n in chain[:-1]}
+        chains = {key: outlines[key[0]].lineage(key[1]) for key in scored}
+        covered = {(key[0], n) for key, chain in chains.items() for n in chain[:-1]}
         best = sorted((k_ for k_ in scored if k_ not in covered), key=lambda x: -scored[x])[:k]
         query_terms = set(terms)
         out = []
         for key in best:
-            chain = [growing.get((key[0], n.id or -1), n) for n in chains[key]]
+            rows = outlines[key[0]].rows(chains[key])
+            chain = [growing.get((key[0], n.id or -1), n) for n in rows]
             node = chain[-1]
             covered_terms = set(analyze(f"{node.name} {node.summary} {' '.join(node.keyphrases)}"))
             out.append(
