@@ -168,12 +168,23 @@ class AnnIndex(VectorIndex):
             expansion_search=160,
         )
 
+    #: True while the index is a read-only memory map of a saved file.
+    _viewed = False
+
     def __len__(self) -> int:
         return len(self._index)
+
+    def _writable(self) -> None:
+        """Copy a memory-mapped index into memory before changing it."""
+        if self._viewed:
+            copy = self._index.copy()
+            copy.expansion_search = self._index.expansion_search  # type: ignore[misc]
+            self._index, self._viewed = copy, False
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         ids = np.asarray(ids, dtype=np.uint64)
         if ids.size:
+            self._writable()
             self._index.add(
                 ids, np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim), threads=0
             )
@@ -182,6 +193,7 @@ class AnnIndex(VectorIndex):
         ids = np.asarray(ids, dtype=np.uint64)
         present = ids[self._index.contains(ids)] if ids.size else ids
         if present.size:
+            self._writable()
             self._index.remove(present)
 
     def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -228,9 +240,12 @@ class AnnIndex(VectorIndex):
 
     @classmethod
     def load(cls, path: Path, dim: int) -> AnnIndex:
+        """Open a saved index. It is memory-mapped, so searching can start at once
+        (reading a million-vector index into memory took seconds); the first
+        change copies it into memory."""
         from usearch.index import Index
 
-        restored = Index.restore(str(path), view=False)
+        restored = Index.restore(str(path), view=True)
         if restored is None or restored.ndim != dim:
             raise ValueError(f"{path} is not an index of {dim}-d vectors")
         # The type stub misses the setter.
@@ -238,6 +253,7 @@ class AnnIndex(VectorIndex):
         index = cls.__new__(cls)
         index.dim = dim
         index._index = restored
+        index._viewed = True
         return index
 
     @classmethod

@@ -75,6 +75,11 @@ def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> No
         mem.add("one more note about chess openings", session="s99")
         assert len(mem.vectors.index(thread)) == 301
         assert "chess" in mem.search("chess openings", k=1)[0].message.content
+    # The reopened index was a read-only map until the add; the copy it became is saved.
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        thread = mem.backend.thread("default", "default")
+        assert len(mem.vectors.index(thread)) == 301
+        assert "chess" in mem.search("chess openings", k=1)[0].message.content
 
 
 def test_a_stale_or_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
