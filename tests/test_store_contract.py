@@ -182,6 +182,24 @@ def test_schema_version_is_recorded_and_newer_files_are_refused(tmp_path: Path) 
         SQLiteBackend(path)
 
 
+def test_speakers_of_a_thread(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    other = backend.thread("u", "b", create=True)
+    assert t is not None and other is not None
+    said = [("Mia", "hello"), (None, "system note"), ("Leo", "hi Mia"), ("Mia", "how are you")]
+    rows = []
+    for i, (speaker, text) in enumerate(said):
+        m = msg(text, i=i)
+        m.speaker = speaker
+        rows += backend.append(t, [m])
+    x = msg("elsewhere", uid="x")
+    x.speaker = "Zed"
+    backend.append(other, [x])
+    assert sorted(backend.speakers(t)) == ["Leo", "Mia"]
+    assert backend.speakers(t, after_rowid=rows[2].rowid) == ["Mia"]
+    assert backend.speakers(other) == ["Zed"]
+
+
 def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path: Path) -> None:
     import sqlite3
 
@@ -192,7 +210,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
     store.append(t, [msg("hello there"), msg("general kenobi")])
     store.put_vectors("m", {"h1": np.arange(4, dtype=np.float32), "h2": np.ones(3, np.float32)})
     store.close()
-    # Put the vectors back in the layout of schema version 6 and forget version 7.
+    # Put the store back at schema version 6: the old vector layout, no speaker index.
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -201,7 +219,8 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         INSERT INTO old SELECT model, chash, dim, vec FROM vectors;
         DROP TABLE vectors;
         ALTER TABLE old RENAME TO vectors;
-        DELETE FROM schema_migrations WHERE version = 7;
+        DROP INDEX messages_by_speaker;
+        DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
     conn.close()

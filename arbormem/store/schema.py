@@ -210,6 +210,16 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        8,
+        "messages by speaker, so a thread's speakers are found without reading every message",
+        """
+        CREATE INDEX messages_by_speaker ON messages (thread_id, speaker)
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

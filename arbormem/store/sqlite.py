@@ -716,14 +716,23 @@ class SQLiteBackend(Backend):
 
     def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
         with self._reading() as conn:
-            return [
-                r[0]
-                for r in conn.execute(
+            if after_rowid > 0:  # the messages since: a range of the primary key
+                rows = conn.execute(
                     "SELECT DISTINCT speaker FROM messages WHERE thread_id = ? AND id > ?"
                     " AND speaker IS NOT NULL",
                     (thread.id, after_rowid),
                 )
-            ]
+            else:  # every speaker: hop through the index, one seek per speaker
+                rows = conn.execute(
+                    "WITH RECURSIVE s(name) AS ("
+                    " SELECT MIN(speaker) FROM messages WHERE thread_id = ?1"
+                    " UNION ALL SELECT (SELECT MIN(speaker) FROM messages"
+                    "  WHERE thread_id = ?1 AND speaker > s.name)"
+                    " FROM s WHERE s.name IS NOT NULL)"
+                    " SELECT name FROM s WHERE name IS NOT NULL",
+                    (thread.id,),
+                )
+            return [r[0] for r in rows]
 
     def allowed_rowids(self, threads: Sequence[Thread], filters: Filters) -> np.ndarray:
         where, args = self._filter_sql(threads, filters)
