@@ -118,16 +118,60 @@ class Outline:
         return [self._rows[i] for i in ids if i in self._rows]
 
 
+class SummaryVectors:
+    """Topic-summary vectors: one matrix and the row of each content hash."""
+
+    __slots__ = ("matrix", "rows")
+
+    def __init__(self, rows: dict[str, int] | None = None, matrix: np.ndarray | None = None):
+        self.rows = rows or {}
+        self.matrix = matrix if matrix is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
 class _ThreadCache:
     __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
     def __init__(self, nodes: Outline) -> None:
         self.version = -1
         self.nodes = nodes
+        #: The frozen topics' ids and their summary vectors, row for row.
         self.topic_ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
-        #: Summary vectors by content hash, carried over when the tree changes.
-        self.vectors: dict[str, np.ndarray] = {}
+        #: The same vectors by content hash, carried over when the tree changes.
+        self.vectors = SummaryVectors()
+
+
+def _assemble(
+    frozen: Sequence[NodeBrief], known: SummaryVectors, fetched: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, SummaryVectors]:
+    """The frozen topics that have a vector: their ids, their vectors row for row (one
+    gather from the known matrix, then the vectors just read), and those by hash."""
+    ids: list[int] = []
+    picks: list[int] = []
+    hashes: list[str] = []
+    new_ids: list[int] = []
+    new_hashes: list[str] = []
+    for r in frozen:
+        assert r.chash is not None
+        row = known.rows.get(r.chash)
+        if row is not None:
+            ids.append(r.id)
+            picks.append(row)
+            hashes.append(r.chash)
+        elif r.chash in fetched:
+            new_ids.append(r.id)
+            new_hashes.append(r.chash)
+    parts = [known.matrix[np.asarray(picks, dtype=np.int64)]] if picks else []
+    if new_hashes:
+        parts.append(np.vstack([fetched[h] for h in new_hashes]).astype(np.float32))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), SummaryVectors()
+    matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
+    rows = {h: i for i, h in enumerate(hashes + new_hashes)}
+    return np.asarray(ids + new_ids, dtype=np.int64), matrix, SummaryVectors(rows, matrix)
 
 
 #: Topic vectors read from the store in one go past which the thread's topic
@@ -167,18 +211,12 @@ class TreeRecall:
             cache.version = version
             frozen = [r for r in briefs if r.frozen and r.chash and not r.archived]
             known = previous.vectors if previous is not None else self._load_saved(thread)
-            vectors = {r.chash: known[r.chash] for r in frozen if r.chash in known}
-            missing = [r.chash for r in frozen if r.chash and r.chash not in vectors]
-            if missing:
-                fetched = self.backend.vectors(self.embedder.model_id, missing)
-                vectors.update(fetched)
-                if len(fetched) >= SAVE_AFTER:
-                    self._save(thread, vectors)
-            cache.vectors = vectors
-            have = [r for r in frozen if r.chash in vectors]
-            cache.topic_ids = np.asarray([r.id for r in have], dtype=np.int64)
-            if have:
-                cache.matrix = np.vstack([vectors[r.chash] for r in have if r.chash])
+            missing = list({r.chash for r in frozen if r.chash and r.chash not in known.rows})
+            model = self.embedder.model_id
+            fetched = self.backend.vectors(model, missing) if missing else {}
+            cache.topic_ids, cache.matrix, cache.vectors = _assemble(frozen, known, fetched)
+            if len(fetched) >= SAVE_AFTER:
+                self._save(thread, cache.vectors)
             self._cache[thread.id] = cache
             return cache
 
@@ -187,7 +225,7 @@ class TreeRecall:
     def _file(self, thread: Thread) -> Path | None:
         return None if self.folder is None else self.folder / f"topics-{thread.id}.npz"
 
-    def _load_saved(self, thread: Thread) -> dict[str, np.ndarray]:
+    def _load_saved(self, thread: Thread) -> SummaryVectors:
         """Topic vectors a previous process saved (empty when none, stale or damaged).
 
         Reading them back costs one file read; fetching hundreds of thousands of
@@ -195,29 +233,32 @@ class TreeRecall:
         """
         path = self._file(thread)
         if path is None or not path.exists():
-            return {}
+            return SummaryVectors()
         try:
             with np.load(path, allow_pickle=False) as saved:
                 if str(saved["model"]) != self.embedder.model_id:
-                    return {}
+                    return SummaryVectors()
                 keys, matrix = saved["chash"], saved["matrix"]
+            if len(keys) != len(matrix):
+                raise ValueError(f"{len(keys)} keys for {len(matrix)} vectors")
         except (OSError, ValueError, KeyError) as exc:
             log.warning("saved topic vectors %s unusable, reading the store: %s", path, exc)
-            return {}
-        return {str(k): matrix[i] for i, k in enumerate(keys)}
+            return SummaryVectors()
+        return SummaryVectors({str(k): i for i, k in enumerate(keys.tolist())}, matrix)
 
-    def _save(self, thread: Thread, vectors: dict[str, np.ndarray]) -> None:
+    def _save(self, thread: Thread, vectors: SummaryVectors) -> None:
         path = self._file(thread)
-        if path is None or not vectors:
+        if path is None or not len(vectors):
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp.npz")
+            keys = sorted(vectors.rows, key=vectors.rows.__getitem__)
             np.savez(
                 tmp,
                 model=np.asarray(self.embedder.model_id),
-                chash=np.asarray(list(vectors)),
-                matrix=np.vstack(list(vectors.values())).astype(np.float32),
+                chash=np.asarray(keys),
+                matrix=vectors.matrix[[vectors.rows[k] for k in keys]].astype(np.float32),
             )
             tmp.replace(path)
         except OSError as exc:  # a read-only folder: recall still works, only slower
