@@ -215,7 +215,10 @@ MIGRATIONS.append(
         8,
         "messages by speaker, so a thread's speakers are found without reading every message",
         """
+        -- Partial: a query must say "speaker IS NOT NULL" (or compare the speaker) to
+        -- use it, so the planner never walks it for queries on thread_id alone.
         CREATE INDEX messages_by_speaker ON messages (thread_id, speaker)
+            WHERE speaker IS NOT NULL
         """,
     )
 )

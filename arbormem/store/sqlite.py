@@ -725,7 +725,7 @@ class SQLiteBackend(Backend):
             else:  # every speaker: hop through the index, one seek per speaker
                 rows = conn.execute(
                     "WITH RECURSIVE s(name) AS ("
-                    " SELECT MIN(speaker) FROM messages WHERE thread_id = ?1"
+                    " SELECT MIN(speaker) FROM messages WHERE thread_id = ?1 AND speaker IS NOT NULL"
                     " UNION ALL SELECT (SELECT MIN(speaker) FROM messages"
                     "  WHERE thread_id = ?1 AND speaker > s.name)"
                     " FROM s WHERE s.name IS NOT NULL)"
