@@ -389,9 +389,14 @@ class Backend(abc.ABC):
         ordered by ``seq``."""
 
     @abc.abstractmethod
-    def node_briefs(self, thread: Thread, kinds: Sequence[str]) -> list[NodeBrief]:
-        """The shape of every node of these kinds (no names, summaries or dates):
-        a cheap read even when the tree has hundreds of thousands of topics."""
+    def node_briefs(
+        self,
+        thread: Thread,
+        kinds: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[NodeBrief]:
+        """The shape of the thread's nodes of these kinds, or with these ids (no
+        names, summaries or dates): cheap even for hundreds of thousands of topics."""
 
     @abc.abstractmethod
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:

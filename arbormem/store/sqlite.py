@@ -1082,16 +1082,29 @@ class SQLiteBackend(Backend):
                 out.sort(key=lambda n: n.seq)
         return out
 
-    def node_briefs(self, thread: Thread, kinds: Sequence[str]) -> list[NodeBrief]:
-        marks = ",".join("?" * len(kinds))
-        with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT id, parent_id, kind, first_index, last_index, frozen, archived, chash"
-                f" FROM tree_nodes WHERE thread_id = ? AND kind IN ({marks})",
-                [thread.id, *kinds],
-            ).fetchall()
+    def node_briefs(
+        self,
+        thread: Thread,
+        kinds: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[NodeBrief]:
+        sql = (
+            "SELECT id, parent_id, kind, first_index, last_index, frozen, archived, chash"
+            " FROM tree_nodes WHERE thread_id = ?"
+        )
+        args: list[Any] = [thread.id]
+        if kinds is not None:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += list(kinds)
         make = NodeBrief._make
-        return [make(r) for r in rows]
+        with self._reading() as conn:
+            if ids is None:
+                return [make(r) for r in conn.execute(sql, args)]
+            out: list[NodeBrief] = []
+            for chunk, marks in _batches(list(dict.fromkeys(ids))):
+                rows = conn.execute(sql + f" AND id IN ({marks})", [*args, *chunk])
+                out.extend(make(r) for r in rows)
+            return out
 
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
         with self.transaction():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -81,26 +81,47 @@ class TopicPath:
 
 
 class Outline:
-    """A thread's topics and groups as the recall sees them.
+    """A thread's tree as the recall sees it, read lazily.
 
-    The shape of every node (parent, kind, index range, state) is kept in
-    memory; names, summaries and dates are read from the store for the few nodes
-    a query needs, then kept. At a million turns a tree has hundreds of
-    thousands of topics: reading all their text (and parsing their dates and
-    keyphrases) took seconds that every first query after opening paid.
+    The shape of a node (parent, kind, index range, state) is read from the store
+    the first time a query needs it, its ancestors with it, one query per level;
+    names, summaries and dates only for the nodes a result shows. At a million
+    turns a tree has hundreds of thousands of topics, and reading them all (let
+    alone their text) took seconds that the first query after opening, and the
+    first after every write, paid.
     """
 
-    def __init__(self, backend: Backend, thread: Thread, briefs: Sequence[NodeBrief]) -> None:
+    def __init__(self, backend: Backend, thread: Thread) -> None:
         self.backend = backend
         self.thread = thread
-        self.brief: dict[int, NodeBrief] = {b.id: b for b in briefs}
+        self.brief: dict[int, NodeBrief] = {}
+        self._absent: set[int] = set()
         self._rows: dict[int, NodeRow] = {}
 
+    def load(self, ids: Iterable[int | None]) -> None:
+        """Read the shapes of these nodes and of all their ancestors."""
+        todo = {i for i in ids if i is not None and i not in self.brief and i not in self._absent}
+        while todo:
+            found = self.backend.node_briefs(self.thread, ids=sorted(todo))
+            for b in found:
+                self.brief[b.id] = b
+            self._absent |= todo - {b.id for b in found}
+            todo = {
+                b.parent_id
+                for b in found
+                if b.parent_id is not None
+                and b.parent_id not in self.brief
+                and b.parent_id not in self._absent
+            }
+
     def __contains__(self, node_id: object) -> bool:
+        if isinstance(node_id, int):
+            self.load([node_id])
         return node_id in self.brief
 
     def lineage(self, node_id: int | None) -> list[int]:
         """Ids from the root level down to ``node_id`` (empty when it is unknown)."""
+        self.load([node_id])
         chain: list[int] = []
         while node_id is not None and node_id in self.brief:
             chain.append(node_id)
@@ -110,7 +131,7 @@ class Outline:
 
     def rows(self, ids: Sequence[int]) -> list[NodeRow]:
         """The stored nodes with these ids, in the order given (unknown ids skipped)."""
-        missing = [i for i in dict.fromkeys(ids) if i not in self._rows and i in self.brief]
+        missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
             for row in self.backend.tree_nodes(self.thread, ids=missing):
                 assert row.id is not None
@@ -132,16 +153,19 @@ class SummaryVectors:
 
 
 class _ThreadCache:
-    __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
+    __slots__ = ("active", "matrix", "nodes", "topic_ids", "vectors", "version")
 
-    def __init__(self, nodes: Outline) -> None:
-        self.version = -1
+    def __init__(self, nodes: Outline, version: int, active: int | None) -> None:
+        self.version = version
         self.nodes = nodes
-        #: The frozen topics' ids and their summary vectors, row for row.
-        self.topic_ids = np.zeros(0, dtype=np.int64)
+        #: The deepest topic on the active path (the growing topics are its lineage).
+        self.active = active
+        #: The frozen topics' ids and their summary vectors, row for row; None until
+        #: a query needs them (multi-path recall does, turn ranking does not).
+        self.topic_ids: np.ndarray | None = None
         self.matrix = np.zeros((0, 0), dtype=np.float32)
-        #: The same vectors by content hash, carried over when the tree changes.
-        self.vectors = SummaryVectors()
+        #: The vectors by content hash, carried over when the tree changes.
+        self.vectors: SummaryVectors | None = None
 
 
 def _assemble(
@@ -199,25 +223,33 @@ class TreeRecall:
         self._lock = threading.Lock()
 
     def _nodes(self, thread: Thread) -> _ThreadCache:
-        """Topics and groups of a thread (not leaves), reloaded when the tree changed."""
-        version = self.backend.tree_state(thread).version
+        """The thread's tree as of its current version (a new, empty outline after
+        every tree change; summary vectors carried over)."""
+        state = self.backend.tree_state(thread)
         with self._lock:
             cache = self._cache.get(thread.id)
-            if cache is not None and cache.version == version:
+            if cache is not None and cache.version == state.version:
                 return cache
-            previous = cache
+            fresh = _ThreadCache(Outline(self.backend, thread), state.version, state.active_id)
+            fresh.vectors = cache.vectors if cache is not None else None
+            self._cache[thread.id] = fresh
+            return fresh
+
+    def _topics(self, thread: Thread) -> _ThreadCache:
+        """The thread's cache with every frozen topic's summary vector in one matrix."""
+        cache = self._nodes(thread)
+        with self._lock:
+            if cache.topic_ids is not None:
+                return cache
             briefs = self.backend.node_briefs(thread, ["topic", "group"])
-            cache = _ThreadCache(Outline(self.backend, thread, briefs))
-            cache.version = version
             frozen = [r for r in briefs if r.frozen and r.chash and not r.archived]
-            known = previous.vectors if previous is not None else self._load_saved(thread)
+            known = cache.vectors if cache.vectors is not None else self._load_saved(thread)
             missing = list({r.chash for r in frozen if r.chash and r.chash not in known.rows})
             model = self.embedder.model_id
             fetched = self.backend.vectors(model, missing) if missing else {}
             cache.topic_ids, cache.matrix, cache.vectors = _assemble(frozen, known, fetched)
             if len(fetched) >= SAVE_AFTER:
                 self._save(thread, cache.vectors)
-            self._cache[thread.id] = cache
             return cache
 
     # -- topic vectors saved between processes ---------------------------------------------
@@ -275,10 +307,13 @@ class TreeRecall:
         if self.describe is None:
             return []
         out = []
+        # Only the active path grows: every other topic was frozen when it left it.
         ids = [
-            b.id
-            for b in cache.nodes.brief.values()
-            if b.kind == "topic" and not b.frozen and not b.archived
+            i
+            for i in cache.nodes.lineage(cache.active)
+            if cache.nodes.brief[i].kind == "topic"
+            and not cache.nodes.brief[i].frozen
+            and not cache.nodes.brief[i].archived
         ]
         for node in cache.nodes.rows(ids):
             name, summary, keyphrases = self.describe(thread, node)
@@ -332,6 +367,8 @@ class TreeRecall:
                 parent_of[leaf] = (t, parent)
         chains: dict[int, tuple[int, int]] = {}
         caches = {t.id: self._nodes(t).nodes for t in threads}
+        for t in threads:
+            caches[t.id].load(p for th, p in parent_of.values() if th.id == t.id)
         for rowid, leaf_id in leaves.items():
             if leaf_id not in parent_of:
                 continue
@@ -369,6 +406,8 @@ class TreeRecall:
             return []
         out: list[int] = []
         caches = [(t, self._nodes(t).nodes) for t in threads]
+        for _, nodes in caches:
+            nodes.load(node_id for node_id, _ in hits)
         seen = 0
         for node_id, _ in hits:
             found = next(((t, nodes) for t, nodes in caches if node_id in nodes), None)
@@ -409,7 +448,8 @@ class TreeRecall:
         scored: dict[tuple[int, int], float] = {}
         growing: dict[tuple[int, int], NodeRow] = {}
         for thread in threads:
-            cache = self._nodes(thread)
+            cache = self._topics(thread)
+            assert cache.topic_ids is not None
             dense: dict[int, float] = {}
             if qvec is not None and len(cache.topic_ids):
                 sims = cache.matrix @ np.asarray(qvec, dtype=np.float32)
@@ -422,12 +462,15 @@ class TreeRecall:
                 lexical.setdefault(node.id, len(node_terms & set(terms)) / max(1, len(terms)))
                 if qvec is not None:
                     dense[node.id] = float(self.embedder.embed(text) @ qvec)
+            cache.nodes.load(lexical)
             for node_id in set(dense) | {n for n in lexical if n in cache.nodes}:
                 s = 0.5 * lexical.get(node_id, 0.0) + 0.5 * max(0.0, dense.get(node_id, 0.0))
                 if s >= threshold:
                     scored[(thread.id, node_id)] = s
         by_id = {t.id: t for t in threads}
         outlines = {t.id: self._nodes(t).nodes for t in threads}
+        for t in threads:
+            outlines[t.id].load(node for tid, node in scored if tid == t.id)
         # Prefer the most specific topic of a branch: drop a node when a descendant
         # of it also qualified (the descendant's path carries the ancestor anyway).
         chains = {key: outlines[key[0]].lineage(key[1]) for key in scored}
