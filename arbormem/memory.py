@@ -168,7 +168,7 @@ class Memory:
         """Close the store. Safe to call twice."""
         if not self._closed:
             self._closed = True
-            self._checks.wait()
+            self._checks.close()
             if self._idle is not None:
                 self._idle.stop()
             self.trees.close()
@@ -657,7 +657,7 @@ class Memory:
     ) -> str:
         """Switch a session's memory mode; its messages, summary and window are kept."""
         scope = self._scope(user, agent)
-        thread = self._thread(scope, create=True)
+        thread = self._thread(scope, create=True, wait=False)  # session state, not the tree
         assert thread is not None
         key = session or self.current_session(user=scope.user, agent=scope.agent)
         self.working.set_mode(thread, key, mode)
@@ -853,6 +853,10 @@ class Memory:
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
         vectors = self._embed_new([m for _, msgs in plan for m in msgs])
         added = 0
+        # Threads that exist are checked before the transaction: a check running in the
+        # background must not wait for it (an in-memory store has a single connection).
+        for scope, _ in plan:
+            self._thread(scope)
         with self._write_lock, self.backend.transaction():
             for scope, msgs in plan:
                 thread = self._thread(scope, create=True)

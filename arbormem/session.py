@@ -216,7 +216,12 @@ class WorkingMemory:
         def run() -> None:
             with self._lock:
                 self._queued.pop(key, None)
-                self._last_run[key] = time.monotonic()
+                now = time.monotonic()
+                if len(self._last_run) > 1000:  # forget sessions quiet for longer than that
+                    self._last_run = {
+                        k: t for k, t in self._last_run.items() if now - t < self.interval
+                    }
+                self._last_run[key] = now
             try:
                 done.set_result(work())
             except BaseException as exc:
@@ -227,10 +232,13 @@ class WorkingMemory:
             if done.running() or done.done():
                 return
             done.set_running_or_notify_cancel()
-            if self._executor is None:  # closed meanwhile: run it here
-                run()
-            else:
-                self._executor.submit(run)
+            if self._executor is not None:
+                try:
+                    self._executor.submit(run)
+                    return
+                except RuntimeError:  # shut down under a firing timer
+                    pass
+            run()  # closed meanwhile: run it here (run() never raises; ``done`` gets it)
 
     @property
     def busy(self) -> bool:
@@ -332,7 +340,7 @@ def build_context(
         or resolve(UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, int)
     )
     scope = memory._scope(user, agent)
-    thread = memory._thread(scope, create=True)
+    thread = memory._thread(scope, create=True, wait=False)  # a read: no wait for the check
     assert thread is not None
     key = session or memory.current_session(user=scope.user, agent=scope.agent)
     default_mode = resolve_mode()

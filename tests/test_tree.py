@@ -566,3 +566,77 @@ def test_node_briefs_agree_with_the_stored_nodes(tmp_path: Path) -> None:
                 node.archived,
                 node.chash,
             )
+
+
+def test_topics_left_growing_by_a_forget_still_answer_topic_paths(tmp_path: Path) -> None:
+    with Memory(tmp_path / "g.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        msgs = []
+        for i, t in enumerate(["tomato seedlings repotting", "compost tomato beds"]):
+            at = T0 + timedelta(minutes=2 * i)
+            msgs.append({"role": "user", "content": f"Question about {t}?", "timestamp": at})
+            msgs.append({"role": "assistant", "content": f"Advice on {t}.", "timestamp": at})
+        mem.add_many(msgs, session="s1")
+        last = mem.add("And watering tomato beds?", session="s1", timestamp=T0 + timedelta(hours=1))
+        assert mem.topic_paths("tomato", k=3, threshold=0.0)
+        # Forgetting the open exchange leaves its topics unfrozen, off the active path.
+        mem.forget(last.id)
+        mem.add("The car needs an oil change.", session="s1", timestamp=T0 + timedelta(hours=2))
+        names = [p.topic.name.lower() for p in mem.topic_paths("tomato", k=3, threshold=0.0)]
+        assert any("tomato" in n for n in names)
+
+
+def test_a_failing_tree_check_stops_writes_and_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.tree.check as tree_check
+
+    path = tmp_path / "c.db"
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+    real = tree_check.check
+    calls: list[int] = []
+
+    def failing_once(grower: object, thread: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("disk hiccup")
+        return real(grower, thread)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree_check, "check", failing_once)
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        with pytest.raises(RuntimeError, match="disk hiccup"):
+            mem.add("the roses need pruning", session="s1")
+        assert len(mem.messages()) == 8  # nothing written on an unchecked tree
+        mem.add("the roses need pruning", session="s1")  # checked again, then written
+        assert len(mem.messages()) == 9 and len(calls) == 2
+
+
+def test_a_background_check_on_a_memory_store_does_not_block_an_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    import arbormem.tree.check as tree_check
+
+    mem = Memory(":memory:", embedder=HashingEmbedder(64), llm=None)
+    mem.add("hello about tomatoes in the garden")
+    data = mem.export()
+    thread = mem.backend.thread("default", "default")
+    assert thread is not None
+    mem._checks._checks.clear()  # as if the store had just been opened
+    real = tree_check.OpenChecks._run
+
+    def late(self: tree_check.OpenChecks, job: object, background: bool) -> None:
+        time.sleep(0.3)  # the background check starts after the import took the store
+        real(self, job, background)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree_check.OpenChecks, "_run", late)
+    assert mem.search("tomatoes")  # starts the check in the background
+    result: list[dict] = []
+    worker = threading.Thread(target=lambda: result.append(mem.import_(data)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "import_ and the background check deadlocked"
+    assert result and result[0]["skipped"] == 1
+    mem.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from arbormem.store.base import Row, Thread, TreeState
@@ -99,17 +100,20 @@ class _Check:
     thread: Thread
     checked: threading.Event = field(default_factory=threading.Event)
     found: list[TreeProblem] = field(default_factory=list)
+    error: Exception | None = None
     repaired: bool = False
-    worker: threading.Thread | None = None
 
 
 class OpenChecks:
     """The check of each thread's tree, once per process.
 
-    ``ensure(thread, wait=False)`` starts it in the background and returns;
+    ``ensure(thread, wait=False)`` queues it on one background worker (one
+    reader connection, however many threads are opened) and returns;
     ``ensure(thread, wait=True)`` returns once the tree is known sound or has
-    been rebuilt. Repairs happen under ``write_lock``, so a writer that holds
-    it and waits for a background check repairs the tree itself.
+    been rebuilt, and raises if the check or the repair failed. Repairs happen
+    under ``write_lock``, so a writer that holds it and waits for a background
+    check repairs the tree itself. A check that failed is tried again by the
+    next use of the thread.
     """
 
     def __init__(self, grower: TreeGrower, write_lock: threading.RLock) -> None:
@@ -119,6 +123,7 @@ class OpenChecks:
         self.problems: list[TreeProblem] = []
         self._checks: dict[int, _Check] = {}
         self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
 
     def ensure(self, thread: Thread, *, wait: bool) -> None:
         with self._lock:
@@ -127,40 +132,55 @@ class OpenChecks:
             if job is None:
                 job = self._checks[thread.id] = _Check(thread)
                 if not wait:
-                    job.worker = threading.Thread(
-                        target=self._run,
-                        args=(thread, job),
-                        name=f"arbormem-tree-check-{thread.id}",
-                        daemon=True,
-                    )
-                    job.worker.start()
+                    if self._worker is None:
+                        self._worker = ThreadPoolExecutor(
+                            max_workers=1, thread_name_prefix="arbormem-tree-check"
+                        )
+                    self._worker.submit(self._run, job, True)
         if new and wait:
-            self._run(thread, job)
+            self._run(job, False)
         elif wait:
             job.checked.wait()
-            self._repair(thread, job)
+            self._repair(job)
+        if wait and job.error is not None:
+            raise job.error
 
-    def _run(self, thread: Thread, job: _Check) -> None:
+    def _run(self, job: _Check, background: bool) -> None:
         try:
-            job.found = check(self.grower, thread)
-        except Exception as exc:  # a store closed under us, a locked file: try again later
-            log.warning(
-                "could not check the topic tree of %s/%s: %s", thread.user, thread.agent, exc
-            )
+            job.found = check(self.grower, job.thread)
+        except Exception as exc:
+            job.error = exc
             with self._lock:
-                self._checks.pop(thread.id, None)
+                self._checks.pop(job.thread.id, None)  # the next use tries again
         finally:
             job.checked.set()
-        self._repair(thread, job)
+        try:
+            self._repair(job)
+        except Exception as exc:
+            if not background:
+                raise
+            log.warning("could not rebuild the topic tree of %s: %s", _scope(job.thread), exc)
+        if background and job.error is not None:
+            log.warning("could not check the topic tree of %s: %s", _scope(job.thread), job.error)
 
-    def _repair(self, thread: Thread, job: _Check) -> None:
-        if not job.found:
+    def _repair(self, job: _Check) -> None:
+        if not job.found or job.error is not None:
             return
         with self.write_lock:
             if job.repaired:
                 return
+            thread = job.thread
+            if self.grower.backend.thread(thread.user, thread.agent) is None:
+                job.repaired = True  # forgotten meanwhile: nothing left to rebuild
+                return
+            try:
+                repair(self.grower, thread, job.found)
+            except Exception as exc:
+                job.error = exc
+                with self._lock:
+                    self._checks.pop(thread.id, None)
+                raise
             job.repaired = True
-            repair(self.grower, thread, job.found)
             self.problems.extend(job.found)
 
     def wait(self) -> None:
@@ -172,4 +192,19 @@ class OpenChecks:
             jobs = list(self._checks.values())
         for job in jobs:
             job.checked.wait()
-            self._repair(job.thread, job)
+            self._repair(job)
+
+    def close(self) -> None:
+        """Wait for the background worker and stop it."""
+        try:
+            self.wait()
+        except Exception as exc:  # already logged where it failed; closing goes on
+            log.warning("closing with a topic tree left unrepaired: %s", exc)
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=True)
+
+
+def _scope(thread: Thread) -> str:
+    return f"{thread.user}/{thread.agent}"
