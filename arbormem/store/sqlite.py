@@ -718,8 +718,8 @@ class SQLiteBackend(Backend):
         with self._reading() as conn:
             if after_rowid > 0:  # the messages since: a range of the primary key
                 rows = conn.execute(
-                    "SELECT DISTINCT speaker FROM messages WHERE thread_id = ? AND id > ?"
-                    " AND speaker IS NOT NULL",
+                    "SELECT DISTINCT speaker FROM messages WHERE +thread_id = ? AND id > ?"
+                    " AND +speaker IS NOT NULL",
                     (thread.id, after_rowid),
                 )
             else:  # every speaker: hop through the index, one seek per speaker
@@ -1185,11 +1185,11 @@ class SQLiteBackend(Backend):
             changed = 0
             for chunk, marks in _batches(leaf_ids):
                 c.execute(
-                    f"UPDATE tree_nodes SET archived = ? WHERE thread_id = ? AND id IN ({marks})",
+                    f"UPDATE tree_nodes SET archived = ? WHERE +thread_id = ? AND id IN ({marks})",
                     [int(archived), thread.id, *chunk],
                 )
                 changed += c.execute(
-                    f"UPDATE messages SET archived = ? WHERE thread_id = ? AND leaf_id IN ({marks})",
+                    f"UPDATE messages SET archived = ? WHERE +thread_id = ? AND leaf_id IN ({marks})",
                     [int(archived), thread.id, *chunk],
                 ).rowcount
             # Cached vector indexes must drop or regain these rows.

@@ -123,8 +123,8 @@ class Outline:
         """Ids from the root level down to ``node_id`` (empty when it is unknown)."""
         self.load([node_id])
         chain: list[int] = []
-        while node_id is not None and node_id in self.brief:
-            chain.append(node_id)
+        while node_id is not None and node_id in self.brief and node_id not in chain:
+            chain.append(node_id)  # (a parent cycle, which the check repairs, ends the walk)
             node_id = self.brief[node_id].parent_id
         chain.reverse()
         return chain
@@ -153,13 +153,11 @@ class SummaryVectors:
 
 
 class _ThreadCache:
-    __slots__ = ("active", "matrix", "nodes", "topic_ids", "vectors", "version")
+    __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
-    def __init__(self, nodes: Outline, version: int, active: int | None) -> None:
+    def __init__(self, nodes: Outline, version: int) -> None:
         self.version = version
         self.nodes = nodes
-        #: The deepest topic on the active path (the growing topics are its lineage).
-        self.active = active
         #: The frozen topics' ids and their summary vectors, row for row; None until
         #: a query needs them (multi-path recall does, turn ranking does not).
         self.topic_ids: np.ndarray | None = None
@@ -230,7 +228,7 @@ class TreeRecall:
             cache = self._cache.get(thread.id)
             if cache is not None and cache.version == state.version:
                 return cache
-            fresh = _ThreadCache(Outline(self.backend, thread), state.version, state.active_id)
+            fresh = _ThreadCache(Outline(self.backend, thread), state.version)
             fresh.vectors = cache.vectors if cache is not None else None
             self._cache[thread.id] = fresh
             return fresh
@@ -302,20 +300,16 @@ class TreeRecall:
         if path is not None:
             path.unlink(missing_ok=True)
 
-    def _growing(self, thread: Thread, cache: _ThreadCache) -> list[NodeRow]:
+    def _growing(self, thread: Thread) -> list[NodeRow]:
         """Topics still growing (not yet summarised), with provisional descriptions."""
         if self.describe is None:
             return []
         out = []
-        # Only the active path grows: every other topic was frozen when it left it.
-        ids = [
-            i
-            for i in cache.nodes.lineage(cache.active)
-            if cache.nodes.brief[i].kind == "topic"
-            and not cache.nodes.brief[i].frozen
-            and not cache.nodes.brief[i].archived
-        ]
-        for node in cache.nodes.rows(ids):
+        # Usually the active path, but a forget can leave topics unfrozen off it.
+        growing = self.backend.tree_nodes(thread, kinds=["topic"], frozen=False)
+        for node in growing:
+            if node.archived:
+                continue
             name, summary, keyphrases = self.describe(thread, node)
             out.append(replace(node, name=name, summary=summary, keyphrases=keyphrases))
         return out
@@ -447,14 +441,16 @@ class TreeRecall:
             lexical = {n: s / top for n, s in hits}
         scored: dict[tuple[int, int], float] = {}
         growing: dict[tuple[int, int], NodeRow] = {}
+        outlines: dict[int, Outline] = {}
         for thread in threads:
             cache = self._topics(thread)
+            outlines[thread.id] = cache.nodes  # one tree version for the whole call
             assert cache.topic_ids is not None
             dense: dict[int, float] = {}
             if qvec is not None and len(cache.topic_ids):
                 sims = cache.matrix @ np.asarray(qvec, dtype=np.float32)
                 dense = dict(zip(cache.topic_ids.tolist(), sims.tolist()))
-            for node in self._growing(thread, cache):
+            for node in self._growing(thread):
                 assert node.id is not None
                 growing[(thread.id, node.id)] = node
                 text = f"{node.name}: {node.summary} ({', '.join(node.keyphrases)})"
@@ -468,7 +464,6 @@ class TreeRecall:
                 if s >= threshold:
                     scored[(thread.id, node_id)] = s
         by_id = {t.id: t for t in threads}
-        outlines = {t.id: self._nodes(t).nodes for t in threads}
         for t in threads:
             outlines[t.id].load(node for tid, node in scored if tid == t.id)
         # Prefer the most specific topic of a branch: drop a node when a descendant
@@ -480,6 +475,8 @@ class TreeRecall:
         out = []
         for key in best:
             rows = outlines[key[0]].rows(chains[key])
+            if not rows:
+                continue
             chain = [growing.get((key[0], n.id or -1), n) for n in rows]
             node = chain[-1]
             covered_terms = set(analyze(f"{node.name} {node.summary} {' '.join(node.keyphrases)}"))
