@@ -210,7 +210,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
     store.append(t, [msg("hello there"), msg("general kenobi")])
     store.put_vectors("m", {"h1": np.arange(4, dtype=np.float32), "h2": np.ones(3, np.float32)})
     store.close()
-    # Put the store back at schema version 6: the old vector layout, no speaker index.
+    # Put the store back at schema version 6: the old vector layout, nothing added since.
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -220,6 +220,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         DROP TABLE vectors;
         ALTER TABLE old RENAME TO vectors;
         DROP INDEX messages_by_speaker;
+        ALTER TABLE tree_state DROP COLUMN checked_version;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )

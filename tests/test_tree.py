@@ -640,3 +640,36 @@ def test_a_background_check_on_a_memory_store_does_not_block_an_import(
     assert not worker.is_alive(), "import_ and the background check deadlocked"
     assert result and result[0]["skipped"] == 1
     mem.close()
+
+
+def test_a_tree_unchanged_since_it_passed_the_check_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.tree.check as tree_check
+
+    path = tmp_path / "k.db"
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+    real = tree_check.check
+    checked: list[int] = []
+
+    def counting(grower: object, thread: object) -> object:
+        checked.append(1)
+        return real(grower, thread)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree_check, "check", counting)
+
+    def open_and_search() -> None:
+        with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+            assert mem.search("tomato")
+            assert mem.tree_problems == []
+
+    open_and_search()
+    assert len(checked) == 1  # the adds changed the tree since the last check
+    open_and_search()
+    assert len(checked) == 1  # unchanged since it passed: not read again
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add("the roses need pruning", session="s1")  # a write clears the mark
+    assert len(checked) == 1  # (this process's check was skipped: nothing changed before)
+    open_and_search()
+    assert len(checked) == 2

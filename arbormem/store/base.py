@@ -399,6 +399,16 @@ class Backend(abc.ABC):
         names, summaries or dates): cheap even for hundreds of thousands of topics."""
 
     @abc.abstractmethod
+    def tree_checked(self, thread: Thread) -> tuple[int, int | None]:
+        """The tree's version, and the version that last passed the consistency
+        check (None: never, or the tree changed since: every tree write clears it)."""
+
+    @abc.abstractmethod
+    def mark_tree_checked(self, thread: Thread, version: int) -> bool:
+        """Record that the tree passed the check at ``version``; False (and nothing
+        recorded) when the tree has changed since."""
+
+    @abc.abstractmethod
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
         """Insert nodes whose ``id`` is None (assigning it) and update the others."""
 

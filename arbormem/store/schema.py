@@ -223,6 +223,16 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        9,
+        "the tree version that last passed the consistency check, so an unchanged tree is not read again",
+        """
+        ALTER TABLE tree_state ADD COLUMN checked_version INTEGER
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

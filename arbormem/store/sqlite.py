@@ -1025,6 +1025,22 @@ class SQLiteBackend(Backend):
             ).fetchone()
         return TreeState(*r) if r else TreeState()
 
+    def tree_checked(self, thread: Thread) -> tuple[int, int | None]:
+        with self._reading() as conn:
+            r = conn.execute(
+                "SELECT version, checked_version FROM tree_state WHERE thread_id = ?",
+                (thread.id,),
+            ).fetchone()
+        return (int(r[0]), r[1]) if r else (0, None)
+
+    def mark_tree_checked(self, thread: Thread, version: int) -> bool:
+        with self.transaction():
+            done = self._writer.execute(
+                "UPDATE tree_state SET checked_version = ? WHERE thread_id = ? AND version = ?",
+                (version, thread.id, version),
+            ).rowcount
+        return bool(done)
+
     def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
         with self.transaction():
             c = self._writer

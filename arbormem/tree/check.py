@@ -9,7 +9,9 @@ grower.
 The check reads the whole tree (seconds at a million turns), so
 :class:`OpenChecks` runs it once per thread and process: in the background
 when the first use of the thread is a read, which does not wait for it, and
-before anything writes to the tree, which does.
+before anything writes to the tree, which does. A tree that passed is marked
+with its version; every tree write changes the version, so a tree unchanged
+since it last passed is not read again.
 """
 
 from __future__ import annotations
@@ -146,14 +148,24 @@ class OpenChecks:
             raise job.error
 
     def _run(self, job: _Check, background: bool) -> None:
+        backend = self.grower.backend
+        sound_at: int | None = None
         try:
-            job.found = check(self.grower, job.thread)
+            version, passed = backend.tree_checked(job.thread)
+            if passed is None or passed != version:  # else: unchanged since it passed
+                job.found = check(self.grower, job.thread)
+                sound_at = None if job.found else version
         except Exception as exc:
             job.error = exc
             with self._lock:
                 self._checks.pop(job.thread.id, None)  # the next use tries again
         finally:
             job.checked.set()
+        if sound_at is not None:
+            try:  # after ``checked``: a writer may hold the store while waiting for it
+                backend.mark_tree_checked(job.thread, sound_at)
+            except Exception as exc:  # only costs a check on the next open
+                log.warning("could not record the check of %s: %s", _scope(job.thread), exc)
         try:
             self._repair(job)
         except Exception as exc:
