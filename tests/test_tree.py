@@ -585,24 +585,34 @@ def test_topics_left_growing_by_a_forget_still_answer_topic_paths(tmp_path: Path
         assert any("tomato" in n for n in names)
 
 
-def test_a_failing_tree_check_stops_writes_and_is_tried_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import arbormem.tree.check as tree_check
-
-    path = tmp_path / "c.db"
+def garden_store(path: Path) -> Path:
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many(exchanges("garden", T0, "s1"))
+    return path
+
+
+def count_checks(monkeypatch: pytest.MonkeyPatch, fail_first: Exception | None = None) -> list[int]:
+    """Count the tree checks run from now on; the first one raises ``fail_first``."""
+    import arbormem.tree.check as tree_check
+
     real = tree_check.check
     calls: list[int] = []
 
-    def failing_once(grower: object, thread: object) -> object:
+    def counting(grower: object, thread: object) -> object:
         calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("disk hiccup")
+        if fail_first is not None and len(calls) == 1:
+            raise fail_first
         return real(grower, thread)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tree_check, "check", failing_once)
+    monkeypatch.setattr(tree_check, "check", counting)
+    return calls
+
+
+def test_a_failing_tree_check_stops_writes_and_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = garden_store(tmp_path / "c.db")
+    calls = count_checks(monkeypatch, fail_first=RuntimeError("disk hiccup"))
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         with pytest.raises(RuntimeError, match="disk hiccup"):
             mem.add("the roses need pruning", session="s1")
@@ -645,19 +655,8 @@ def test_a_background_check_on_a_memory_store_does_not_block_an_import(
 def test_a_tree_unchanged_since_it_passed_the_check_is_not_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.tree.check as tree_check
-
-    path = tmp_path / "k.db"
-    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
-        mem.add_many(exchanges("garden", T0, "s1"))
-    real = tree_check.check
-    checked: list[int] = []
-
-    def counting(grower: object, thread: object) -> object:
-        checked.append(1)
-        return real(grower, thread)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(tree_check, "check", counting)
+    path = garden_store(tmp_path / "k.db")
+    checked = count_checks(monkeypatch)
 
     def open_and_search() -> None:
         with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
