@@ -43,7 +43,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
-from operator import ne
 
 import numpy as np
 
@@ -164,6 +163,14 @@ def _bm25(backend: Backend, key: str, terms: Sequence[str]) -> BM25:
     return BM25({t: df.get(t, 0) for t in terms}, n_docs, avgdl)
 
 
+def _bm25_pairs(backend: Backend, pairs: Sequence[str]) -> BM25:
+    """BM25 of term pairs in windows. A window's length in terms stands in for its
+    number of pairs: the two differ by about one per turn, in every window alike."""
+    n_docs, avgdl = backend.lexical_stats("window")
+    df = backend.pair_frequencies(pairs)
+    return BM25({p: df.get(p, 0) for p in pairs}, n_docs, avgdl)
+
+
 @dataclass
 class Candidates:
     """Candidate turns with what their features need."""
@@ -176,26 +183,24 @@ class Candidates:
 
 
 class DocStats:
-    """Term counts of full-text documents, kept between searches.
+    """Full-text documents split into terms, kept between searches.
 
     A document here is one turn's analysed terms (the text :meth:`Backend.around`
-    returns). The same text always gives the same counts, so entries never go
+    returns). The same text always gives the same terms, so entries never go
     stale; the cache only bounds its size.
     """
 
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
-        self._docs: dict[str, tuple[list[str], int]] = {}
+        self._docs: dict[str, list[str]] = {}
 
-    def get(self, text: str) -> tuple[list[str], int]:
-        """(the terms in order, number of adjacent distinct-term pairs)."""
+    def get(self, text: str) -> list[str]:
+        """The terms in order."""
         found = self._docs.get(text)
         if found is None:
             if len(self._docs) >= self.max_docs:
                 self._docs.clear()
-            toks = text.split()
-            # The phrase key's length: adjacent pairs of distinct terms (see text.pairs).
-            found = (toks, sum(map(ne, toks, toks[1:])))
+            found = text.split()
             self._docs[text] = found
         return found
 
@@ -223,9 +228,7 @@ def features(
     bm_turn = _bm25(backend, "turn", terms)
     bm_win = _bm25(backend, "window", terms)
     qpairs = set(question.pairs)
-    bm_pairs = _bm25(backend, "pair", question.pairs) if qpairs else None
     ptf: dict[int, dict[str, int]] = {}
-    plen: dict[int, int] = {}
     # Per document only the query's terms matter: their frequencies and the length.
     qtf: dict[int, dict[str, int]] = {}
     lengths: dict[int, int] = {}
@@ -234,12 +237,11 @@ def features(
         for rid, _, text in neighbourhood:
             if rid in qtf:
                 continue
-            toks, n_pairs = docs.get(text)
+            toks = docs.get(text)
             length = len(toks)
             counts = {t: c for t in query if (c := toks.count(t))}
             qtf[rid] = counts
             lengths[rid] = length
-            plen[rid] = n_pairs
             if qpairs and len(counts) > 1:
                 # A query pair joins two query terms: only those positions can match.
                 pc: dict[str, int] = {}
@@ -250,6 +252,9 @@ def features(
                             pc[pr] = pc.get(pr, 0) + 1
                 ptf[rid] = pc
             turn_score[rid] = bm_turn.score(counts, length) if counts else 0.0
+    # Only the pairs some candidate holds need a frequency (a phrase count each).
+    found_pairs = sorted({p for pc in ptf.values() for p in pc})
+    bm_pairs = _bm25_pairs(backend, found_pairs) if found_pairs else None
     session_best: dict[tuple[int, str], float] = {}
     for rowid in ids:
         m = cands.rows[rowid].message
@@ -280,13 +285,11 @@ def features(
             c_bm_w[i] = bm_win.score(window, window_len)
         if bm_pairs is not None:
             pwin: dict[str, int] = {}
-            pwin_len = 0
             for rid, _, _ in neighbourhood:
                 for t, f in ptf.get(rid, {}).items():
                     pwin[t] = pwin.get(t, 0) + f
-                pwin_len += plen.get(rid, 0)
             if pwin:
-                c_bm_pair[i] = bm_pairs.score(pwin, pwin_len)
+                c_bm_pair[i] = bm_pairs.score(pwin, window_len)
         if pos is not None and pos > 0:
             prev_ids[i] = neighbourhood[pos - 1][0]
             c_prev[i] = turn_score.get(neighbourhood[pos - 1][0], 0.0)

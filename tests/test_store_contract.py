@@ -118,6 +118,23 @@ def test_lexical_keys_and_filters(backend: Backend) -> None:
     assert len(later) == 1
 
 
+def test_pair_frequencies_count_windows_with_the_two_terms_side_by_side(
+    backend: Backend,
+) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    texts = ["support group tonight", "a quiet evening", "more quiet days", "group support"]
+    texts += [f"filler number {i}" for i in range(6)] + ["the support group again"]
+    backend.append(t, [msg(text, "s1", i) for i, text in enumerate(texts)])
+    # Windows span two turns each side: "support group" (turn 0) lies in the windows
+    # of turns 0-2, and turn 10's in those of turns 8-10. "group support" is another
+    # pair, in the windows of turns 1-5; "quiet evening" in those of turns 0-3.
+    counts = backend.pair_frequencies(["support_group", "group_support", "quiet_evening", "x_y"])
+    assert counts == {"support_group": 6, "group_support": 5, "quiet_evening": 4, "x_y": 0}
+    backend.delete_messages([backend.messages(t)[-1].message.id])
+    assert backend.pair_frequencies(["support_group"]) == {"support_group": 3}
+
+
 def test_vectors_are_per_model(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t
@@ -236,6 +253,38 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
     t = store.thread("u", "a")
     assert t is not None
     assert [r.message.content for r in store.messages(t)] == ["hello there", "general kenobi"]
+    store.close()
+
+
+def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    store = SQLiteBackend(path)
+    t = store.thread("u", "a", create=True)
+    assert t is not None
+    store.append(t, [msg("support group tonight"), msg("a quiet evening", i=1)])
+    store.close()
+    # Put the store back at schema version 9, with the pair index it had then.
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE VIRTUAL TABLE pair_fts USING fts5 (terms, tokenize = "unicode61 tokenchars '_'");
+        CREATE VIRTUAL TABLE pair_vocab USING fts5vocab (pair_fts, 'row');
+        INSERT INTO pair_fts (rowid, terms) SELECT id, 'support_group' FROM messages;
+        INSERT INTO lexicon_stats VALUES ('pair', 2, 2);
+        DELETE FROM schema_migrations WHERE version >= 10;
+        """
+    )
+    conn.close()
+    store = SQLiteBackend(path)
+    names = {r[0] for r in store._writer.execute("SELECT name FROM sqlite_master")}
+    assert not {n for n in names if n.startswith("pair_")}
+    keys = {r[0] for r in store._writer.execute("SELECT key FROM lexicon_stats")}
+    assert keys == {"turn", "window"}
+    assert store.pair_frequencies(["support_group"]) == {"support_group": 2}
     store.close()
 
 

@@ -22,10 +22,9 @@ import numpy as np
 
 from arbormem.models import Message, Session
 
-#: Lexical keys every back-end indexes for each message: the turn alone, the
-#: turn with its neighbours in the same session (two before, two after), and the
-#: adjacent term pairs of that same window (a cheap phrase index).
-LEXICAL_KEYS = ("turn", "window", "pair")
+#: Lexical keys every back-end indexes for each message: the turn alone, and the
+#: turn with its neighbours in the same session (two before, two after).
+LEXICAL_KEYS = ("turn", "window")
 
 
 @dataclass(frozen=True)
@@ -272,6 +271,13 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
         """How many documents under ``key`` contain each term."""
+
+    @abc.abstractmethod
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        """How many window documents hold each pair's two terms side by side.
+
+        A pair is written ``first_second`` (see :func:`arbormem.text.pairs`).
+        """
 
     @abc.abstractmethod
     def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:

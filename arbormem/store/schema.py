@@ -233,6 +233,21 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        10,
+        "term pairs counted by phrase queries on the window key instead of a third index",
+        """
+        -- The pair index was only ever read for its document frequencies, and a phrase
+        -- query on the window index gives the same counts. Keeping it cost a third of
+        -- the full-text writing of every stored message and a fifth of the file.
+        DROP TABLE IF EXISTS pair_vocab;
+        DROP TABLE IF EXISTS pair_fts;
+        DELETE FROM lexicon_stats WHERE key = 'pair'
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
@@ -269,29 +284,6 @@ def _rebuild_windows_and_stats(conn: sqlite3.Connection) -> None:
 
 STEPS[4] = _rebuild_windows_and_stats
 
-
-def _build_pairs(conn: sqlite3.Connection) -> None:
-    from arbormem.store.sqlite import WINDOW_RADIUS, window_doc
-    from arbormem.text import pairs
-
-    tokens = 0
-    sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
-    for sid in sessions:
-        rows = conn.execute(
-            "SELECT m.id, f.terms FROM messages m JOIN turn_fts f ON f.rowid = m.id"
-            " WHERE m.session_id = ? ORDER BY m.idx",
-            (sid,),
-        ).fetchall()
-        docs = [" ".join(pairs(t.split())) for _, t in rows]
-        for i, (rowid, _) in enumerate(rows):
-            doc = window_doc(docs[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1])
-            tokens += len(doc.split())
-            conn.execute("INSERT INTO pair_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
-    docs_n = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
-    conn.execute("INSERT OR REPLACE INTO lexicon_stats VALUES ('pair', ?, ?)", (docs_n, tokens))
-
-
-STEPS[5] = _build_pairs
 
 LATEST = MIGRATIONS[-1][0]
 

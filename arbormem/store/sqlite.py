@@ -44,7 +44,7 @@ from arbormem.store.base import (
     TreeState,
 )
 from arbormem.store.schema import migrate
-from arbormem.text import fts_query, pairs
+from arbormem.text import fts_query
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 
 _ROW_SELECT = (
@@ -371,7 +371,7 @@ class SQLiteBackend(Backend):
                 # the new ones gain neighbours; the new ones get their first window.
                 first_new = fresh[sid]
                 for j in range(max(0, first_new - WINDOW_RADIUS), len(rows)):
-                    self._write_windows(rows, j, new=j >= first_new, stats=stats)
+                    self._write_window(rows, j, new=j >= first_new, stats=stats)
                 c.execute(
                     "UPDATE sessions SET message_count = message_count + ?,"
                     " started_at = MIN(started_at, ?), last_at = MAX(last_at, ?) WHERE id = ?",
@@ -416,47 +416,35 @@ class SQLiteBackend(Backend):
         )
 
     def _write_window(
-        self, key: str, rowid: int, doc: str, new: bool = False, stats: _Stats | None = None
-    ) -> None:
-        """Replace one window document (``window`` or ``pair`` key), keeping the
-        running statistics exact. ``new`` skips looking for a previous version;
-        with ``stats`` the statistics are added up there and written by the caller."""
-        c = self._writer
-        table = f"{key}_fts"
-        old = (
-            None
-            if new
-            else c.execute(f"SELECT c0 FROM {table}_content WHERE id = ?", (rowid,)).fetchone()
-        )
-        if old is not None:
-            c.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-        c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (rowid, doc))
-        before = len(old[0].split()) if old else 0
-        docs, tokens = 0 if old else 1, len(doc.split()) - before
-        if stats is None:
-            self._bump_stats(key, docs, tokens)
-        else:
-            total = stats.setdefault(key, [0, 0])
-            total[0] += docs
-            total[1] += tokens
-
-    def _write_windows(
         self,
         rows: Sequence[tuple[int, str]],
         j: int,
         new: bool = False,
         stats: _Stats | None = None,
     ) -> None:
-        """Both window keys of ``rows[j]`` from its neighbours in ``rows``."""
-        part = rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]
-        self._write_window("window", rows[j][0], window_doc([t for _, t in part]), new, stats)
-        self._write_window(
-            "pair",
-            rows[j][0],
-            window_doc([" ".join(pairs(t.split())) for _, t in part]),
-            new,
-            stats,
+        """Replace the window document of ``rows[j]`` (its terms with its neighbours'
+        in ``rows``), keeping the running statistics exact. ``new`` skips looking for
+        a previous version; with ``stats`` the statistics are added up there and
+        written by the caller."""
+        c = self._writer
+        rowid = rows[j][0]
+        doc = window_doc([t for _, t in rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]])
+        old = (
+            None
+            if new
+            else c.execute("SELECT c0 FROM window_fts_content WHERE id = ?", (rowid,)).fetchone()
         )
+        if old is not None:
+            c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
+        c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+        before = len(old[0].split()) if old else 0
+        docs, tokens = 0 if old else 1, len(doc.split()) - before
+        if stats is None:
+            self._bump_stats("window", docs, tokens)
+        else:
+            total = stats.setdefault("window", [0, 0])
+            total[0] += docs
+            total[1] += tokens
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
         """Recompute the window key of every message in these sessions."""
@@ -469,7 +457,7 @@ class SQLiteBackend(Backend):
             ).fetchall()
             stats: _Stats = {}
             for i in range(len(rows)):
-                self._write_windows(rows, i, stats=stats)
+                self._write_window(rows, i, stats=stats)
             for key, (docs, tokens) in stats.items():
                 self._bump_stats(key, docs, tokens)
 
@@ -680,6 +668,20 @@ class SQLiteBackend(Backend):
                     out[term] = int(doc)
         return out
 
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        # A phrase query on the window key: both terms in a row. (A pair never spans
+        # two turns, a phrase may; that extra is too rare to matter.)
+        out: dict[str, int] = {}
+        with self._reading() as conn:
+            for pair in dict.fromkeys(pairs):
+                phrase = '"' + pair.replace('"', '""').replace("_", " ") + '"'
+                out[pair] = int(
+                    conn.execute(
+                        "SELECT COUNT(*) FROM window_fts WHERE window_fts MATCH ?", (phrase,)
+                    ).fetchone()[0]
+                )
+        return out
+
     def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:
         ids = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, list[tuple[int, int, str]]] = {}
@@ -888,7 +890,7 @@ class SQLiteBackend(Backend):
         included) and checkpoint, so deleted terms leave the file."""
         with self.transaction():
             c = self._writer
-            for table in ("turn_fts", "window_fts", "pair_fts", "topic_fts", "segment_fts"):
+            for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
                 c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
             unused = [
                 r[0]
