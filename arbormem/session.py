@@ -12,15 +12,16 @@ Each session of a thread keeps, in the store:
 
 Upkeep (tracker and summary) runs after a reply in a background worker, so
 the user never waits for it; :meth:`WorkingMemory.wait` lets a caller (or the
-blocking threshold) wait for it. One session's upkeep runs at most once every
-``UPKEEP_INTERVAL`` seconds: replies that arrive faster are caught up together.
+blocking threshold) wait for it. One session's upkeep starts
+``UPKEEP_INTERVAL`` seconds after the reply that asked for it, and replies that
+arrive meanwhile are caught up by that same run: a burst of replies costs one
+upkeep, not one each.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ class SessionMemory:
         }
 
 
-#: Seconds between two upkeeps of one session (replies arriving faster share one).
+#: Seconds from a reply to its session's upkeep (replies arriving meanwhile share it).
 UPKEEP_INTERVAL = 0.25
 
 
@@ -73,8 +74,7 @@ class WorkingMemory:
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
-        self._queued: dict[object, threading.Timer | None] = {}
-        self._last_run: dict[object, float] = {}
+        self._queued: dict[object, threading.Timer] = {}
 
     # -- state ---------------------------------------------------------------------------
 
@@ -182,10 +182,9 @@ class WorkingMemory:
     def submit(self, work: Callable[[], object], key: object = None) -> None:
         """Run upkeep in the background worker.
 
-        Work with a ``key`` is coalesced: while one with the same key waits to
-        start, another is not queued (the waiting one reads the newer messages
-        when it runs), and it starts no sooner than ``interval`` seconds after
-        the last one with that key.
+        Work with a ``key`` starts ``interval`` seconds later and is coalesced:
+        while one with the same key waits to start, another is not queued (the
+        waiting one reads the newer messages when it runs).
         """
         with self._lock:
             if self._executor is None:
@@ -200,15 +199,10 @@ class WorkingMemory:
                 return
             done: Future[Any] = Future()
             self._pending.append(done)
-            delay = self._last_run.get(key, -self.interval) + self.interval - time.monotonic()
-            if delay <= 0:
-                self._queued[key] = None
-                self._start(key, work, done)
-            else:
-                timer = threading.Timer(delay, self._start, (key, work, done))
-                timer.daemon = True
-                self._queued[key] = timer
-                timer.start()
+            timer = threading.Timer(self.interval, self._start, (key, work, done))
+            timer.daemon = True
+            self._queued[key] = timer
+            timer.start()
 
     def _start(self, key: object, work: Callable[[], object], done: Future[Any]) -> None:
         """Hand keyed work to the worker; ``done`` follows its outcome."""
@@ -216,12 +210,6 @@ class WorkingMemory:
         def run() -> None:
             with self._lock:
                 self._queued.pop(key, None)
-                now = time.monotonic()
-                if len(self._last_run) > 1000:  # forget sessions quiet for longer than that
-                    self._last_run = {
-                        k: t for k, t in self._last_run.items() if now - t < self.interval
-                    }
-                self._last_run[key] = now
             try:
                 done.set_result(work())
             except BaseException as exc:
@@ -255,7 +243,7 @@ class WorkingMemory:
     def close(self) -> None:
         """Start any delayed upkeep now, and wait for all of it."""
         with self._lock:
-            timers = [t for t in self._queued.values() if t is not None]
+            timers = list(self._queued.values())
         for timer in timers:
             timer.cancel()
             work_key, work, done = timer.args
