@@ -59,6 +59,14 @@ log = logging.getLogger(__name__)
 
 TOPIC_KINDS = ("topic", "group")
 
+#: A growing topic's content is indexed again (as its segment) once it has grown by
+#: this share since it was last indexed. Rewriting it on every exchange would cost
+#: each exchange the whole topic so far: quadratic in a long session. The index of
+#: a topic still growing misses at most this share of its newest terms, which its
+#: turns' own keys carry meanwhile; it is exact from when the topic freezes, and
+#: :meth:`TreeGrower.flush_segments` (on close) catches the rest up.
+SEGMENT_GROWTH = 0.25
+
 
 @dataclass
 class Decision:
@@ -75,6 +83,7 @@ class Decision:
 class Cursor:
     """The growing edge of one thread's tree, cached between writes."""
 
+    thread: Thread | None = None
     version: int = -1
     path: list[NodeRow] = field(default_factory=list)
     leaf: NodeRow | None = None
@@ -90,6 +99,8 @@ class Cursor:
     exchanges: int = 0
     #: Indexed terms of every message under each node of the active path (its documents).
     docs: dict[int, list[str]] = field(default_factory=dict)
+    #: How many of those terms each node's indexed segment holds (see SEGMENT_GROWTH).
+    indexed: dict[int, int] = field(default_factory=dict)
 
 
 def summary_text(node: NodeRow) -> str:
@@ -144,7 +155,7 @@ class TreeGrower:
             self._cursors.pop(thread.id, None)
 
     def _load_cursor(self, thread: Thread, state: TreeState) -> Cursor:
-        cur = Cursor(version=state.version, next_seq=state.next_seq)
+        cur = Cursor(thread=thread, version=state.version, next_seq=state.next_seq)
         cur.root_children = len(self.backend.tree_nodes(thread, parent=None))
         if state.active_id is None:
             return cur
@@ -154,7 +165,10 @@ class TreeGrower:
             found = self.backend.tree_nodes(thread, ids=[node_id])
             if not found:
                 return Cursor(
-                    version=state.version, next_seq=state.next_seq, root_children=cur.root_children
+                    thread=thread,
+                    version=state.version,
+                    next_seq=state.next_seq,
+                    root_children=cur.root_children,
                 )
             path.append(found[0])
             node_id = found[0].parent_id
@@ -339,13 +353,39 @@ class TreeGrower:
         self.backend.put_nodes(thread, list(dirty.values()))
         active = cur.path[-1]
         assert active.id is not None
-        self.backend.index_nodes(
-            "segment", {n.id: " ".join(cur.docs.get(n.id, [])) for n in cur.path if n.id}
-        )
+        self._index_segments(cur)
         state = self.backend.set_tree_state(
             thread, TreeState(0, active.id, cur.leaf.id if cur.leaf else None, cur.next_seq)
         )
         cur.version = state.version
+
+    def _index_segments(self, cur: Cursor, *, every: bool = False) -> bool:
+        """Index the content of the active path's topics that have grown enough since
+        they were last indexed (``every``: that have grown at all). True if any was."""
+        due: dict[int, str] = {}
+        for node in cur.path:
+            assert node.id is not None
+            doc = cur.docs.get(node.id, [])
+            done = cur.indexed.get(node.id)
+            if done is None or len(doc) - done >= (1 if every else max(1, done * SEGMENT_GROWTH)):
+                due[node.id] = " ".join(doc)
+                cur.indexed[node.id] = len(doc)
+        if due:
+            self.backend.index_nodes("segment", due)
+        return bool(due)
+
+    def flush_segments(self, thread: Thread | None = None) -> None:
+        """Index the whole content of the active topics this process has grown (of
+        every thread, or of one). The caller holds the store's write lock."""
+        for cur in list(self._cursors.values()):
+            if cur.thread is None or not cur.path:
+                continue
+            if thread is not None and cur.thread.id != thread.id:
+                continue
+            if self.backend.tree_state(cur.thread).version != cur.version:
+                continue  # another writer moved the tree on; its cursor indexed it
+            with self.backend.transaction():
+                self._index_segments(cur, every=True)
 
     def _grow(
         self,
@@ -572,8 +612,9 @@ class TreeGrower:
         for node in reversed(cur.path[keep:]):
             assert node.id is not None
             doc = cur.docs.pop(node.id, None)
-            if doc is not None:
+            if doc is not None and len(doc) != cur.indexed.get(node.id):
                 self.backend.index_nodes("segment", {node.id: " ".join(doc)})
+            cur.indexed.pop(node.id, None)
             node.frozen = True
             self.name_node(thread, node)
             # Stored now: the parent frozen next is named from its children's rows.

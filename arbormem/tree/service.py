@@ -7,6 +7,7 @@ facade stays a table of contents and the tree logic stays in ``tree/``.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +23,8 @@ from arbormem.tree.reorganize import Reorganizer
 from arbormem.tree.summarize import digest_children
 from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
 from arbormem.vectors import VectorCache
+
+log = logging.getLogger(__name__)
 
 EMPTY_ROOT = ("root", "ROOT", "", 0, -1, None, None, 0, False)
 
@@ -96,6 +99,9 @@ class Trees:
     def reorganize(
         self, thread: Thread, similarity_threshold: float = 0.55, prune_trivial_leaves: bool = False
     ) -> dict[str, Any]:
+        if self.enabled:
+            with self._write_lock:  # a quiet moment: catch the growing topics' index up
+                self.grower.flush_segments(thread)
         result = self.reorganizer.run(
             thread,
             similarity_threshold=similarity_threshold,
@@ -228,3 +234,9 @@ class Trees:
         if self._naming is not None:
             self._naming.shutdown(wait=True)
             self._naming = None
+        if self.enabled:
+            with self._write_lock:
+                try:
+                    self.grower.flush_segments()
+                except Exception as exc:  # derived index: the next writer catches it up
+                    log.warning("could not index the growing topics: %s", exc)
