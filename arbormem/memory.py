@@ -628,11 +628,10 @@ class Memory:
         from arbormem.modes import resolve_mode
 
         def work() -> None:
-            messages = [r.message for r in self.backend.messages(thread, session=session)]
-            self.working.upkeep(thread, session, messages, resolve_mode())
+            self.working.upkeep(thread, session, None, resolve_mode())
 
         # While one upkeep of this session waits to start, replies arriving meanwhile
-        # need no other: it reads the session's messages when it runs.
+        # need no other: it reads the session's new messages when it runs.
         self.working.submit(work, key=(thread.id, session))
 
     def current_session(self, *, user: str | None = None, agent: str | None = None) -> str:

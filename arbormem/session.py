@@ -142,18 +142,38 @@ class WorkingMemory:
         outside = [m for m in messages if m.index < first_inside]
         return outside, inside
 
+    def pending(self, thread: Thread, session: str, state: SessionMemory) -> list[Message]:
+        """What upkeep reads of a session: the messages the tracker has not seen or
+        the summary does not cover, and the window. Not the whole session, which
+        would make each upkeep of a long one cost more than the last."""
+        start = min(state.seen, state.summary.upto)
+        found = {
+            r.message.index: r.message
+            for r in self.backend.messages(thread, session=session, start=start)
+        }
+        size = get_mode(state.mode).window
+        if size > 0:
+            for r in self.backend.messages(thread, session=session, start=state.floor, last=size):
+                found.setdefault(r.message.index, r.message)
+        return [found[i] for i in sorted(found)]
+
     def upkeep(
         self,
         thread: Thread,
         session: str,
-        messages: list[Message],
+        messages: list[Message] | None,
         default_mode: str,
         *,
         force: bool = False,
     ) -> SessionMemory:
-        """Update the tracker with unseen messages and fold older ones into the summary."""
+        """Update the tracker with unseen messages and fold older ones into the summary.
+
+        ``messages`` are the session's, or None to read what is needed (see
+        :meth:`pending`)."""
         with self._lock:
             state = self.load(thread, session, default_mode)
+            if messages is None:
+                messages = self.pending(thread, session, state)
             fresh = [m for m in messages if m.index >= state.seen]
             if fresh:
                 state.tracker.update(fresh, self.llm)

@@ -139,12 +139,16 @@ def update(
 
     ``left_window`` holds the messages after ``state.upto`` that are no longer
     in the window, in order. ``force`` skips the batch-size and meaningfulness
-    gates (used when the context is close to full).
+    gates (used when the context is close to full); so does a batch four times
+    the policy's size.
     """
     batch = [m for m in left_window if m.index >= state.upto]
     if not batch:
         return state
-    if not force and (len(batch) < policy.batch or not gate(batch, policy)):
+    # A stretch four batches long is folded in whatever it holds: otherwise a session
+    # of small talk would make every later batch, and every upkeep, longer.
+    long = len(batch) >= 4 * policy.batch
+    if not force and not long and (len(batch) < policy.batch or not gate(batch, policy)):
         return state
     upto = batch[-1].index + 1
     if llm is not None:

@@ -19,7 +19,9 @@ from .fake_openai import FakeOpenAI, Reply
 T0 = datetime(2026, 2, 14, 15, 23, 5, tzinfo=timezone.utc)
 
 
-def chat(mem: Memory, n: int, session: str = "s1", start: int = 0, words: int = 12) -> None:
+def chat(
+    mem: Memory, n: int, session: str = "s1", start: int = 0, words: int = 12, wait: bool = True
+) -> None:
     """n exchanges, one add_many per exchange, as a live chat does."""
     for i in range(start, start + n):
         when = T0 + timedelta(minutes=2 * i)
@@ -39,7 +41,8 @@ def chat(mem: Memory, n: int, session: str = "s1", start: int = 0, words: int = 
             ],
             session=session,
         )
-    mem.working.wait()
+    if wait:
+        mem.working.wait()
 
 
 @pytest.fixture
@@ -149,6 +152,12 @@ def test_rolling_summary_gates() -> None:
     assert (
         merged.upto == 20 and "hallway" in merged.text.lower() and "plumber" in merged.text.lower()
     )
+    # Small talk is not summarised, but a stretch four batches long is passed over
+    # (with what little it says), so the next batch does not start from its beginning.
+    chatter = ["ok", "thanks", "sure", "ok!", "yes", "no", "k", "cool", "hm", "yep"] * 3
+    assert update(merged, msgs(chatter, start=20), policy=policy) == merged
+    folded = update(merged, msgs([*chatter, *chatter[:10]], start=20), policy=policy)
+    assert folded == SummaryState(merged.text, 60)
 
 
 def test_summary_builds_after_replies_and_survives_a_restart(tmp_path: Path) -> None:
@@ -283,6 +292,30 @@ def test_upkeep_of_a_session_waits_and_is_coalesced(tmp_path: Path) -> None:
     started = time.monotonic()
     working.close()
     assert runs[-1][0] == "at close" and runs[-1][1] - started < 30.0
+
+
+def test_upkeep_of_a_long_session_reads_only_what_changed(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
+    chat(mem, 60)
+    mem.working.wait()
+    mem.working.interval = 60.0  # the next upkeep waits: what it will read can be seen
+    chat(mem, 2, start=60, wait=False)
+    thread = mem._thread(mem._scope(None, None))
+    assert thread is not None
+    state = mem.working.load(thread, "s1", "conversation")
+    pending = mem.working.pending(thread, "s1", state)
+    # Of 124 messages: the four new ones, the window before them (20 in conversation
+    # mode), and those that left it since the summary last took a batch (fewer than 10).
+    assert len(pending) < 34 and [m.index for m in pending] == sorted(m.index for m in pending)
+    assert pending[-1].index == 123 and state.seen == 120
+    everything = [r.message for r in mem.backend.messages(thread, session="s1")]
+    expected = mem.working.upkeep(thread, "s1", everything, "conversation")
+    mem.working.save(thread, "s1", state)  # back to before, for the upkeep close() starts
+    mem.close()
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder()) as again:
+        got = again.working.load(thread, "s1", "conversation")
+    # The same state as an upkeep that reads the whole session.
+    assert got.to_dict() == expected.to_dict() and got.seen == 124 and got.summary.text
 
 
 def test_a_burst_of_replies_is_caught_up_by_upkeep(tmp_path: Path) -> None:
