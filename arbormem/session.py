@@ -253,15 +253,15 @@ class WorkingMemory:
         return any(not f.done() for f in self._pending)
 
     def wait(self, timeout: float | None = None) -> None:
-        """Wait for background upkeep submitted so far."""
+        """Start delayed upkeep at once, and wait for all upkeep submitted so far."""
+        self._start_delayed()
         for future in list(self._pending):
             try:
                 future.result(timeout=timeout)
             except Exception as exc:  # upkeep failures are logged, never raised here
                 log.warning("background upkeep failed: %s", exc)
 
-    def close(self) -> None:
-        """Start any delayed upkeep now, and wait for all of it."""
+    def _start_delayed(self) -> None:
         with self._lock:
             timers = list(self._queued.values())
         for timer in timers:
@@ -269,6 +269,10 @@ class WorkingMemory:
             work_key, work, done = timer.args
             if not done.done():
                 self._start(work_key, work, done)
+
+    def close(self) -> None:
+        """Start any delayed upkeep now, and wait for all of it."""
+        self._start_delayed()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
