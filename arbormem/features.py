@@ -46,7 +46,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from arbormem.store.base import Backend, Row, Thread
+from arbormem.store.base import Row, Thread
+from arbormem.termstats import TermStats
 from arbormem.text import analyze, pairs, query_terms, words
 from arbormem.timeexpr import DateRange, closeness, find_ranges
 
@@ -157,17 +158,17 @@ class BM25:
         return sum(self.idf.get(t, 0.0) for t in tf) / self._idf_total
 
 
-def _bm25(backend: Backend, key: str, terms: Sequence[str]) -> BM25:
-    n_docs, avgdl = backend.lexical_stats(key)
-    df = backend.doc_frequencies(key, terms)
+def _bm25(stats: TermStats, key: str, terms: Sequence[str]) -> BM25:
+    n_docs, avgdl = stats.lexical_stats(key)
+    df = stats.doc_frequencies(key, terms)
     return BM25({t: df.get(t, 0) for t in terms}, n_docs, avgdl)
 
 
-def _bm25_pairs(backend: Backend, pairs: Sequence[str]) -> BM25:
+def _bm25_pairs(stats: TermStats, pairs: Sequence[str]) -> BM25:
     """BM25 of term pairs in windows. A window's length in terms stands in for its
     number of pairs: the two differ by about one per turn, in every window alike."""
-    n_docs, avgdl = backend.lexical_stats("window")
-    df = backend.pair_frequencies(pairs)
+    n_docs, avgdl = stats.lexical_stats("window")
+    df = stats.pair_frequencies(pairs)
     return BM25({p: df.get(p, 0) for p in pairs}, n_docs, avgdl)
 
 
@@ -206,7 +207,7 @@ class DocStats:
 
 
 def features(
-    backend: Backend,
+    stats: TermStats,
     question: Question,
     cands: Candidates,
     qvec: np.ndarray | None,
@@ -225,8 +226,8 @@ def features(
     terms = question.terms
     query = set(terms)
     around = cands.around
-    bm_turn = _bm25(backend, "turn", terms)
-    bm_win = _bm25(backend, "window", terms)
+    bm_turn = _bm25(stats, "turn", terms)
+    bm_win = _bm25(stats, "window", terms)
     qpairs = set(question.pairs)
     ptf: dict[int, dict[str, int]] = {}
     # Per document only the query's terms matter: their frequencies and the length.
@@ -254,7 +255,7 @@ def features(
             turn_score[rid] = bm_turn.score(counts, length) if counts else 0.0
     # Only the pairs some candidate holds need a frequency (a phrase count each).
     found_pairs = sorted({p for pc in ptf.values() for p in pc})
-    bm_pairs = _bm25_pairs(backend, found_pairs) if found_pairs else None
+    bm_pairs = _bm25_pairs(stats, found_pairs) if found_pairs else None
     session_best: dict[tuple[int, str], float] = {}
     for rowid in ids:
         m = cands.rows[rowid].message

@@ -30,6 +30,7 @@ from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, 
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread
+from arbormem.termstats import TermStats
 from arbormem.text import analyze, query_terms, words
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
@@ -95,6 +96,7 @@ class Retriever:
         self.config = config or RecallConfig()
         self.tree = tree
         self.docs = DocStats()
+        self.stats = TermStats(backend)
         self._facts: dict[int, _ThreadFacts] = {}
 
     def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
@@ -136,7 +138,7 @@ class Retriever:
         """
         if len(terms) <= 1:
             return list(terms)
-        df = self.backend.doc_frequencies(key, terms)
+        df = self.stats.doc_frequencies(key, terms)
         ranked = sorted(terms, key=lambda t: df.get(t, 0))
         kept: list[str] = []
         spent = 0
@@ -260,7 +262,7 @@ class Retriever:
                 threads, question.terms, rowids, segment_hits, coverage=coverage
             )
         X = features(
-            self.backend,
+            self.stats,
             question,
             Candidates(rowids, rows, thread_of, around),
             qvec,

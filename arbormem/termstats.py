@@ -1,0 +1,85 @@
+"""Document frequencies for BM25, kept between searches.
+
+SQLite's FTS5 stores no document frequency per term: ``fts5vocab`` counts a
+term's documents by reading its whole posting list, and a pair's count is a
+phrase query. In a large store a common term costs milliseconds each time, so
+a search would pay for its question's words over and over.
+
+:class:`TermStats` reads each frequency once and remembers it with the number
+of documents the key held then. While that number is unchanged the value is
+exact. In a store of :data:`SCALED_FROM` documents or more it is then scaled
+by the store's growth (a term's share of the documents drifts slowly) and read
+again once the store has doubled or lost documents; in a smaller store it is
+read again whenever the store changed. BM25 only weighs terms with it, so a small drift moves no result
+that a fresh count would not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from arbormem.store.base import Backend
+
+#: Pairs are counted in windows: they share the window key's document count.
+PAIR = "pair"
+#: Below this many documents a count is cheap: it is read again whenever the
+#: store changed, so small stores always get exact figures.
+SCALED_FROM = 10_000
+
+
+class TermStats:
+    """Cached document frequencies per lexical key, and the keys' statistics."""
+
+    def __init__(self, backend: Backend, max_terms: int = 200_000) -> None:
+        self.backend = backend
+        self.max_terms = max_terms
+        #: (key, term) -> (document frequency, documents under the key when read).
+        self._df: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        """Documents under a key and their mean length (one row: not cached)."""
+        return self.backend.lexical_stats(key)
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents under ``key`` hold each term."""
+        return self._get(
+            key, key, terms, lambda missing: self.backend.doc_frequencies(key, missing)
+        )
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        """How many windows hold each ``first_second`` pair side by side."""
+        return self._get(PAIR, "window", pairs, self.backend.pair_frequencies)
+
+    def _get(
+        self,
+        key: str,
+        counted_in: str,
+        terms: Sequence[str],
+        read: Callable[[list[str]], dict[str, int]],
+    ) -> dict[str, int]:
+        if not terms:
+            return {}
+        n_now, _ = self.backend.lexical_stats(counted_in)
+        entries: dict[str, tuple[int, int]] = {}
+        missing = []
+        for term in dict.fromkeys(terms):
+            cached = self._df.get((key, term))
+            if cached is not None and (
+                cached[1] == n_now or SCALED_FROM <= cached[1] < n_now <= 2 * cached[1]
+            ):
+                entries[term] = cached
+            else:
+                missing.append(term)
+        if missing:
+            if len(self._df) + len(missing) > self.max_terms:
+                self._df.clear()
+            found = read(missing)
+            for term in missing:
+                entries[term] = self._df[(key, term)] = (found.get(term, 0), n_now)
+        out: dict[str, int] = {}
+        for term, (df, n_then) in entries.items():
+            out[term] = df if n_then == n_now or not n_then else round(df * n_now / n_then)
+        return out
+
+    def clear(self) -> None:
+        self._df.clear()

@@ -1,0 +1,83 @@
+"""Document frequencies kept between searches (arbormem.termstats)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from arbormem import termstats
+from arbormem.ids import content_hash
+from arbormem.store import NewMessage, SQLiteBackend
+from arbormem.termstats import TermStats
+from arbormem.text import analyze
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+
+class Counting(SQLiteBackend):
+    """A real store that counts the frequency reads it is asked for."""
+
+    reads: list[list[str]]
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        self.reads.append(list(terms))
+        return super().doc_frequencies(key, terms)
+
+
+def add(store: SQLiteBackend, texts: list[str], start: int) -> None:
+    thread = store.thread("u", "a", create=True)
+    assert thread is not None
+    store.append(
+        thread,
+        [
+            NewMessage(
+                id=f"m{start + i}",
+                role="user",
+                content=text,
+                timestamp=T0 + timedelta(minutes=start + i),
+                session="s",
+                terms=" ".join(analyze(text)),
+                chash=content_hash(text),
+            )
+            for i, text in enumerate(texts)
+        ],
+    )
+
+
+def test_frequencies_are_exact_while_the_store_is_unchanged_then_scaled_then_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(termstats, "SCALED_FROM", 4)  # scaled from 4 documents on
+    store = Counting(tmp_path / "s.db")
+    store.reads = []
+    add(store, ["kite flying", "kite repair", "sailing boat", "boat repair"], 0)
+    stats = TermStats(store)
+    assert stats.doc_frequencies("turn", ["kite", "boat"]) == {"kite": 2, "boat": 2}
+    assert stats.doc_frequencies("turn", ["kite", "repair"]) == {"kite": 2, "repair": 2}
+    assert store.reads == [["kite", "boat"], ["repair"]]  # each term read once
+    # Grown by half: the cached share is scaled, not read again.
+    add(store, ["kite shop", "garden", "more garden"], 4)
+    got = stats.doc_frequencies("turn", ["kite", "garden"])
+    assert got == {"kite": round(2 * 7 / 4), "garden": 2} and store.reads[-1] == ["garden"]
+    # Past double the size it reads again, and exactly.
+    add(store, [f"filler {i}" for i in range(8)], 7)
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 3} and store.reads[-1] == ["kite"]
+    # Fewer documents (a forget) also reads again.
+    store.delete_messages(["m4"])  # "kite shop"
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2}
+    assert store.pair_frequencies(["kite_shop"]) == stats.pair_frequencies(["kite_shop"])
+    store.close()
+
+
+def test_a_small_store_reads_again_whenever_it_changed(tmp_path: Path) -> None:
+    store = Counting(tmp_path / "s.db")
+    store.reads = []
+    add(store, ["kite flying", "kite repair"], 0)
+    stats = TermStats(store)
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2}
+    add(store, ["garden"], 2)
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2} and len(store.reads) == 2
+    store.close()
