@@ -135,6 +135,33 @@ def test_pair_frequencies_count_windows_with_the_two_terms_side_by_side(
     assert backend.pair_frequencies(["support_group"]) == {"support_group": 3}
 
 
+def test_node_search_keeps_to_its_threads_and_leaves_archived_nodes_out(
+    backend: Backend,
+) -> None:
+    from arbormem.store import NodeRow
+
+    def topic(seq: int, archived: bool = False) -> NodeRow:
+        return NodeRow(None, None, "topic", seq, seq, seq, T0, T0, archived=archived)
+
+    mine = backend.thread("u", "a", create=True)
+    assert mine
+    kept, hidden = topic(0), topic(1, archived=True)
+    backend.put_nodes(mine, [kept, hidden])
+    assert kept.id is not None and hidden.id is not None
+    backend.index_nodes("segment", {kept.id: "kite repair", hidden.id: "kite shop"})
+    # Alone in the store, then with another thread beside it: the same answer.
+    assert [n for n, _ in backend.node_search([mine], "segment", ["kite"], 10)] == [kept.id]
+    other = backend.thread("v", "a", create=True)
+    assert other
+    theirs = topic(0)
+    backend.put_nodes(other, [theirs])
+    assert theirs.id is not None
+    backend.index_nodes("segment", {theirs.id: "kite flying"})
+    assert [n for n, _ in backend.node_search([mine], "segment", ["kite"], 10)] == [kept.id]
+    both = {n for n, _ in backend.node_search([mine, other], "segment", ["kite"], 10)}
+    assert both == {kept.id, theirs.id}
+
+
 def test_vectors_are_per_model(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t
