@@ -437,30 +437,34 @@ class VectorCache:
     def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit-length mean vector of each session (those that have vectors)."""
         index = self.index(thread)
-        sizes = self.backend.session_sizes(thread, sessions)
         out: dict[str, np.ndarray] = {}
-        stale = []
-        for key, signature in sizes.items():
-            cached = self._centroids.get((thread.id, key))
-            if cached is not None and cached[0] == signature:
-                out[key] = cached[1]
-            else:
-                stale.append(key)
-        members = self.backend.session_members(thread, stale) if stale else {}
-        for key, rowids in members.items():
+        todo: list[tuple[str, list[int]]] = []
+        for key, rowids in self.backend.session_members(thread, sessions).items():
             if not rowids:
                 continue
-            signature = (len(rowids), rowids[-1])
-            found, vecs = index.get(np.asarray(rowids, dtype=np.int64))
-            if not found.any():
-                continue
-            total = vecs[found].sum(axis=0)
-            norm = float(np.linalg.norm(total))
-            centroid = total / norm if norm else total
-            if len(self._centroids) > 20_000:
-                self._centroids.clear()
-            self._centroids[(thread.id, key)] = (signature, centroid)
-            out[key] = centroid
+            cached = self._centroids.get((thread.id, key))
+            if cached is not None and cached[0] == (len(rowids), rowids[-1]):
+                out[key] = cached[1]
+            else:
+                todo.append((key, rowids))
+        if not todo:
+            return out
+        # One read of the index for every session to compute: per-session reads cost
+        # more than the sums at a million turns (70 sessions a search).
+        found, vecs = index.get(np.asarray([r for _, rowids in todo for r in rowids], np.int64))
+        start = 0
+        for key, rowids in todo:
+            end = start + len(rowids)
+            mine = found[start:end]
+            if mine.any():
+                total = vecs[start:end][mine].sum(axis=0)
+                norm = float(np.linalg.norm(total))
+                centroid = total / norm if norm else total
+                if len(self._centroids) > 100_000:
+                    self._centroids.clear()
+                self._centroids[(thread.id, key)] = ((len(rowids), rowids[-1]), centroid)
+                out[key] = centroid
+            start = end
         return out
 
     def invalidate(self, thread: Thread | None = None) -> None:

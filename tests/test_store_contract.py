@@ -82,15 +82,14 @@ def test_leaf_messages_are_taken_by_leaf_in_thread_order(backend: Backend) -> No
     assert backend.leaf_messages(t, []) == []
 
 
-def test_session_sizes_follow_membership(backend: Backend) -> None:
+def test_session_members_follow_membership(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t
     rows = backend.append(t, [msg("one", "s1", 0), msg("two", "s1", 1), msg("three", "s2", 2)])
-    sizes = backend.session_sizes(t, ["s1", "s2", "nope"])
-    assert sizes == {"s1": (2, rows[1].rowid), "s2": (1, rows[2].rowid)}
-    assert sizes == Backend.session_sizes(backend, t, ["s1", "s2", "nope"])  # the generic way
+    members = backend.session_members(t, ["s1", "s2", "nope"])
+    assert members == {"s1": [rows[0].rowid, rows[1].rowid], "s2": [rows[2].rowid], "nope": []}
     more = backend.append(t, [msg("four", "s1", 3)])
-    assert backend.session_sizes(t, ["s1"]) == {"s1": (3, more[0].rowid)}
+    assert backend.session_members(t, ["s1"])["s1"][-1] == more[0].rowid
 
 
 def test_lexical_keys_and_filters(backend: Backend) -> None:

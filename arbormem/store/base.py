@@ -314,16 +314,6 @@ class Backend(abc.ABC):
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
         """Row numbers of the (not archived) messages of these sessions, in order."""
 
-    def session_sizes(self, thread: Thread, sessions: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """(count, highest row number) of the (not archived) messages of these sessions:
-        what changes when their membership does. Back-ends may answer it without
-        listing the members."""
-        return {
-            key: (len(rowids), rowids[-1])
-            for key, rowids in self.session_members(thread, sessions).items()
-            if rowids
-        }
-
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:
         """Delete vectors of every other model; returns how many went."""

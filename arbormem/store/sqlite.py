@@ -803,21 +803,6 @@ class SQLiteBackend(Backend):
                     out[key].append(int(rowid))
         return out
 
-    def session_sizes(self, thread: Thread, sessions: Sequence[str]) -> dict[str, tuple[int, int]]:
-        keys = list(dict.fromkeys(sessions))
-        out: dict[str, tuple[int, int]] = {}
-        with self._reading() as conn:
-            for chunk, marks in _batches(keys, 300):
-                for key, count, top in conn.execute(
-                    "SELECT s.key, COUNT(*), MAX(m.id) FROM sessions s"
-                    " JOIN messages m ON m.session_id = s.id"
-                    f" WHERE s.thread_id = ? AND s.key IN ({marks}) AND m.archived = 0"
-                    " GROUP BY s.key",
-                    [thread.id, *chunk],
-                ):
-                    out[key] = (int(count), int(top))
-        return out
-
     def prune_vectors(self, keep_model: str) -> int:
         with self.transaction():
             cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
