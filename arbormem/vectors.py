@@ -438,8 +438,17 @@ class VectorCache:
         """Unit-length mean vector of each session (those that have vectors)."""
         index = self.index(thread)
         out: dict[str, np.ndarray] = {}
+        # Sums the store keeps (one row a session), then the others from the index.
+        for key, total in self.backend.session_vector_sums(
+            thread, sessions, self.embedder.model_id
+        ).items():
+            norm = float(np.linalg.norm(total))
+            out[key] = total / norm if norm else total
+        rest = [s for s in sessions if s not in out]
+        if not rest:
+            return out
         todo: list[tuple[str, list[int]]] = []
-        for key, rowids in self.backend.session_members(thread, sessions).items():
+        for key, rowids in self.backend.session_members(thread, rest).items():
             if not rowids:
                 continue
             cached = self._centroids.get((thread.id, key))

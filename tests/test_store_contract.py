@@ -161,6 +161,38 @@ def test_node_search_keeps_to_its_threads_and_leaves_archived_nodes_out(
     assert both == {kept.id, theirs.id}
 
 
+def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
+    backend: Backend,
+) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    rng = np.random.default_rng(0)
+    first = [msg("alpha river", "s1", 0), msg("beta hill", "s1", 1), msg("gamma lake", "s2", 2)]
+    vecs = {m.chash: rng.normal(size=4).astype(np.float32) for m in first}
+    backend.append(t, first, vecs, "model-a")
+    sums = backend.session_vector_sums(t, ["s1", "s2", "nope"], "model-a")
+    assert sorted(sums) == ["s1", "s2"]
+    assert np.allclose(sums["s1"], vecs[first[0].chash] + vecs[first[1].chash], atol=1e-6)
+    assert backend.session_vector_sums(t, ["s1"], "model-b") == {}
+    more = msg("delta dune", "s1", 3)
+    vecs[more.chash] = rng.normal(size=4).astype(np.float32)
+    backend.append(t, [more], {more.chash: vecs[more.chash]}, "model-a")
+    expected = sum(vecs[m.chash] for m in [*first[:2], more])
+    assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
+    # A message stored without a vector: the sum would miss it, so it goes.
+    bare = msg("epsilon cove", "s2", 4)
+    backend.append(t, [bare])
+    assert backend.session_vector_sums(t, ["s2"], "model-a") == {}
+    # Forgetting a member drops the sum; the session's next append sums it all again.
+    backend.delete_messages([first[1].id])
+    assert backend.session_vector_sums(t, ["s1"], "model-a") == {}
+    last = msg("zeta bay", "s1", 5)
+    vecs[last.chash] = rng.normal(size=4).astype(np.float32)
+    backend.append(t, [last], {last.chash: vecs[last.chash]}, "model-a")
+    expected = sum(vecs[m.chash] for m in [first[0], more, last])
+    assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
+
+
 def test_vectors_are_per_model(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t
@@ -264,6 +296,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         ALTER TABLE old RENAME TO vectors;
         DROP INDEX messages_by_speaker;
         ALTER TABLE tree_state DROP COLUMN checked_version;
+        DROP TABLE session_vectors;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
@@ -301,6 +334,7 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
         CREATE VIRTUAL TABLE pair_vocab USING fts5vocab (pair_fts, 'row');
         INSERT INTO pair_fts (rowid, terms) SELECT id, 'support_group' FROM messages;
         INSERT INTO lexicon_stats VALUES ('pair', 2, 2);
+        DROP TABLE session_vectors;
         DELETE FROM schema_migrations WHERE version >= 10;
         """
     )

@@ -105,3 +105,38 @@ def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
         mem.forget(hit.message.id)
         assert not (folder / "thread-1.usearch").exists()
         assert hit.message.id not in [h.message.id for h in mem.search("baking bread", k=50)]
+
+
+def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "c.db"
+    with Memory(path, embedder=HashingEmbedder(64)) as mem:
+        fill(mem, 100)  # five sessions, in one batch
+        fill(mem, 30)  # more for s0 and s1, in a second
+        thread = mem._thread(mem._scope(None, None))
+        assert thread is not None
+        keys = [f"s{i}" for i in range(5)]
+        stored = mem.backend.session_vector_sums(thread, keys, mem.embedder.model_id)
+        assert sorted(stored) == keys
+        kept = mem.vectors.session_centroids(thread, keys)
+        mem.vectors.invalidate(thread)
+        mem.backend.session_vector_sums = lambda *a: {}  # type: ignore[method-assign]
+        summed = mem.vectors.session_centroids(thread, keys)
+        assert all(np.allclose(kept[k], summed[k], atol=1e-5) for k in keys)
+    # A store from before the sums gets them on upgrade, but not for a session with a
+    # message that has no vector.
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        DROP TABLE session_vectors;
+        DELETE FROM vectors WHERE chash = (SELECT m.chash FROM messages m
+            JOIN sessions s ON s.id = m.session_id WHERE s.key = 's4' LIMIT 1);
+        DELETE FROM schema_migrations WHERE version >= 11;
+        """
+    )
+    conn.close()
+    with Memory(path, embedder=HashingEmbedder(64)) as mem:
+        upgraded = mem.backend.session_vector_sums(thread, keys, mem.embedder.model_id)
+        assert sorted(upgraded) == keys[:4]
+        assert all(np.allclose(upgraded[k], stored[k], atol=1e-4) for k in keys[:4])

@@ -314,6 +314,14 @@ class Backend(abc.ABC):
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
         """Row numbers of the (not archived) messages of these sessions, in order."""
 
+    def session_vector_sums(
+        self, thread: Thread, sessions: Sequence[str], model_id: str
+    ) -> dict[str, np.ndarray]:
+        """The stored sum of each session's message vectors under ``model_id``, for
+        the sessions that have one (a back-end need not keep any: callers sum the
+        sessions it leaves out themselves)."""
+        return {}
+
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:
         """Delete vectors of every other model; returns how many went."""

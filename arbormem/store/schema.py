@@ -248,6 +248,23 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        11,
+        "the sum of each session's vectors, so a search reads one row per session",
+        """
+        -- Kept by every append, dropped when a session's membership changes otherwise
+        -- (forget, archive) and rebuilt by its next append. A session without a row, or
+        -- with another model's, is summed from the vector index at search time.
+        CREATE TABLE session_vectors (
+            session_id  INTEGER PRIMARY KEY,
+            model       TEXT NOT NULL,
+            total       BLOB NOT NULL
+        )
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
@@ -283,6 +300,48 @@ def _rebuild_windows_and_stats(conn: sqlite3.Connection) -> None:
 
 
 STEPS[4] = _rebuild_windows_and_stats
+
+
+def _sum_session_vectors(conn: sqlite3.Connection) -> None:
+    import numpy as np
+
+    top = conn.execute(
+        "SELECT model FROM vectors GROUP BY model ORDER BY COUNT(*) DESC LIMIT 1"
+    ).fetchone()
+    if top is None:
+        return
+    model = top[0]
+    session, total = None, None
+
+    def flush() -> None:
+        if session is not None and total is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO session_vectors VALUES (?, ?, ?)",
+                (session, model, total.astype("<f4").tobytes()),
+            )
+
+    # A session with a message that has no vector gets no sum (searches sum it from
+    # the vector index, which embeds what is missing).
+    for sid, blob in conn.execute(
+        "SELECT m.session_id, v.vec FROM messages m"
+        " LEFT JOIN vectors v ON v.chash = m.chash AND v.model = ?"
+        " WHERE m.archived = 0 ORDER BY m.session_id, m.idx",
+        (model,),
+    ):
+        if sid != session:
+            flush()
+            session, total = sid, np.zeros(0)
+        if total is None:
+            continue  # this session already lacks a vector
+        if blob is None:
+            total = None
+            continue
+        vec = np.frombuffer(blob, dtype="<f4").astype(np.float64)
+        total = vec if not total.size else total + vec
+    flush()
+
+
+STEPS[11] = _sum_session_vectors
 
 
 LATEST = MIGRATIONS[-1][0]

@@ -304,6 +304,7 @@ class SQLiteBackend(Backend):
             # the last few already stored, then the new ones.
             tails: dict[int, list[tuple[int, str]]] = {}
             fresh: dict[int, int] = {}
+            members: dict[int, list[str]] = {}
             span: dict[int, list[str]] = {}
             counts: dict[int, int] = {}
             turn_docs = turn_tokens = 0
@@ -350,6 +351,7 @@ class SQLiteBackend(Backend):
                 turn_docs += 1
                 turn_tokens += len(m.terms.split())
                 tails[sid].append((rowid, m.terms))
+                members.setdefault(sid, []).append(m.chash)
                 message = Message(
                     id=m.id,
                     role=m.role,
@@ -382,6 +384,66 @@ class SQLiteBackend(Backend):
             c.execute("UPDATE threads SET next_index = ? WHERE id = ?", (next_index, thread.id))
             if vectors and model_id:
                 self.put_vectors(model_id, vectors)
+            for sid, chashes in members.items():
+                self._add_to_session_sum(sid, chashes, vectors, model_id, fresh[sid] == 0)
+        return out
+
+    def _add_to_session_sum(
+        self,
+        sid: int,
+        chashes: Sequence[str],
+        vectors: Mapping[str, np.ndarray] | None,
+        model_id: str | None,
+        new_session: bool,
+    ) -> None:
+        """Add new messages' vectors to their session's sum (see ``session_vectors``):
+        to the stored sum, or to none for a new session, or to the session's whole
+        sum read again when the stored one is missing or another model's."""
+        c = self._writer
+        if not vectors or not model_id or any(h not in vectors for h in chashes):
+            # Some message has no vector yet: the sum would miss it. Searches sum
+            # the session from the vector index until an append rebuilds it.
+            c.execute("DELETE FROM session_vectors WHERE session_id = ?", (sid,))
+            return
+        added = np.stack([np.asarray(vectors[h], dtype=np.float32) for h in chashes]).sum(axis=0)
+        row = c.execute(
+            "SELECT model, total FROM session_vectors WHERE session_id = ?", (sid,)
+        ).fetchone()
+        if row is not None and row[0] == model_id:
+            total = np.frombuffer(row[1], dtype="<f4") + added
+        elif new_session:
+            total = added
+        else:
+            stored = [
+                np.frombuffer(blob, dtype="<f4")
+                for (blob,) in c.execute(
+                    "SELECT v.vec FROM messages m JOIN vectors v ON v.model = ? AND v.chash = m.chash"
+                    " WHERE m.session_id = ? AND m.archived = 0 ORDER BY m.idx",
+                    (model_id, sid),
+                )
+            ]
+            if not stored:
+                return
+            total = np.stack(stored).sum(axis=0)  # the new messages are stored already
+        c.execute(
+            "INSERT OR REPLACE INTO session_vectors (session_id, model, total) VALUES (?, ?, ?)",
+            (sid, model_id, _blob(total)),
+        )
+
+    def session_vector_sums(
+        self, thread: Thread, sessions: Sequence[str], model_id: str
+    ) -> dict[str, np.ndarray]:
+        keys = list(dict.fromkeys(sessions))
+        out: dict[str, np.ndarray] = {}
+        with self._reading() as conn:
+            for chunk, marks in _batches(keys, 300):
+                for key, blob in conn.execute(
+                    "SELECT s.key, v.total FROM sessions s JOIN session_vectors v"
+                    f" ON v.session_id = s.id WHERE s.thread_id = ? AND s.key IN ({marks})"
+                    " AND v.model = ?",
+                    [thread.id, *chunk, model_id],
+                ):
+                    out[key] = np.frombuffer(blob, dtype="<f4")
         return out
 
     def _session_id(self, thread: Thread, key: str, ts: str, first_index: int) -> int:
@@ -843,6 +905,7 @@ class SQLiteBackend(Backend):
                 f"DELETE FROM messages WHERE id IN ({marks})", chunk
             ).rowcount
         for sid in touched_sessions:
+            c.execute("DELETE FROM session_vectors WHERE session_id = ?", (sid,))
             agg = c.execute(
                 "SELECT COUNT(*), MIN(ts), MAX(ts), MIN(idx) FROM messages WHERE session_id = ?",
                 (sid,),
@@ -925,6 +988,11 @@ class SQLiteBackend(Backend):
             ]
             result = self._delete_rowids(rowids, {thread.id})
             self._writer.execute(
+                "DELETE FROM session_vectors WHERE session_id IN"
+                " (SELECT id FROM sessions WHERE thread_id = ? AND key = ?)",
+                (thread.id, session),
+            )
+            self._writer.execute(
                 "DELETE FROM session_state WHERE thread_id = ? AND session_key = ?",
                 (thread.id, session),
             )
@@ -941,6 +1009,11 @@ class SQLiteBackend(Backend):
                 r[0] for r in c.execute("SELECT id FROM messages WHERE thread_id = ?", (thread.id,))
             ]
             result = self._delete_rowids(rowids, {thread.id})
+            c.execute(
+                "DELETE FROM session_vectors WHERE session_id IN"
+                " (SELECT id FROM sessions WHERE thread_id = ?)",
+                (thread.id,),
+            )
             result.sessions += c.execute(
                 "DELETE FROM sessions WHERE thread_id = ?", (thread.id,)
             ).rowcount
@@ -1187,6 +1260,13 @@ class SQLiteBackend(Backend):
             c = self._writer
             changed = 0
             for chunk, marks in _batches(leaf_ids):
+                # Their sessions' vector sums change members: searches sum those
+                # sessions from the vector index until their next append.
+                c.execute(
+                    "DELETE FROM session_vectors WHERE session_id IN (SELECT session_id"
+                    f" FROM messages WHERE +thread_id = ? AND leaf_id IN ({marks}))",
+                    [thread.id, *chunk],
+                )
                 c.execute(
                     f"UPDATE tree_nodes SET archived = ? WHERE +thread_id = ? AND id IN ({marks})",
                     [int(archived), thread.id, *chunk],
