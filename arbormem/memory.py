@@ -320,6 +320,9 @@ class Memory:
         if not prepared:
             return []
         explicit = [r.session if r.session is not None else session for r in records]
+        # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
+        # also writes the window keys its newest messages would change again.
+        live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
         vectors = self._embed_new(prepared)
         with self._write_lock:
             thread = self._thread(scope, create=True)
@@ -331,7 +334,9 @@ class Memory:
             decisions = self._llm_decisions(thread, prepared)
             with self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)
-                rows = self.backend.append(thread, prepared, vectors, self.embedder.model_id)
+                rows = self.backend.append(
+                    thread, prepared, vectors, self.embedder.model_id, defer_tail=live
+                )
                 self._after_append(thread, rows, vectors, decisions)
             if vectors is not None and all(r.chash in vectors for r in rows):
                 self.vectors.appended(
@@ -344,7 +349,7 @@ class Memory:
         self.trees.name_with_llm(thread)
         # After a reply, the session's tracker and rolling summary catch up in the
         # background. Bulk loads skip this; the next live reply catches them up.
-        if len(rows) <= LIVE_BATCH and any(r.message.role == "assistant" for r in rows):
+        if live:
             for session in dict.fromkeys(r.message.session for r in rows):
                 self._schedule_upkeep(thread, session)
         if progress is not None:
@@ -628,6 +633,7 @@ class Memory:
         from arbormem.modes import resolve_mode
 
         def work() -> None:
+            self.backend.write_tail_windows(thread, session)
             self.working.upkeep(thread, session, None, resolve_mode())
 
         # While one upkeep of this session waits to start, replies arriving meanwhile

@@ -318,6 +318,18 @@ def test_upkeep_of_a_long_session_reads_only_what_changed(tmp_path: Path) -> Non
     assert got.to_dict() == expected.to_dict() and got.seen == 124 and got.summary.text
 
 
+def test_a_live_exchanges_newest_windows_are_written_by_the_upkeep(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
+    mem.working.interval = 60.0  # nothing runs until it is waited for
+    chat(mem, 5, wait=False)
+    assert mem.backend.lexical_stats("window")[0] == 8  # the newest two wait
+    found = mem.search("Answer 4 water the tomatoes", k=3)
+    assert found and found[0].message.content.startswith("Answer 4")  # by its own words
+    mem.working.wait()
+    assert mem.backend.lexical_stats("window")[0] == 10
+    mem.close()
+
+
 def test_a_burst_of_replies_is_caught_up_by_upkeep(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
     for i in range(20):

@@ -193,6 +193,43 @@ def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
     assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
 
 
+def test_deferred_tail_windows_end_up_as_an_undeferred_append_writes_them(
+    tmp_path: Path,
+) -> None:
+    texts = [f"turn {i} about kites and {w}" for i, w in enumerate("abcdefghij")]
+
+    def windows(store: SQLiteBackend) -> dict[int, str]:
+        return dict(store._writer.execute("SELECT id, c0 FROM window_fts_content").fetchall())
+
+    plain = SQLiteBackend(tmp_path / "plain.db")
+    deferred = SQLiteBackend(tmp_path / "deferred.db")
+    for store, defer in ((plain, False), (deferred, True)):
+        t = store.thread("u", "a", create=True)
+        assert t
+        for i in range(0, len(texts), 2):  # one exchange at a time
+            store.append(
+                t, [msg(texts[i], "s1", i), msg(texts[i + 1], "s1", i + 1)], defer_tail=defer
+            )
+    t = deferred.thread("u", "a")
+    assert t
+    # The two newest turns wait for their neighbours; the others are final already.
+    assert len(windows(deferred)) == len(texts) - 2
+    assert deferred.lexical_stats("window")[0] == len(texts) - 2
+    assert deferred.write_tail_windows(t, "s1") == 2
+    assert deferred.write_tail_windows(t, "s1") == 0
+    assert windows(deferred) == windows(plain)
+    assert deferred.lexical_stats("window") == plain.lexical_stats("window")
+    # The next exchange brings the tail written meanwhile up to date.
+    for store, defer in ((plain, False), (deferred, True)):
+        t = store.thread("u", "a")
+        assert t
+        store.append(t, [msg("more kites", "s1", 10), msg("even more", "s1", 11)], defer_tail=defer)
+        assert store.write_tail_windows(t, "s1") == (2 if defer else 0)
+    assert windows(deferred) == windows(plain)
+    plain.close()
+    deferred.close()
+
+
 def test_vectors_are_per_model(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t

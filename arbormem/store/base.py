@@ -212,12 +212,21 @@ class Backend(abc.ABC):
         messages: Sequence[NewMessage],
         vectors: Mapping[str, np.ndarray] | None = None,
         model_id: str | None = None,
+        defer_tail: bool = False,
     ) -> list[Row]:
         """Store messages at the end of the thread, with their index rows and vectors.
 
         ``vectors`` maps content hashes to vectors of ``model_id``; hashes that
-        already have a vector for that model are left as they are.
+        already have a vector for that model are left as they are. With
+        ``defer_tail`` the window keys of a session's newest messages, which its next
+        messages would change again, are left out: the caller writes them with
+        :meth:`write_tail_windows` when the session pauses.
         """
+
+    @abc.abstractmethod
+    def write_tail_windows(self, thread: Thread, session: str) -> int:
+        """Write the window keys a ``defer_tail`` append left out of a session;
+        returns how many."""
 
     @abc.abstractmethod
     def get(self, message_id: str) -> Row | None:

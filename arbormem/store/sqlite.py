@@ -290,6 +290,7 @@ class SQLiteBackend(Backend):
         messages: Sequence[NewMessage],
         vectors: Mapping[str, np.ndarray] | None = None,
         model_id: str | None = None,
+        defer_tail: bool = False,
     ) -> list[Row]:
         if not messages:
             return []
@@ -373,6 +374,12 @@ class SQLiteBackend(Backend):
                 # the new ones gain neighbours; the new ones get their first window.
                 first_new = fresh[sid]
                 for j in range(max(0, first_new - WINDOW_RADIUS), len(rows)):
+                    if defer_tail and j + WINDOW_RADIUS >= len(rows):
+                        # Short of neighbours after it: the next message would change it
+                        # again. An older one written meanwhile is kept current.
+                        if j < first_new:
+                            self._write_window(rows, j, stats=stats, present_only=True)
+                        continue
                     self._write_window(rows, j, new=j >= first_new, stats=stats)
                 c.execute(
                     "UPDATE sessions SET message_count = message_count + ?,"
@@ -483,19 +490,22 @@ class SQLiteBackend(Backend):
         j: int,
         new: bool = False,
         stats: _Stats | None = None,
+        present_only: bool = False,
     ) -> None:
         """Replace the window document of ``rows[j]`` (its terms with its neighbours'
         in ``rows``), keeping the running statistics exact. ``new`` skips looking for
-        a previous version; with ``stats`` the statistics are added up there and
-        written by the caller."""
+        a previous version, ``present_only`` writes only over one; with ``stats`` the
+        statistics are added up there and written by the caller."""
         c = self._writer
         rowid = rows[j][0]
-        doc = window_doc([t for _, t in rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]])
         old = (
             None
             if new
             else c.execute("SELECT c0 FROM window_fts_content WHERE id = ?", (rowid,)).fetchone()
         )
+        if present_only and old is None:
+            return
+        doc = window_doc([t for _, t in rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]])
         if old is not None:
             c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
         c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
@@ -507,6 +517,31 @@ class SQLiteBackend(Backend):
             total = stats.setdefault("window", [0, 0])
             total[0] += docs
             total[1] += tokens
+
+    def write_tail_windows(self, thread: Thread, session: str) -> int:
+        with self.transaction():
+            c = self._writer
+            found = c.execute(
+                "SELECT id FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, session)
+            ).fetchone()
+            if found is None:
+                return 0
+            next_index = c.execute(
+                "SELECT next_index FROM threads WHERE id = ?", (thread.id,)
+            ).fetchone()[0]
+            rows = self._session_tail(found[0], next_index)
+            stats: _Stats = {}
+            written = 0
+            for j in range(max(0, len(rows) - WINDOW_RADIUS), len(rows)):
+                present = c.execute(
+                    "SELECT 1 FROM window_fts_content WHERE id = ?", (rows[j][0],)
+                ).fetchone()
+                if present is None:
+                    self._write_window(rows, j, new=True, stats=stats)
+                    written += 1
+            for key, (docs, tokens) in stats.items():
+                self._bump_stats(key, docs, tokens)
+            return written
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
         """Recompute the window key of every message in these sessions."""
