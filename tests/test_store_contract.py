@@ -161,6 +161,31 @@ def test_node_search_keeps_to_its_threads_and_leaves_archived_nodes_out(
     assert both == {kept.id, theirs.id}
 
 
+def test_searches_fill_their_limit_past_many_archived_matches(tmp_path: Path) -> None:
+    from arbormem.store import NodeRow
+
+    store = SQLiteBackend(tmp_path / "one.db")  # one thread: the searches' fast path
+    t = store.thread("u", "a", create=True)
+    assert t
+    hidden = [NodeRow(None, None, "topic", i, i, i, T0, T0, archived=True) for i in range(30)]
+    live = [NodeRow(None, None, "topic", 30 + i, 0, 0, T0, T0) for i in range(10)]
+    store.put_nodes(t, hidden + live)
+    # The archived topics match best (short documents, all about kites).
+    store.index_nodes("segment", {n.id: "kite" for n in hidden if n.id is not None})
+    store.index_nodes("segment", {n.id: "kite " + "other " * 20 for n in live if n.id})
+    found = [n for n, _ in store.node_search([t], "segment", ["kite"], 10)]
+    assert sorted(found) == sorted(n.id for n in live)
+    rows = store.append(
+        t,
+        [msg(f"kite {i}" if i < 30 else f"kite and {'more ' * 20}{i}", "s", i) for i in range(40)],
+    )
+    store.set_message_leaf([r.rowid for r in rows[:30]], 999)
+    store.set_archived(t, [999], True)
+    turns = {r for r, _ in store.lexical_search([t], "turn", ["kite"], 10)}
+    assert len(turns) == 10 and turns <= {r.rowid for r in rows[30:]}
+    store.close()
+
+
 def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
     backend: Backend,
 ) -> None:

@@ -707,16 +707,17 @@ class SQLiteBackend(Backend):
         with self._reading() as conn:
             if (filters is None or filters.empty) and self._only_threads(conn, threads):
                 # Every message belongs to these threads: no join needed, only archived
-                # rows to drop, so a little over-fetching stands in for the filter.
+                # rows to drop, so a little over-fetching stands in for the filter (and
+                # when archived rows fill it, the joined query below answers).
                 rows = conn.execute(
                     f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
                     " ORDER BY r LIMIT ?",
                     (fts_query(terms), limit + 16),
                 ).fetchall()
                 live = self._live([r[0] for r in rows], conn)
-                return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live][
-                    :limit
-                ]
+                found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
+                if len(found) >= limit or len(rows) < limit + 16:
+                    return found[:limit]
             where, args = self._filter_sql(threads, filters)
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
@@ -1431,9 +1432,10 @@ class SQLiteBackend(Backend):
                         chunk,
                     )
                 }
-                return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live][
-                    :limit
-                ]
+                found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
+                if len(found) >= limit or len(rows) < limit + 16:
+                    return found[:limit]
+                # Archived nodes filled the over-fetch: the joined query answers.
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
                 f" JOIN tree_nodes n ON n.id = f.rowid"
