@@ -204,10 +204,18 @@ def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
     backend.append(t, [more], {more.chash: vecs[more.chash]}, "model-a")
     expected = sum(vecs[m.chash] for m in [*first[:2], more])
     assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
-    # A message stored without a vector: the sum would miss it, so it goes.
+    # A message stored without a vector: the sum would miss it, so it goes, and the
+    # session's next append does not start a partial one.
     bare = msg("epsilon cove", "s2", 4)
     backend.append(t, [bare])
     assert backend.session_vector_sums(t, ["s2"], "model-a") == {}
+    later = msg("eta reef", "s2", 6)
+    backend.append(t, [later], {later.chash: rng.normal(size=4).astype(np.float32)}, "model-a")
+    assert backend.session_vector_sums(t, ["s2"], "model-a") == {}
+    # Nor does another model's first vectors in an old session.
+    other = msg("theta isle", "s2", 7)
+    backend.append(t, [other], {other.chash: np.ones(4, np.float32)}, "model-b")
+    assert backend.session_vector_sums(t, ["s2"], "model-b") == {}
     # Forgetting a member drops the sum; the session's next append sums it all again.
     backend.delete_messages([first[1].id])
     assert backend.session_vector_sums(t, ["s1"], "model-a") == {}

@@ -405,7 +405,8 @@ class SQLiteBackend(Backend):
     ) -> None:
         """Add new messages' vectors to their session's sum (see ``session_vectors``):
         to the stored sum, or to none for a new session, or to the session's whole
-        sum read again when the stored one is missing or another model's."""
+        sum read again when the stored one is missing or another model's. A session
+        with a member that has no vector of the model gets no sum."""
         c = self._writer
         if not vectors or not model_id or any(h not in vectors for h in chashes):
             # Some message has no vector yet: the sum would miss it. Searches sum
@@ -421,17 +422,22 @@ class SQLiteBackend(Backend):
         elif new_session:
             total = added
         else:
-            stored = [
-                np.frombuffer(blob, dtype="<f4")
+            blobs = [
+                blob
                 for (blob,) in c.execute(
-                    "SELECT v.vec FROM messages m JOIN vectors v ON v.model = ? AND v.chash = m.chash"
+                    "SELECT v.vec FROM messages m"
+                    " LEFT JOIN vectors v ON v.model = ? AND v.chash = m.chash"
                     " WHERE m.session_id = ? AND m.archived = 0 ORDER BY m.idx",
                     (model_id, sid),
                 )
             ]
-            if not stored:
+            if not blobs or any(b is None for b in blobs):
+                # An older member lacks a vector (a failed embedding, another model):
+                # searches sum it from the index, which embeds what is missing.
+                c.execute("DELETE FROM session_vectors WHERE session_id = ?", (sid,))
                 return
-            total = np.stack(stored).sum(axis=0)  # the new messages are stored already
+            # The new messages are stored already, so they are among these.
+            total = np.stack([np.frombuffer(b, dtype="<f4") for b in blobs]).sum(axis=0)
         c.execute(
             "INSERT OR REPLACE INTO session_vectors (session_id, model, total) VALUES (?, ?, ?)",
             (sid, model_id, _blob(total)),
