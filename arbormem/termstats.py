@@ -5,13 +5,14 @@ term's documents by reading its whole posting list, and a pair's count is a
 phrase query. In a large store a common term costs milliseconds each time, so
 a search would pay for its question's words over and over.
 
-:class:`TermStats` reads each frequency once and remembers it with the number
-of documents the key held then. While that number is unchanged the value is
-exact. In a store of :data:`SCALED_FROM` documents or more it is then scaled
-by the store's growth (a term's share of the documents drifts slowly) and read
-again once the store has doubled or lost documents; in a smaller store it is
-read again whenever the store changed. BM25 only weighs terms with it, so a small drift moves no result
-that a fresh count would not.
+:class:`TermStats` reads each frequency once and remembers it with the state of
+the store then (the key's document count and mean length, and the store's
+change mark). While that state is unchanged the value is exact. In a store of
+:data:`SCALED_FROM` documents or more, a count read before the store grew is
+scaled by the growth (a term's share of the documents drifts slowly) until the
+store has doubled; otherwise any change reads it again, so small stores always
+get exact figures. BM25 only weighs terms with these counts, so the drift of a
+large store moves no result that a fresh count would not.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class TermStats:
     def __init__(self, backend: Backend, max_terms: int = 200_000) -> None:
         self.backend = backend
         self.max_terms = max_terms
-        #: (key, term) -> (document frequency, documents under the key when read).
-        self._df: dict[tuple[str, str], tuple[int, int]] = {}
+        #: (key, term) -> (document frequency, documents under the key when read, and
+        #: what identified the store's state then: see ``_get``).
+        self._df: dict[tuple[str, str], tuple[int, int, object]] = {}
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         """Documents under a key and their mean length (one row: not cached)."""
@@ -59,13 +61,16 @@ class TermStats:
     ) -> dict[str, int]:
         if not terms:
             return {}
-        n_now, _ = self.backend.lexical_stats(counted_in)
-        entries: dict[str, tuple[int, int]] = {}
+        n_now, avgdl = self.backend.lexical_stats(counted_in)
+        # The key's size and length and the store's change mark: any write that can
+        # change a count changes one of them.
+        state = (n_now, avgdl, self.backend.change_mark())
+        entries: dict[str, tuple[int, int, object]] = {}
         missing = []
         for term in dict.fromkeys(terms):
             cached = self._df.get((key, term))
             if cached is not None and (
-                cached[1] == n_now or SCALED_FROM <= cached[1] < n_now <= 2 * cached[1]
+                cached[2] == state or SCALED_FROM <= cached[1] < n_now <= 2 * cached[1]
             ):
                 entries[term] = cached
             else:
@@ -75,10 +80,10 @@ class TermStats:
                 self._df.clear()
             found = read(missing)
             for term in missing:
-                entries[term] = self._df[(key, term)] = (found.get(term, 0), n_now)
+                entries[term] = self._df[(key, term)] = (found.get(term, 0), n_now, state)
         out: dict[str, int] = {}
-        for term, (df, n_then) in entries.items():
-            out[term] = df if n_then == n_now or not n_then else round(df * n_now / n_then)
+        for term, (df, n_then, then) in entries.items():
+            out[term] = df if then == state or not n_then else round(df * n_now / n_then)
         return out
 
     def clear(self) -> None:

@@ -68,7 +68,21 @@ def test_frequencies_are_exact_while_the_store_is_unchanged_then_scaled_then_rea
     # Fewer documents (a forget) also reads again.
     store.delete_messages(["m4"])  # "kite shop"
     assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2}
-    assert store.pair_frequencies(["kite_shop"]) == stats.pair_frequencies(["kite_shop"])
+    store.close()
+
+
+def test_a_change_that_keeps_the_document_count_still_reads_again(tmp_path: Path) -> None:
+    store = Counting(tmp_path / "s.db")
+    store.reads = []
+    add(store, ["kite flying", "kite repair", "boat"], 0)
+    stats = TermStats(store)
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2}
+    assert stats.pair_frequencies(["kite_repair"]) == {"kite_repair": 3}  # every window
+    store.delete_messages(["m1"])  # "kite repair" goes, "bike repair" comes: still 3
+    add(store, ["bike repair"], 3)
+    assert store.lexical_stats("turn")[0] == 3
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 1}
+    assert stats.pair_frequencies(["kite_repair"]) == {"kite_repair": 0}
     store.close()
 
 

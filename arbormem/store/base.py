@@ -278,6 +278,11 @@ class Backend(abc.ABC):
         """Number of documents under a lexical key and their mean length in terms."""
 
     @abc.abstractmethod
+    def change_mark(self) -> tuple[int, int]:
+        """Something that changes whenever messages are added or removed anywhere in
+        the store: (highest message row number, sum of the threads' generations)."""
+
+    @abc.abstractmethod
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
         """How many documents under ``key`` contain each term."""
 

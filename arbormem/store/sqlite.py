@@ -759,6 +759,14 @@ class SQLiteBackend(Backend):
             return 0, 0.0
         return int(row[0]), float(row[1]) / float(row[0])
 
+    def change_mark(self) -> tuple[int, int]:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT (SELECT MAX(id) FROM messages),"
+                " (SELECT TOTAL(generation) + COUNT(*) FROM threads)"
+            ).fetchone()
+        return int(row[0] or 0), int(row[1] or 0)
+
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
         if key not in LEXICAL_KEYS:
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
