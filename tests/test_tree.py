@@ -689,6 +689,7 @@ def test_a_growing_topics_content_index_lags_a_little_and_catches_up_on_close(
     def indexed(node: TopicNode) -> list[str]:
         return mem.backend.node_docs("segment", [node.id]).get(node.id, "").split()
 
+    old = mem.add("an old note about taxes", session="s0", timestamp=T0 - timedelta(days=3))
     turns = exchanges("garden", T0, "s1") * 6  # one subject, one exchange per call
     lagged = False
     for i in range(0, len(turns), 2):
@@ -704,6 +705,8 @@ def test_a_growing_topics_content_index_lags_a_little_and_catches_up_on_close(
             lagged = lagged or len(done) < len(full)
     assert lagged
     growing = [n for n in topics(mem.tree()) if not n.frozen]
+    assert any(len(indexed(n)) < len(content(n)) for n in growing)
+    mem.forget(old.id)  # moves the tree on under the growing topics: still caught up
     mem.close()
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         assert all(indexed(n) == content(n) for n in growing)

@@ -137,6 +137,8 @@ class TreeGrower:
         self._unembedded: dict[str, str] | None = None
         #: Leaf of each message placed by a ``grow`` and not yet written (leaf id -> rowids).
         self._unplaced: dict[int, list[int]] = {}
+        #: Threads whose growing topics' content index lags behind (see SEGMENT_GROWTH).
+        self._lagging: dict[int, Thread] = {}
 
     # -- cursor -------------------------------------------------------------------------
 
@@ -372,20 +374,27 @@ class TreeGrower:
                 cur.indexed[node.id] = len(doc)
         if due:
             self.backend.index_nodes("segment", due)
+        if cur.thread is not None:
+            if any(
+                cur.indexed.get(n.id or 0, 0) < len(cur.docs.get(n.id or 0, [])) for n in cur.path
+            ):
+                self._lagging[cur.thread.id] = cur.thread
+            else:
+                self._lagging.pop(cur.thread.id, None)
         return bool(due)
 
     def flush_segments(self, thread: Thread | None = None) -> None:
-        """Index the whole content of the active topics this process has grown (of
-        every thread, or of one). The caller holds the store's write lock."""
-        for cur in list(self._cursors.values()):
-            if cur.thread is None or not cur.path:
+        """Index the whole content of the active topics whose index this process left
+        behind (in every thread, or in one). The caller holds the store's write lock."""
+        for lagging in list(self._lagging.values()):
+            if thread is not None and lagging.id != thread.id:
                 continue
-            if thread is not None and cur.thread.id != thread.id:
-                continue
-            if self.backend.tree_state(cur.thread).version != cur.version:
-                continue  # another writer moved the tree on; its cursor indexed it
             with self.backend.transaction():
+                # The cursor is read again if anything moved the tree meanwhile (a
+                # forget, a rename): its documents then come from the stored messages.
+                cur = self.cursor(lagging)
                 self._index_segments(cur, every=True)
+            self._lagging.pop(lagging.id, None)
 
     def _grow(
         self,
