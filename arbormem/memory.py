@@ -599,6 +599,8 @@ class Memory:
                 raise NotFound(
                     f"nothing stored for {'user ' + scope.user if agent is None else scope}"
                 )
+            if self._working is not None:
+                self._working.wait()  # no upkeep may save state for a deleted thread
             total = Deleted()
             for thread in threads:
                 deleted = self.backend.delete_thread(thread)

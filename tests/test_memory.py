@@ -141,6 +141,27 @@ def test_forget_removes_derived_data(db_path: Path) -> None:
     assert b"zebra" not in raw
 
 
+def test_forgetting_a_thread_leaves_no_session_state_behind(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        mem.working.interval = 60.0  # the exchange's upkeep is still waiting
+        mem.add_many(
+            [
+                {"role": "user", "content": "what is the vault code?"},
+                {"role": "assistant", "content": "it is zebra-4417"},
+            ],
+            session="s1",
+        )
+        assert mem.working.busy
+        mem.forget(user="default", agent="default")
+        again = mem.backend.thread("default", "default", create=True)  # the id, reused
+        assert again is not None
+    # Closing ran any upkeep still waiting: none may have saved state for the new thread.
+    with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
+        assert mem.backend.session_state(again, "s1") == {}
+        rows = mem.backend._writer.execute("SELECT COUNT(*) FROM session_state").fetchone()
+        assert rows[0] == 0
+
+
 def test_forgetting_a_user_leaves_no_vector_behind(db_path: Path) -> None:
     # Topic summaries are embedded too: their vectors must go with the topics.
     with Memory(db_path, embedder=HashingEmbedder(32)) as mem:

@@ -1086,14 +1086,17 @@ class SQLiteBackend(Backend):
 
     def put_session_state(self, thread: Thread, session: str, state: Mapping[str, Any]) -> None:
         with self.transaction():
+            # Only for a thread that still exists: a late background upkeep must not
+            # leave a row that a new thread reusing the id would inherit.
             self._writer.execute(
                 "INSERT OR REPLACE INTO session_state (thread_id, session_key, state, updated_at)"
-                " VALUES (?, ?, ?, ?)",
+                " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM threads WHERE id = ?)",
                 (
                     thread.id,
                     session,
                     json.dumps(dict(state), ensure_ascii=False),
                     format_timestamp(utcnow()),
+                    thread.id,
                 ),
             )
 
