@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -49,6 +51,20 @@ from arbormem.tree.view import TopicNode
 from arbormem.vectors import ANN_THRESHOLD, VectorCache
 
 log = logging.getLogger(__name__)
+
+#: Stores still open, closed at interpreter exit: background work a script never
+#: waited for (session upkeep, the window keys it writes) is finished, not lost.
+_OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for mem in list(_OPEN):
+        try:
+            mem.close()
+        except Exception as exc:  # exiting anyway: say what was left undone
+            log.warning("could not close %s at exit: %s", mem.path, exc)
+
 
 #: A message arriving more than this long after the previous one opens a new
 #: session, unless the caller names the session.
@@ -155,12 +171,15 @@ class Memory:
         )
         self._closed = False
         self._working: Any = None
+        #: Threads whose deferred window keys this process has caught up (see _add_records).
+        self._tails_checked: set[int] = set()
         idle = self.tree_config.reorganize_idle_seconds
         self._idle: IdleReorganizer | None = (
             IdleReorganizer(idle, self.trees.reorganize)
             if idle is not None and self.tree_config.enabled
             else None
         )
+        _OPEN.add(self)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -327,6 +346,13 @@ class Memory:
         with self._write_lock:
             thread = self._thread(scope, create=True)
             assert thread is not None
+            if thread.id not in self._tails_checked:
+                # A process that died before its upkeep ran left the window keys of
+                # its last session's newest turns unwritten: the first write mends it.
+                self._tails_checked.add(thread.id)
+                last = self.backend.last_session(thread)
+                if last is not None:
+                    self.backend.write_tail_windows(thread, last.id)
             # Sessions are named before the LLM is asked where an exchange belongs
             # (it is only asked inside the current session), and again in the
             # transaction, where another process's writes are visible.

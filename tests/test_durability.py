@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -71,3 +72,48 @@ def test_kill_in_the_middle_of_a_stream_keeps_every_acknowledged_message(tmp_pat
     with Memory(db, embedder=HashingEmbedder(16)) as mem:
         stored = {m.id for m in mem.messages()}
         assert set(acknowledged) <= stored
+
+
+LIVE_SCRIPT = """
+import os, sys
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+mem = Memory(sys.argv[1], embedder=HashingEmbedder(32))
+mem.working.interval = 60.0  # the upkeep is still waiting when the script ends
+for i in range(3):
+    mem.add_many([{"role": "user", "content": f"question {i} about kites"},
+                  {"role": "assistant", "content": f"answer {i} about kites"}], session="s1")
+if sys.argv[2] == "die":
+    os._exit(0)  # no close, no exit handlers: as if killed
+"""
+
+
+def _windows(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM window_fts_content").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_script_that_never_closes_still_gets_its_window_keys(tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    done = subprocess.run(
+        [sys.executable, "-c", LIVE_SCRIPT, str(path), "exit"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert _windows(path) == 6  # closed at exit: the upkeep wrote the newest two
+
+
+def test_window_keys_a_killed_process_left_unwritten_are_mended_by_the_next_write(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "killed.db"
+    done = subprocess.run(
+        [sys.executable, "-c", LIVE_SCRIPT, str(path), "die"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert _windows(path) == 4  # the newest two were left to the upkeep that never ran
+    with Memory(path, embedder=HashingEmbedder(32)) as mem:
+        mem.add("a new note", session="s2")
+    assert _windows(path) == 7
