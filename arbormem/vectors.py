@@ -322,6 +322,7 @@ class VectorCache:
                 meta.get("model") != self.embedder.model_id
                 or meta.get("generation") != state.generation
                 or int(meta.get("upto", 0)) > state.max_rowid
+                or meta.get("anchor") != self._anchor(int(meta.get("upto", 0)))
             ):
                 return None
             index = AnnIndex.load(files[0], self.embedder.dimensions)
@@ -329,6 +330,13 @@ class VectorCache:
             log.warning("vector index %s unusable, rebuilding it: %s", files[0], exc)
             return None
         return _Entry(index, state.generation, int(meta["upto"]))
+
+    def _anchor(self, rowid: int) -> str | None:
+        """The public id of the message at a row number: ties a saved index to this
+        store's content, not just to its counts (a store deleted and made again at
+        the same path has other ids)."""
+        found = self.backend.rows([rowid]) if rowid > 0 else {}
+        return found[rowid].message.id if rowid in found else None
 
     def _save(self, thread: Thread, entry: _Entry) -> None:
         files = self._files(thread)
@@ -344,6 +352,7 @@ class VectorCache:
                     "model": self.embedder.model_id,
                     "generation": entry.generation,
                     "upto": entry.upto,
+                    "anchor": self._anchor(entry.upto),
                     "count": len(entry.index),
                 }
             )

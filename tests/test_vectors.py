@@ -94,6 +94,25 @@ def test_a_stale_or_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
         assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 200
 
 
+def test_a_saved_index_of_another_store_at_the_same_path_is_not_used(tmp_path: Path) -> None:
+    db = tmp_path / "again.db"
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        fill(mem, 200)
+        mem.search("guitar", k=3)
+    assert Path(f"{db}.ann/thread-1.usearch").exists()
+    for suffix in ("", "-wal", "-shm"):  # the store goes; its index folder stays
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
+        mem.add_many([{"content": f"other note {i} about sailing boats"} for i in range(200)])
+        top = mem.search("sailing boats", k=1)
+        assert top and "sailing" in top[0].message.content
+        index = mem.vectors.index(mem.backend.thread("default", "default"))
+        rows = mem.backend.rows([1])
+        found, vec = index.get(np.asarray([1]))
+        expected = mem.embedder.embed(rows[1].message.text)
+        assert found[0] and np.allclose(vec[0], expected, atol=1e-3)
+
+
 def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
     db = tmp_path / "forget.db"
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:

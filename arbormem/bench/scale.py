@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -255,6 +256,7 @@ def run(
             db = folder / f"scale-{n}.db"
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db}{suffix}").unlink(missing_ok=True)
+            shutil.rmtree(f"{db}.ann", ignore_errors=True)  # its saved vector index too
             common = ["--db", str(db), "--seed", str(seed)]
             if embedder:
                 common += ["--embedder", embedder]
