@@ -85,6 +85,3 @@ class TermStats:
         for term, (df, n_then, then) in entries.items():
             out[term] = df if then == state or not n_then else round(df * n_now / n_then)
         return out
-
-    def clear(self) -> None:
-        self._df.clear()

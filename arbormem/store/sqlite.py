@@ -712,18 +712,9 @@ class SQLiteBackend(Backend):
         table = f"{key}_fts"
         with self._reading() as conn:
             if (filters is None or filters.empty) and self._only_threads(conn, threads):
-                # Every message belongs to these threads: no join needed, only archived
-                # rows to drop, so a little over-fetching stands in for the filter (and
-                # when archived rows fill it, the joined query below answers).
-                rows = conn.execute(
-                    f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
-                    " ORDER BY r LIMIT ?",
-                    (fts_query(terms), limit + 16),
-                ).fetchall()
-                live = self._live([r[0] for r in rows], conn)
-                found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
-                if len(found) >= limit or len(rows) < limit + 16:
-                    return found[:limit]
+                found = self._best_live(conn, table, terms, limit, "messages")
+                if found is not None:
+                    return found
             where, args = self._filter_sql(threads, filters)
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
@@ -739,16 +730,29 @@ class SQLiteBackend(Backend):
         return int(n) <= len(threads)
 
     @staticmethod
-    def _live(rowids: Sequence[int], conn: sqlite3.Connection) -> set[int]:
-        if not rowids:
-            return set()
-        marks = ",".join("?" * len(rowids))
-        return {
-            int(r[0])
-            for r in conn.execute(
-                f"SELECT id FROM messages WHERE id IN ({marks}) AND archived = 0", list(rowids)
+    def _best_live(
+        conn: sqlite3.Connection, table: str, terms: Sequence[str], limit: int, rows_of: str
+    ) -> list[tuple[int, float]] | None:
+        """The best ``limit`` matches of a full-text table whose rowids are ids of
+        ``rows_of`` (messages or tree nodes), leaving archived ones out, for a store
+        that holds only the searched threads. Joining every match to its row costs
+        more than half of a search at a million turns, so the few best are taken
+        with some to spare and only they are checked. None when archived rows took
+        all the spare: the caller's joined query answers then."""
+        rows = conn.execute(
+            f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
+            " ORDER BY r LIMIT ?",
+            (fts_query(terms), limit + 16),
+        ).fetchall()
+        live = {
+            int(i)
+            for chunk, marks in _batches([r[0] for r in rows])
+            for (i,) in conn.execute(
+                f"SELECT id FROM {rows_of} WHERE id IN ({marks}) AND archived = 0", chunk
             )
         }
+        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
+        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         with self._reading() as conn:
@@ -1432,27 +1436,9 @@ class SQLiteBackend(Backend):
         marks = ",".join("?" * len(threads))
         with self._reading() as conn:
             if self._only_threads(conn, threads):
-                # Every node belongs to these threads: joining each match to its node
-                # (more than half the time of a search at a million turns) is left to
-                # the few best, which only need their archived flag.
-                rows = conn.execute(
-                    f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
-                    " ORDER BY r LIMIT ?",
-                    (fts_query(terms), limit + 16),
-                ).fetchall()
-                ids = [r[0] for r in rows]
-                live = {
-                    int(i)
-                    for chunk, where in _batches(ids)
-                    for (i,) in conn.execute(
-                        f"SELECT id FROM tree_nodes WHERE id IN ({where}) AND archived = 0",
-                        chunk,
-                    )
-                }
-                found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
-                if len(found) >= limit or len(rows) < limit + 16:
-                    return found[:limit]
-                # Archived nodes filled the over-fetch: the joined query answers.
+                found = self._best_live(conn, table, terms, limit, "tree_nodes")
+                if found is not None:
+                    return found
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
                 f" JOIN tree_nodes n ON n.id = f.rowid"
