@@ -184,17 +184,20 @@ class Retriever:
                     for rowid, _ in self.backend.lexical_search(threads, key, terms, n, filters):
                         found[rowid] = None
             if question.ranges and cfg.date_candidates > 0:
-                for rng in question.ranges:
-                    for since, until in _spans(rng, cfg.date_lag_days, self._years(threads)):
-                        dated = replace(filters or Filters(), since=since, until=until)
-                        for rowid, _ in self.backend.lexical_search(
-                            threads,
-                            "window",
-                            self._affordable("window", question.terms, cfg.posting_budget),
-                            cfg.date_candidates,
-                            dated,
-                        ):
-                            found[rowid] = None
+                years = self._years(threads)
+                spans = [
+                    s for rng in question.ranges for s in _spans(rng, cfg.date_lag_days, years)
+                ]
+                for hits in self.backend.lexical_search_spans(
+                    threads,
+                    "window",
+                    self._affordable("window", question.terms, cfg.posting_budget),
+                    cfg.date_candidates,
+                    spans,
+                    filters,
+                ):
+                    for rowid, _ in hits:
+                        found[rowid] = None
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)

@@ -53,6 +53,29 @@ def test_search_finds_the_buried_fact(memory: Memory) -> None:
     assert hits[0].message_ids == [fact.id]
 
 
+def test_a_date_the_question_names_does_not_override_the_search_filters(
+    memory: Memory,
+) -> None:
+    memory.add(
+        "we flew to Lisbon in March",
+        session="a",
+        timestamp=datetime(2025, 3, 5, tzinfo=timezone.utc),
+    )
+    memory.add(
+        "in July we painted the fence",
+        session="b",
+        timestamp=datetime(2025, 7, 9, tzinfo=timezone.utc),
+    )
+    hits = memory.search(
+        "what did we do in March?", since=datetime(2025, 7, 1, tzinfo=timezone.utc)
+    )
+    assert hits and all(h.message.session == "b" for h in hits)
+    hits = memory.search(
+        "what did we do in March?", until=datetime(2025, 7, 1, tzinfo=timezone.utc)
+    )
+    assert [h.message.session for h in hits] == ["a"]
+
+
 def test_hits_carry_neighbours_on_request(memory: Memory) -> None:
     msgs = memory.add_many(
         [{"content": t} for t in ["alpha one", "beta two", "gamma three"]], session="s"

@@ -117,6 +117,23 @@ def test_lexical_keys_and_filters(backend: Backend) -> None:
     assert len(later) == 1
 
 
+def test_span_search_equals_one_search_per_span_inside_the_filters(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    texts = ["kite flying day", "kite kite repair", "lost the kite", "new kite string"]
+    backend.append(t, [msg(text, "s1", 60 * i) for i, text in enumerate(texts * 3)])
+    hour = timedelta(hours=1)
+    spans = [(T0, T0 + 3 * hour), (T0 + 2 * hour, T0 + 7 * hour), (T0 + 20 * hour, T0 + 30 * hour)]
+    for filters in (None, Filters(since=T0 + 2 * hour), Filters(until=T0 + 5 * hour)):
+        for limit in (1, 2, 10):
+            got = backend.lexical_search_spans([t], "turn", ["kite"], limit, spans, filters)
+            expected = Backend.lexical_search_spans(
+                backend, [t], "turn", ["kite"], limit, spans, filters
+            )
+            assert got == expected
+            assert sum(map(len, got)) > 0
+
+
 def test_pair_frequencies_count_windows_with_the_two_terms_side_by_side(
     backend: Backend,
 ) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -272,6 +272,27 @@ class Backend(abc.ABC):
         filters: Filters | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 over one lexical key: ``(rowid, score)`` pairs, best first, scores > 0."""
+
+    def lexical_search_spans(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        spans: Sequence[tuple[datetime, datetime]],
+        filters: Filters | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`lexical_search` inside each ``[since, until)`` span, one list per
+        span. A span narrows the filters' own dates, never widens them. Back-ends
+        may answer all spans in one pass; this default searches span by span."""
+        base = filters or Filters()
+        out: list[list[tuple[int, float]]] = []
+        for since, until in spans:
+            lo = max(since, base.since) if base.since is not None else since
+            hi = min(until, base.until) if base.until is not None else until
+            narrowed = replace(base, since=lo, until=hi)
+            out.append(self.lexical_search(threads, key, terms, limit, narrowed) if lo < hi else [])
+        return out
 
     @abc.abstractmethod
     def lexical_stats(self, key: str) -> tuple[int, float]:

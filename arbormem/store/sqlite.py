@@ -21,6 +21,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -723,6 +724,44 @@ class SQLiteBackend(Backend):
             )
             rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    def lexical_search_spans(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        spans: Sequence[tuple[datetime, datetime]],
+        filters: Filters | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        # One pass over the terms' postings for every span: a question naming a month
+        # with no year asks for that month in each year of the thread, and searching
+        # each apart read the same posting lists again for every year.
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        bounds = [(format_timestamp(a), format_timestamp(b)) for a, b in spans]
+        out: list[list[tuple[int, float]]] = [[] for _ in spans]
+        if not terms or not threads or not spans:
+            return out
+        table = f"{key}_fts"
+        where, args = self._filter_sql(threads, filters)
+        inside = " OR ".join("(m.ts >= ? AND m.ts < ?)" for _ in bounds)
+        sql = (
+            f"SELECT f.rowid, bm25({table}) AS r, m.ts FROM {table} f"
+            f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+            f" AND ({inside}) ORDER BY r"
+        )
+        flat = [b for pair in bounds for b in pair]
+        with self._reading() as conn:
+            for rowid, r, ts in conn.execute(sql, [fts_query(terms), *args, *flat]):
+                if r >= 0:
+                    break
+                for i, (lo, hi) in enumerate(bounds):
+                    if lo <= ts < hi and len(out[i]) < limit:
+                        out[i].append((int(rowid), -float(r)))
+                if all(len(found) >= limit for found in out):
+                    break
+        return out
 
     @staticmethod
     def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
