@@ -44,6 +44,7 @@ from arbormem.store.base import (
     TreeLogEntry,
     TreeState,
 )
+from arbormem.store.checkpoint import Checkpointer
 from arbormem.store.schema import migrate
 from arbormem.text import fts_query
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
@@ -105,6 +106,10 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
+#: The log file is cut back to this size when it starts over (it keeps its
+#: largest size otherwise).
+WAL_KEEP_BYTES = 64 * 1024 * 1024
+
 #: A turn's window key holds the turn and this many neighbours on each side (same session).
 WINDOW_RADIUS = 2
 
@@ -148,6 +153,12 @@ class SQLiteBackend(Backend):
         except sqlite3.DatabaseError as exc:
             self._writer.close()
             raise StoreError(f"{self.path} is not a usable arbormem database: {exc}") from exc
+        #: Checkpoints run on their own thread (see :mod:`arbormem.store.checkpoint`).
+        self._checkpointer: Checkpointer | None = None
+        if not self._memory:
+            self._writer.execute("PRAGMA wal_autocheckpoint = 0")
+            self._writer.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+            self._checkpointer = Checkpointer(self._connect, self.path + "-wal")
 
     # -- connections -----------------------------------------------------------
 
@@ -204,6 +215,8 @@ class SQLiteBackend(Backend):
                 finally:
                     self._depth -= 1
                 return
+            if self._checkpointer is not None:
+                self._checkpointer.before_write(self._writer)
             try:
                 self._writer.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -220,6 +233,8 @@ class SQLiteBackend(Backend):
                 except sqlite3.Error as exc:
                     self._writer.execute("ROLLBACK")
                     raise StoreError(f"{self.path}: commit failed: {exc}") from exc
+                if self._checkpointer is not None:
+                    self._checkpointer.committed()
             finally:
                 self._depth, self._owner = 0, None
 
@@ -228,6 +243,8 @@ class SQLiteBackend(Backend):
             if self._closed:
                 return
             self._closed = True
+            if self._checkpointer is not None:
+                self._checkpointer.stop()
             for conn in self._readers:
                 conn.close()
             self._writer.close()
