@@ -643,7 +643,10 @@ class Memory:
         for thread in threads:
             self.vectors.invalidate(thread)
             self.vectors.discard_files(thread)
+            self.tree_recall.invalidate(thread)
             self.tree_recall.discard_files(thread)
+            self.trees.forget_descriptions(thread)
+            self.retriever.forget(thread)
             self.grower.forget_cursor(thread)
 
     # -- working memory and context --------------------------------------------------------------

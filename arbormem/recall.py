@@ -99,6 +99,10 @@ class Retriever:
         self.stats = TermStats(backend)
         self._facts: dict[int, _ThreadFacts] = {}
 
+    def forget(self, thread: Thread) -> None:
+        """Drop what was learnt about a thread (names, dates) after messages left it."""
+        self._facts.pop(thread.id, None)
+
     def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
         cfg = config or self.config
         if cfg.weights is not None:

@@ -342,6 +342,11 @@ class VectorCache:
         files = self._files(thread)
         if files is None or not isinstance(entry.index, AnnIndex):
             return
+        if self.backend.state(thread).generation != entry.generation:
+            # Messages left the thread since this index was built (perhaps through another
+            # process): it may hold their vectors, and must not reach the disk.
+            entry.dirty = 0
+            return
         files[0].parent.mkdir(parents=True, exist_ok=True)
         tmp = files[0].with_suffix(".tmp")
         entry.index.save(tmp)

@@ -18,6 +18,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -261,9 +262,13 @@ class SQLiteBackend(Backend):
         if not create:
             return None
         with self.transaction():
+            # A forgotten thread's row id is reused by the next new thread. Its caches
+            # (here and in other processes) are keyed by id and generation, so a new
+            # thread starts from a generation no earlier thread can have had.
             self._writer.execute(
-                "INSERT OR IGNORE INTO threads (user_id, agent_id, created_at) VALUES (?, ?, ?)",
-                (user, agent, format_timestamp(utcnow())),
+                "INSERT OR IGNORE INTO threads (user_id, agent_id, created_at, generation)"
+                " VALUES (?, ?, ?, ?)",
+                (user, agent, format_timestamp(utcnow()), time.time_ns() // 1000),
             )
             row = self._writer.execute(
                 "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)

@@ -155,7 +155,7 @@ class SummaryVectors:
 class _ThreadCache:
     __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
-    def __init__(self, nodes: Outline, version: int) -> None:
+    def __init__(self, nodes: Outline, version: tuple[int, int]) -> None:
         self.version = version
         self.nodes = nodes
         #: The frozen topics' ids and their summary vectors, row for row; None until
@@ -223,12 +223,14 @@ class TreeRecall:
     def _nodes(self, thread: Thread) -> _ThreadCache:
         """The thread's tree as of its current version (a new, empty outline after
         every tree change; summary vectors carried over)."""
-        state = self.backend.tree_state(thread)
+        # The thread's generation too: a forgotten thread's id (and its tree's version
+        # numbers) can come back with a new thread, possibly written by another process.
+        version = (self.backend.state(thread).generation, self.backend.tree_state(thread).version)
         with self._lock:
             cache = self._cache.get(thread.id)
-            if cache is not None and cache.version == state.version:
+            if cache is not None and cache.version == version:
                 return cache
-            fresh = _ThreadCache(Outline(self.backend, thread), state.version)
+            fresh = _ThreadCache(Outline(self.backend, thread), version)
             fresh.vectors = cache.vectors if cache is not None else None
             self._cache[thread.id] = fresh
             return fresh

@@ -49,7 +49,7 @@ class Trees:
         self.reorganizer = Reorganizer(grower)
         self._write_lock = write_lock
         self._naming: ThreadPoolExecutor | None = None
-        self._provisional: dict[tuple[int, int | None, int], tuple[str, str, list[str]]] = {}
+        self._provisional: dict[tuple[int, int | None, int, int], tuple[str, str, list[str]]] = {}
         recall.describe = self.describe_growing
 
     @property
@@ -174,10 +174,16 @@ class Trees:
             ][:2]
         return paths
 
+    def forget_descriptions(self, thread: Thread) -> None:
+        """Drop the thread's provisional topic descriptions: they may quote messages
+        that were just forgotten."""
+        for key in [k for k in self._provisional if k[0] == thread.id]:
+            self._provisional.pop(key, None)
+
     def describe_growing(self, thread: Thread, node: NodeRow) -> tuple[str, str, list[str]]:
         """A provisional name, summary and keyphrases for a topic still growing
-        (cached until the topic gets another message)."""
-        key = (thread.id, node.id, node.message_count)
+        (cached until the topic changes)."""
+        key = (thread.id, node.id, node.message_count, node.last_index)
         found = self._provisional.get(key)
         if found is None:
             kids = self.backend.tree_nodes(thread, parent=node.id)

@@ -1,0 +1,108 @@
+"""Forgotten messages never come back through a cache: provisional topic
+descriptions, per-thread facts and topic outlines, or a saved vector index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.recall import RecallConfig
+
+
+def _open(path: Path, **kw: object) -> Memory:
+    kw.setdefault("embedder", HashingEmbedder(64))
+    return Memory(path, llm=None, **kw)  # type: ignore[arg-type]
+
+
+def test_a_growing_topic_forgets_what_its_description_quoted(tmp_path: Path) -> None:
+    m = _open(tmp_path / "m.db", user="alice", agent="bot")
+    msgs = m.add_many(
+        [
+            {"role": "user", "content": "For the kayak trip my locker code is swordfish"},
+            {"role": "assistant", "content": "Noted the kayak trip locker code."},
+            {"role": "user", "content": "Which kayak paddles should I pack for the trip?"},
+            {"role": "assistant", "content": "Pack two light kayak paddles for the trip."},
+        ],
+        session="s1",
+    )
+    assert "swordfish" in m.render_tree(summaries=True)
+    m.forget(msgs[0].id)
+    m.add("Also a dry bag for the kayak trip", session="s1")
+    assert "swordfish" not in m.render_tree(summaries=True)
+    paths = m.topic_paths("kayak trip locker code")
+    assert not any("swordfish" in n.summary for p in paths for n in p.nodes)
+    assert "swordfish" not in m.context("what is the kayak trip locker code?", session="s2").text
+    m.close()
+
+
+def test_a_new_thread_in_a_forgotten_threads_place_starts_clean(tmp_path: Path) -> None:
+    m = _open(tmp_path / "m.db", user="alice", agent="bot")
+
+    def sessions(secret: str, speaker: str, year: int) -> None:
+        m.add_many(
+            [
+                {
+                    "role": "user",
+                    "speaker": speaker,
+                    "content": f"My {secret} is important",
+                    "timestamp": f"{year}-03-01T10:00:00",
+                },
+                {
+                    "role": "assistant",
+                    "content": f"Noted, the {secret} matters.",
+                    "timestamp": f"{year}-03-01T10:00:05",
+                },
+            ],
+            session="s1",
+        )
+        m.add_many(
+            [
+                {
+                    "role": "user",
+                    "speaker": speaker,
+                    "content": "Let us plan the hiking trip",
+                    "timestamp": f"{year}-03-05T10:00:00",
+                },
+                {
+                    "role": "assistant",
+                    "content": "Sure, the hiking trip it is.",
+                    "timestamp": f"{year}-03-05T10:00:05",
+                },
+            ],
+            session="s2",
+        )
+
+    sessions("secret password swordfish", "Maya", 2023)
+    assert m.topic_paths("swordfish password")
+    m.search("what did Maya say last week?")
+    m.forget(user="alice", agent="bot")
+    sessions("garden tomato harvest", "Jonas", 2025)
+    assert m.topic_paths("swordfish password") == []
+    new = m.backend.thread("alice", "bot")
+    assert new is not None
+    question = m.retriever._question([new], "what did Jonas do last week?")
+    assert set(question.names) == {"Jonas"}
+    assert question.ranges[0].start.year == 2025
+    m.close()
+
+
+def test_an_index_built_before_a_forget_elsewhere_is_not_saved(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    kw = dict(
+        user="alice", agent="bot", ann_threshold=2, tree=False, recall=RecallConfig(lexical=False)
+    )
+
+    def load(m: Memory, texts: list[str]) -> None:
+        m.add_many([{"role": "user", "content": t} for t in texts], session="s1")
+
+    a = _open(path, **kw)
+    load(a, ["my bank pin is 4921 swordfish", "the weather is mild", "I bought apples", "call mom"])
+    b = _open(path, **kw)  # another process, in real use
+    b.search("anything")  # builds its approximate index
+    a.forget(user="alice", agent="bot")
+    load(a, ["tomatoes need water", "the bus was late", "new shoes today", "movie night"])
+    a.close()
+    b.close()  # its index holds the forgotten vectors: it must not be written
+    saved = path.parent / (path.name + ".ann")
+    assert not saved.exists() or not any(saved.glob("*.usearch"))
