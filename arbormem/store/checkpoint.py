@@ -131,10 +131,11 @@ class Checkpointer:
                         self._cond.wait()
                     if self._stopped:
                         return
-                wait = last + INTERVAL - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)  # commits meanwhile join this checkpoint
                 with self._cond:
+                    # Commits meanwhile join this checkpoint; stop() does not wait it out.
+                    deadline = last + INTERVAL
+                    while not self._stopped and (left := deadline - time.monotonic()) > 0:
+                        self._cond.wait(left)
                     if self._stopped:
                         return
                     self._pending = False
