@@ -122,11 +122,9 @@ class Retriever:
                 # Only what was added since: a million-message thread is not rescanned.
                 new = self.backend.speakers(thread, after_rowid=max(facts.upto, 0))
                 facts.names = sorted(set(facts.names) | set(new))
-                last = self.backend.last_session(thread)
-                facts.latest = last.last_at if last else None
-                if facts.earliest is None:
-                    first = self.backend.messages(thread, limit=1)
-                    facts.earliest = first[0].message.timestamp if first else None
+                # By time, not position: older history may be stored after newer.
+                span = self.backend.time_span(thread)
+                facts.earliest, facts.latest = span if span else (None, None)
                 facts.upto = state.max_rowid
             names.extend(facts.names)
             if facts.latest is not None and (now is None or facts.latest > now):

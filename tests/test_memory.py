@@ -76,6 +76,31 @@ def test_a_date_the_question_names_does_not_override_the_search_filters(
     assert [h.message.session for h in hits] == ["a"]
 
 
+def test_a_named_month_finds_history_stored_after_newer_history(memory: Memory) -> None:
+    # An old export loaded after recent talk: the thread's years come from the
+    # messages' times, not from which were stored first.
+    start = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    recent = [
+        {
+            "content": f"trip {i}",
+            "timestamp": start + timedelta(hours=7 * i),
+        }
+        for i in range(400)
+    ]
+    memory.add_many(recent, session="recent")
+    old = [
+        {
+            "content": f"chores of the day {i}",
+            "timestamp": datetime(2023, 2, 1, tzinfo=timezone.utc) + timedelta(days=i),
+        }
+        for i in range(40)
+    ]
+    old[39]["content"] = "the long trip to Lisbon by train with grandma and the kids"  # 12 March
+    memory.add_many(old, session="old")
+    hits = memory.search("which trip did we take in March?", k=10)
+    assert any("Lisbon" in h.message.content for h in hits)
+
+
 def test_hits_carry_neighbours_on_request(memory: Memory) -> None:
     msgs = memory.add_many(
         [{"content": t} for t in ["alpha one", "beta two", "gamma three"]], session="s"

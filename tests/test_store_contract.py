@@ -71,6 +71,15 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     ]
 
 
+def test_time_span_is_by_time_not_position(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t and backend.time_span(t) is None
+    backend.append(t, [msg("recent", "new", 500), msg("later", "new", 900)])
+    backend.append(t, [msg("backfilled", "old", 0), msg("old reply", "old", 3)])
+    assert backend.time_span(t) == (T0, T0 + timedelta(minutes=900))
+    assert Backend.time_span(backend, t) == backend.time_span(t)
+
+
 def test_leaf_messages_are_taken_by_leaf_in_thread_order(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t

@@ -203,6 +203,14 @@ class Backend(abc.ABC):
     def last_session(self, thread: Thread) -> Session | None:
         """The session holding the thread's most recent message."""
 
+    def time_span(self, thread: Thread) -> tuple[datetime, datetime] | None:
+        """The earliest and latest moments of the thread's messages, by time rather
+        than by position (history can be stored out of order); None when empty."""
+        sessions = self.sessions(thread)
+        if not sessions:
+            return None
+        return min(s.started_at for s in sessions), max(s.last_at for s in sessions)
+
     # -- messages ------------------------------------------------------------
 
     @abc.abstractmethod

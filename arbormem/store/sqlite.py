@@ -305,6 +305,18 @@ class SQLiteBackend(Backend):
             ).fetchone()
         return _session(row, thread) if row else None
 
+    def time_span(self, thread: Thread) -> tuple[datetime, datetime] | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                # Two seeks at the ends of the (thread, time) index.
+                "SELECT (SELECT MIN(ts) FROM messages WHERE thread_id = ?1),"
+                " (SELECT MAX(ts) FROM messages WHERE thread_id = ?1)",
+                (thread.id,),
+            ).fetchone()
+        if not row or row[0] is None:
+            return None
+        return parse_stored(row[0]), parse_stored(row[1])
+
     # -- writes ------------------------------------------------------------------
 
     def append(
