@@ -453,6 +453,60 @@ def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None
     assert any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
 
 
+def test_an_archived_exchange_reaches_search_through_no_neighbour(mem: Memory) -> None:
+    mem.add_many(
+        [
+            {"role": "user", "content": "thanks, the swordfish code worked", "session": "s1"},
+            {"role": "assistant", "content": "any time!", "session": "s1"},
+            {
+                "role": "user",
+                "content": "Now please plan the kayak trip to Lake Tahoe for next weekend with "
+                "my two brothers and our dog, including where to rent the boats",
+                "session": "s1",
+            },
+            {
+                "role": "assistant",
+                "content": "For the kayak trip to Lake Tahoe, rent boats at the north shore "
+                "marina, park at the public lot and bring a life vest for the dog.",
+                "session": "s1",
+            },
+        ]
+    )
+    mem.add_many(
+        [
+            {
+                "role": "user",
+                "content": "Different subject: my tax forms are due in April and I need the "
+                "accountant's phone number again please",
+                "session": "s2",
+            },
+            {
+                "role": "assistant",
+                "content": "The accountant is in your contacts under Smith; the forms are due "
+                "on April 15 so book a slot soon.",
+                "session": "s2",
+            },
+        ]
+    )
+
+    def swordfish() -> str:
+        return mem.search("swordfish code", k=1)[0].message.content
+
+    assert swordfish().startswith("thanks")
+    assert mem.reorganize(prune_trivial_leaves=True)["pruned"] == 1
+    # Neither the neighbouring turns' windows nor their topic's content hold its words.
+    # (Dense search still offers its nearest turns, on no word of the archived one.)
+    hits = mem.search("swordfish code", k=10)
+    assert not any(v for h in hits for k, v in h.signals.items() if k.startswith("bm_"))
+    top = mem.search("kayak trip Lake Tahoe", k=1, neighbors=2)[0]
+    trivial = {"thanks, the swordfish code worked", "any time!"}
+    assert top.neighbors and not trivial & {n.content for n in top.neighbors}
+    assert mem.restore_archived() == 2
+    assert swordfish().startswith("thanks")
+    top = mem.search("kayak trip Lake Tahoe", k=1, neighbors=3)[0]
+    assert trivial <= {n.content for n in top.neighbors}
+
+
 def test_archived_exchanges_survive_a_rebuild_and_can_be_restored(tmp_path: Path) -> None:
     path = tmp_path / "archived.db"
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:

@@ -512,7 +512,8 @@ class SQLiteBackend(Backend):
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
             "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
-            " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT ?",
+            " WHERE m.session_id = ? AND m.idx < ? AND +m.archived = 0"
+            " ORDER BY m.idx DESC LIMIT ?",
             (sid, before_index, 2 * WINDOW_RADIUS),
         ).fetchall()
         return [(r[0], r[1]) for r in reversed(rows)]
@@ -585,12 +586,13 @@ class SQLiteBackend(Backend):
             return written
 
     def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
-        """Recompute the window key of every message in these sessions."""
+        """Recompute the window key of every live message in these sessions from its
+        live neighbours (an archived message's words reach no search)."""
         c = self._writer
         for sid in session_ids:
             rows = c.execute(
                 "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
-                " WHERE m.session_id = ? ORDER BY m.idx",
+                " WHERE m.session_id = ? AND +m.archived = 0 ORDER BY m.idx",
                 (sid,),
             ).fetchall()
             stats: _Stats = {}
@@ -661,11 +663,13 @@ class SQLiteBackend(Backend):
                 return []
             sid, idx = anchor
             prev = conn.execute(
-                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx < ? ORDER BY m.idx DESC LIMIT ?",
+                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx < ? AND +m.archived = 0"
+                " ORDER BY m.idx DESC LIMIT ?",
                 (sid, idx, before),
             ).fetchall()
             nxt = conn.execute(
-                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx > ? ORDER BY m.idx LIMIT ?",
+                _ROW_SELECT + " WHERE m.session_id = ? AND m.idx > ? AND +m.archived = 0"
+                " ORDER BY m.idx LIMIT ?",
                 (sid, idx, after),
             ).fetchall()
         return [_row(r) for r in reversed(prev)] + [_row(r) for r in nxt]
@@ -892,7 +896,7 @@ class SQLiteBackend(Backend):
                     rows += conn.execute(
                         "SELECT m.id, m.idx, f.c0 FROM messages m"
                         " JOIN turn_fts_content f ON f.id = m.id"
-                        f" WHERE m.session_id = ? AND m.idx IN ({marks})",
+                        f" WHERE m.session_id = ? AND m.idx IN ({marks}) AND +m.archived = 0",
                         (sid, *chunk),
                     ).fetchall()
                 rows.sort(key=lambda r: r[1])
@@ -1405,6 +1409,17 @@ class SQLiteBackend(Backend):
                     f"UPDATE messages SET archived = ? WHERE +thread_id = ? AND leaf_id IN ({marks})",
                     [int(archived), thread.id, *chunk],
                 ).rowcount
+            # Their neighbours' window keys drop or regain their words.
+            sessions = {
+                int(r[0])
+                for chunk, marks in _batches(leaf_ids)
+                for r in c.execute(
+                    "SELECT DISTINCT session_id FROM messages"
+                    f" WHERE +thread_id = ? AND leaf_id IN ({marks})",
+                    [thread.id, *chunk],
+                )
+            }
+            self._rebuild_windows(sorted(sessions))
             # Cached vector indexes must drop or regain these rows.
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (thread.id,))
             return changed

@@ -73,6 +73,8 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
         archived = backend.archived_leaves(thread)
         if archived:
             backend.set_archived(thread, archived, True)
+            grower.reindex_above(thread, archived)
+            grower.forget_cursor(thread)  # its topics' content held the archived words
     return replayed
 
 

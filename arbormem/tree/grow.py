@@ -200,7 +200,7 @@ class TreeGrower:
         for node in cur.path:
             assert node.id is not None
             cur.docs[node.id] = [
-                t for m in self.node_messages(thread, node) for t in analyze(m.text)
+                t for m in self.node_messages(thread, node, live=True) for t in analyze(m.text)
             ]
         return cur
 
@@ -633,8 +633,8 @@ class TreeGrower:
                 self.frozen_since_naming.append(node.id)
         del cur.path[keep:]
 
-    def subtree_leaves(self, thread: Thread, node: NodeRow) -> list[int]:
-        """Ids of the leaves under a node."""
+    def subtree_leaves(self, thread: Thread, node: NodeRow, *, live: bool = False) -> list[int]:
+        """Ids of the leaves under a node; with ``live``, archived ones left out."""
         assert node.id is not None
         if node.kind == "leaf":
             return [node.id]
@@ -644,16 +644,21 @@ class TreeGrower:
             parent = frontier.pop()
             for child in self.backend.tree_nodes(thread, parent=parent):
                 assert child.id is not None
-                (out if child.kind == "leaf" else frontier).append(child.id)
+                if child.kind == "leaf":
+                    if not (live and child.archived):
+                        out.append(child.id)
+                else:
+                    frontier.append(child.id)
         return out
 
-    def node_messages(self, thread: Thread, node: NodeRow) -> list[Message]:
-        """The messages under a node, in thread order, archived leaves included.
+    def node_messages(self, thread: Thread, node: NodeRow, *, live: bool = False) -> list[Message]:
+        """The messages under a node, in thread order, archived leaves included
+        unless ``live``.
 
         A node's index range can span other branches after a reorganisation, so
         messages are taken by leaf membership, not by range alone.
         """
-        leaves = set(self.subtree_leaves(thread, node))
+        leaves = set(self.subtree_leaves(thread, node, live=live))
         if node.last_index - node.first_index + 1 <= 2 * max(node.message_count, 1):
             # A compact range (no reorganisation spread it): read it and keep our leaves'.
             rows = self.backend.messages(thread, start=node.first_index, end=node.last_index + 1)
@@ -722,10 +727,25 @@ class TreeGrower:
             return
         self.backend.put_vectors(model, dict(zip(todo, vecs)))
 
+    def reindex_above(self, thread: Thread, leaf_ids: Sequence[int]) -> None:
+        """Index again the content of every topic above these leaves (after they were
+        archived or restored), leaving names and summaries as they are."""
+        pending = {n.parent_id for n in self.backend.tree_nodes(thread, ids=list(leaf_ids))}
+        seen: set[int] = set()
+        while pending:
+            ids = sorted(i for i in pending if i is not None and i not in seen)
+            seen.update(ids)
+            pending = set()
+            for node in self.backend.tree_nodes(thread, ids=ids) if ids else []:
+                if node.kind == "topic":
+                    self._index_segment(thread, node)
+                pending.add(node.parent_id)
+
     def _index_segment(self, thread: Thread, node: NodeRow) -> None:
-        """Index the whole content of a topic that holds leaves, for turn ranking."""
+        """Index the whole content of a topic that holds leaves, for turn ranking
+        (archived exchanges left out: search does not reach them)."""
         assert node.id is not None
-        messages = self.node_messages(thread, node)
+        messages = self.node_messages(thread, node, live=True)
         terms = " ".join(t for m in messages for t in analyze(m.text))
         self.backend.index_nodes("segment", {node.id: terms})
 
