@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -185,6 +186,64 @@ def test_node_search_keeps_to_its_threads_and_leaves_archived_nodes_out(
     assert [n for n, _ in backend.node_search([mine], "segment", ["kite"], 10)] == [kept.id]
     both = {n for n, _ in backend.node_search([mine, other], "segment", ["kite"], 10)}
     assert both == {kept.id, theirs.id}
+
+
+def test_date_bounded_searches_by_row_range_match_the_unbounded_ones(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "ranges.db")
+    a = store.thread("u", "a", create=True)
+    b = store.thread("u", "b", create=True)
+    assert a and b
+    words = ["kite flying day", "kite kite repair", "lost the kite", "new kite string", "rain"]
+    for i in range(40):  # the two threads' row numbers interleave
+        store.append(a if i % 3 else b, [msg(f"{words[i % 5]} {i}", f"s{i // 8}", 30 * i)])
+    hour = timedelta(hours=1)
+    spans = [(T0, T0 + 3 * hour), (T0 + 2 * hour, T0 + 7 * hour), (T0 + 90 * hour, T0 + 99 * hour)]
+    filters = [None, Filters(since=T0 + 2 * hour), Filters(until=T0 + 5 * hour)]
+
+    def searches() -> list[object]:
+        out: list[object] = []
+        for threads in ([a], [b], [a, b]):
+            for f in filters:
+                out.append(store.lexical_search(threads, "window", ["kite"], 3, f))
+                for limit in (1, 2, 10):
+                    out.append(
+                        store.lexical_search_spans(threads, "turn", ["kite"], limit, spans, f)
+                    )
+        return out
+
+    conn = store._writer
+    assert store._rowid_range(conn, [a, b], "", None) is not None  # the bounded path runs
+    bounded = searches()
+    conn.execute("UPDATE threads SET time_ordered = 0")
+    assert store._rowid_range(conn, [a], "", None) is None
+    assert searches() == bounded
+    assert any(bounded) and bounded[-1] != bounded[-4]  # the filters changed something
+    store.close()
+
+
+def test_a_message_stored_out_of_time_order_turns_off_row_ranges(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "order.db")
+    t = store.thread("u", "a", create=True)
+    assert t
+    store.append(t, [msg("kite one", "new", 500), msg("kite two", "new", 500)])  # ties are fine
+    assert store._rowid_range(store._writer, [t], "", None) == (1, 2)
+    backfilled = store.append(t, [msg("old kite story", "old", 10)])
+    assert store._rowid_range(store._writer, [t], "", None) is None
+    span = [(T0, T0 + timedelta(minutes=20))]
+    assert [r for r, _ in store.lexical_search_spans([t], "turn", ["kite"], 5, span)[0]] == [
+        backfilled[0].rowid
+    ]
+    store.close()
+    # An existing file learns its threads' order when it is upgraded.
+    conn = sqlite3.connect(tmp_path / "order.db")
+    conn.execute("UPDATE threads SET time_ordered = 1")
+    conn.execute("ALTER TABLE threads DROP COLUMN time_ordered")
+    conn.execute("DELETE FROM schema_migrations WHERE version = 12")
+    conn.commit()
+    conn.close()
+    store = SQLiteBackend(tmp_path / "order.db")
+    assert store._rowid_range(store._writer, [t], "", None) is None
+    store.close()
 
 
 def test_searches_fill_their_limit_past_many_archived_matches(tmp_path: Path) -> None:
@@ -393,6 +452,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         DROP INDEX messages_by_speaker;
         ALTER TABLE tree_state DROP COLUMN checked_version;
         DROP TABLE session_vectors;
+        ALTER TABLE threads DROP COLUMN time_ordered;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
@@ -431,6 +491,7 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
         INSERT INTO pair_fts (rowid, terms) SELECT id, 'support_group' FROM messages;
         INSERT INTO lexicon_stats VALUES ('pair', 2, 2);
         DROP TABLE session_vectors;
+        ALTER TABLE threads DROP COLUMN time_ordered;
         DELETE FROM schema_migrations WHERE version >= 10;
         """
     )

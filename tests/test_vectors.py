@@ -151,6 +151,7 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
         DROP TABLE session_vectors;
         DELETE FROM vectors WHERE chash = (SELECT m.chash FROM messages m
             JOIN sessions s ON s.id = m.session_id WHERE s.key = 's4' LIMIT 1);
+        ALTER TABLE threads DROP COLUMN time_ordered;
         DELETE FROM schema_migrations WHERE version >= 11;
         """
     )

@@ -265,6 +265,27 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        12,
+        "whether each thread's messages were stored in time order, so a date range maps to a rowid range",
+        """
+        -- 1 while every message's time is at least that of the message stored before
+        -- it, and an append that breaks this sets 0 for good. A date-bounded search of
+        -- such a thread asks the full-text index for the rows between the first and
+        -- the last message of the range instead of every match of the whole thread.
+        ALTER TABLE threads ADD COLUMN time_ordered INTEGER NOT NULL DEFAULT 1;
+        UPDATE threads SET time_ordered = 0 WHERE id IN (
+            SELECT thread_id FROM (
+                SELECT thread_id, ts,
+                    LAG(ts) OVER (PARTITION BY thread_id ORDER BY id) AS before
+                FROM messages
+            ) WHERE ts < before
+        )
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

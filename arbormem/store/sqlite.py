@@ -344,6 +344,11 @@ class SQLiteBackend(Backend):
             span: dict[int, list[str]] = {}
             counts: dict[int, int] = {}
             turn_docs = turn_tokens = 0
+            # Whether the thread stays in time order (see _rowid_range).
+            latest = c.execute(
+                "SELECT MAX(ts) FROM messages WHERE thread_id = ?", (thread.id,)
+            ).fetchone()[0]
+            in_order = True
             for m in messages:
                 if m.index is not None:
                     if m.index < next_index:
@@ -353,6 +358,10 @@ class SQLiteBackend(Backend):
                         )
                     next_index = m.index
                 ts = format_timestamp(m.timestamp)
+                if latest is not None and ts < latest:
+                    in_order = False
+                else:
+                    latest = ts
                 sid = sessions.get(m.session)
                 if sid is None:
                     sid = self._session_id(thread, m.session, ts, next_index)
@@ -403,6 +412,8 @@ class SQLiteBackend(Backend):
                 out.append(Row(rowid, message, m.chash))
                 next_index += 1
             self._bump_stats("turn", turn_docs, turn_tokens)
+            if not in_order:
+                c.execute("UPDATE threads SET time_ordered = 0 WHERE id = ?", (thread.id,))
             stats: _Stats = {}
             for sid, rows in tails.items():
                 # Each changed window is written once per batch: the stored messages near
@@ -755,6 +766,16 @@ class SQLiteBackend(Backend):
                 if found is not None:
                     return found
             where, args = self._filter_sql(threads, filters)
+            if filters is not None and (filters.since or filters.until):
+                rng = self._rowid_range(
+                    conn,
+                    threads,
+                    format_timestamp(filters.since) if filters.since else None,
+                    format_timestamp(filters.until) if filters.until else None,
+                )
+                if rng is not None:
+                    where += " AND f.rowid BETWEEN ? AND ?"
+                    args += list(rng)
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
                 f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
@@ -783,15 +804,33 @@ class SQLiteBackend(Backend):
             return out
         table = f"{key}_fts"
         where, args = self._filter_sql(threads, filters)
-        inside = " OR ".join("(m.ts >= ? AND m.ts < ?)" for _ in bounds)
-        sql = (
-            f"SELECT f.rowid, bm25({table}) AS r, m.ts FROM {table} f"
-            f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
-            f" AND ({inside}) ORDER BY r"
-        )
-        flat = [b for pair in bounds for b in pair]
+        query = fts_query(terms)
         with self._reading() as conn:
-            for rowid, r, ts in conn.execute(sql, [fts_query(terms), *args, *flat]):
+            ranges = [self._rowid_range(conn, threads, lo, hi) for lo, hi in bounds]
+            if all(r is not None for r in ranges):
+                # Each span is a stretch of row numbers: the index reads only the
+                # postings inside it, and SQL keeps the best of each.
+                sql = (
+                    f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+                    f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ?"
+                    f" AND f.rowid BETWEEN ? AND ? AND {where}"
+                    " AND m.ts >= ? AND m.ts < ? ORDER BY r LIMIT ?"
+                )
+                for i, ((lo, hi), rng) in enumerate(zip(bounds, ranges)):
+                    assert rng is not None
+                    if rng[0] > rng[1]:
+                        continue
+                    rows = conn.execute(sql, [query, *rng, *args, lo, hi, limit])
+                    out[i] = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+                return out
+            inside = " OR ".join("(m.ts >= ? AND m.ts < ?)" for _ in bounds)
+            sql = (
+                f"SELECT f.rowid, bm25({table}) AS r, m.ts FROM {table} f"
+                f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                f" AND ({inside}) ORDER BY r"
+            )
+            flat = [b for pair in bounds for b in pair]
+            for rowid, r, ts in conn.execute(sql, [query, *args, *flat]):
                 if r >= 0:
                     break
                 for i, (lo, hi) in enumerate(bounds):
@@ -800,6 +839,42 @@ class SQLiteBackend(Backend):
                 if all(len(found) >= limit for found in out):
                     break
         return out
+
+    @staticmethod
+    def _rowid_range(
+        conn: sqlite3.Connection, threads: Sequence[Thread], lo: str | None, hi: str | None
+    ) -> tuple[int, int] | None:
+        """Row numbers that hold every message of these threads dated in [lo, hi)
+        (more may fall between), or None when a thread was not stored in time order
+        (then no stretch of row numbers is known to hold them). An empty range has
+        its first number past its last."""
+        marks = ",".join("?" * len(threads))
+        ids = [t.id for t in threads]
+        unordered = conn.execute(
+            f"SELECT 1 FROM threads WHERE id IN ({marks}) AND time_ordered = 0 LIMIT 1", ids
+        ).fetchone()
+        if unordered:
+            return None
+        runs: list[tuple[int, int]] = []
+        for tid in ids:
+            # In a time-ordered thread the messages from lo on are a run of row numbers
+            # that starts at the first of them by time, and those before hi one that
+            # ends at the last: one seek each in the (thread, time) index. (Stored
+            # times are digits, which sort before "~".)
+            a = conn.execute(
+                "SELECT id FROM messages WHERE thread_id = ? AND ts >= ? ORDER BY ts, id LIMIT 1",
+                (tid, lo or ""),
+            ).fetchone()
+            b = conn.execute(
+                "SELECT id FROM messages WHERE thread_id = ? AND ts < ?"
+                " ORDER BY ts DESC, id DESC LIMIT 1",
+                (tid, hi or "~"),
+            ).fetchone()
+            if a is not None and b is not None and a[0] <= b[0]:
+                runs.append((int(a[0]), int(b[0])))
+        if not runs:
+            return (1, 0)
+        return min(r[0] for r in runs), max(r[1] for r in runs)
 
     @staticmethod
     def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
