@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,10 @@ class TopicPath:
         return "\n".join(lines)
 
 
+_PARENT = NodeBrief._fields.index("parent_id")
+_KIND = NodeBrief._fields.index("kind")
+
+
 class Outline:
     """A thread's tree as the recall sees it, read lazily.
 
@@ -94,38 +99,50 @@ class Outline:
     def __init__(self, backend: Backend, thread: Thread) -> None:
         self.backend = backend
         self.thread = thread
-        self.brief: dict[int, NodeBrief] = {}
+        # Shapes as plain tuples (NodeBrief's fields): a tuple of numbers and strings
+        # leaves the garbage collector's view, a named tuple never does, and a large
+        # tree's shapes made every full collection pass over hundreds of thousands.
+        self._brief: dict[int, tuple[Any, ...]] = {}
         self._absent: set[int] = set()
         self._rows: dict[int, NodeRow] = {}
 
     def load(self, ids: Iterable[int | None]) -> None:
         """Read the shapes of these nodes and of all their ancestors."""
-        todo = {i for i in ids if i is not None and i not in self.brief and i not in self._absent}
+        todo = {i for i in ids if i is not None and i not in self._brief and i not in self._absent}
         while todo:
             found = self.backend.node_briefs(self.thread, ids=sorted(todo))
             for b in found:
-                self.brief[b.id] = b
+                self._brief[b.id] = tuple(b)
             self._absent |= todo - {b.id for b in found}
             todo = {
                 b.parent_id
                 for b in found
                 if b.parent_id is not None
-                and b.parent_id not in self.brief
+                and b.parent_id not in self._brief
                 and b.parent_id not in self._absent
             }
 
     def __contains__(self, node_id: object) -> bool:
         if isinstance(node_id, int):
             self.load([node_id])
-        return node_id in self.brief
+        return node_id in self._brief
+
+    def brief(self, node_id: int) -> NodeBrief:
+        """The shape of a loaded node."""
+        return NodeBrief._make(self._brief[node_id])
+
+    def kind(self, node_id: int) -> str:
+        """The kind of a loaded node."""
+        kind: str = self._brief[node_id][_KIND]
+        return kind
 
     def lineage(self, node_id: int | None) -> list[int]:
         """Ids from the root level down to ``node_id`` (empty when it is unknown)."""
         self.load([node_id])
         chain: list[int] = []
-        while node_id is not None and node_id in self.brief and node_id not in chain:
+        while node_id is not None and node_id in self._brief and node_id not in chain:
             chain.append(node_id)  # (a parent cycle, which the check repairs, ends the walk)
-            node_id = self.brief[node_id].parent_id
+            node_id = self._brief[node_id][_PARENT]
         chain.reverse()
         return chain
 
@@ -370,7 +387,7 @@ class TreeRecall:
                 continue
             thread, parent = parent_of[leaf_id]
             outline = caches[thread.id]
-            chain = [n for n in outline.lineage(parent) if outline.brief[n].kind == "topic"]
+            chain = [n for n in outline.lineage(parent) if outline.kind(n) == "topic"]
             if chain:
                 chains[rowid] = (chain[-1], chain[0])
         nodes = {n for pair in chains.values() for n in pair}
@@ -410,9 +427,9 @@ class TreeRecall:
             if found is None:
                 continue
             thread, nodes = found
-            node = nodes.brief[node_id]
+            node = nodes.brief(node_id)
             if node.kind != "topic" or all(
-                nodes.brief[a].kind == "group" for a in nodes.lineage(node.parent_id)
+                nodes.kind(a) == "group" for a in nodes.lineage(node.parent_id)
             ):
                 continue  # a session's topic (only groups above it): too wide to expand into
             out += self.backend.rowids_between(
