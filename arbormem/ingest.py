@@ -26,7 +26,7 @@ from arbormem.errors import InputError, MessageTooLarge
 from arbormem.ids import content_hash, new_id
 from arbormem.models import ROLE_ALIASES, ROLES
 from arbormem.store.base import NewMessage
-from arbormem.text import analyze
+from arbormem.text import analyze_message
 from arbormem.timeutil import parse_timestamp, utcnow
 
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -192,6 +192,6 @@ def prepare(
         session=session,
         speaker=speaker_name,
         metadata=meta,
-        terms=" ".join(analyze(indexed)),
+        terms=" ".join(analyze_message(text, speaker_name)),
         chash=content_hash(indexed),
     )

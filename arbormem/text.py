@@ -279,6 +279,18 @@ def analyze(text: str) -> list[str]:
     return list(_analyzed(text))
 
 
+def analyze_message(content: str, speaker: str | None = None) -> list[str]:
+    """Index terms of a message as it is indexed, ``speaker: content``.
+
+    The same as ``analyze(f"{speaker}: {content}")`` (the colon and space end any
+    word), taken as the speaker's terms then the content's, so the content's own
+    analysis, which the topic tree reads too, is computed once and cached.
+    """
+    if not speaker:
+        return analyze(content)
+    return [*_analyzed(speaker), *_analyzed(content)]
+
+
 @lru_cache(maxsize=4096)
 def _analyzed(text: str) -> tuple[str, ...]:
     # A message is analysed by several stages of one add (its keys, the topic

@@ -3,7 +3,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arbormem.text import _TOKEN, analyze, fts_query, query_terms, words
+from arbormem.text import _TOKEN, analyze, analyze_message, fts_query, query_terms, words
 
 
 def test_analysis_stems_drops_stop_words_and_possessives() -> None:
@@ -38,3 +38,13 @@ def test_word_splitting_takes_shortcuts_without_changing_the_result(text: str) -
             token = token[:-2]
         expected.append(token.replace("'", "").replace("’", ""))
     assert words(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("abXY '’ﬁÉe\u0301-.1_"), max_size=12),
+    st.text(alphabet=st.sampled_from("abcXYZ '’ﬁÉe\u0301-\u00a0.1_s"), max_size=40),
+)
+def test_a_message_is_analysed_as_its_indexed_text(speaker: str, content: str) -> None:
+    indexed = f"{speaker}: {content}" if speaker else content
+    assert analyze_message(content, speaker or None) == analyze(indexed)

@@ -45,7 +45,7 @@ from arbormem.errors import LLMError
 from arbormem.ids import content_hash
 from arbormem.models import Message
 from arbormem.store.base import Backend, NodeRow, Row, Thread, TreeState
-from arbormem.text import analyze
+from arbormem.text import analyze, analyze_message
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.summarize import (
     LLM_SUMMARY_PROMPT,
@@ -200,7 +200,9 @@ class TreeGrower:
         for node in cur.path:
             assert node.id is not None
             cur.docs[node.id] = [
-                t for m in self.node_messages(thread, node, live=True) for t in analyze(m.text)
+                t
+                for m in self.node_messages(thread, node, live=True)
+                for t in analyze_message(m.content, m.speaker)
             ]
         return cur
 
@@ -521,7 +523,7 @@ class TreeGrower:
             cur.leaf_has_reply = True
         cur.session, cur.last_at = m.session, m.timestamp
         cur.terms.update(analyze(m.content))
-        indexed = analyze(m.text)
+        indexed = analyze_message(m.content, m.speaker)
         for node in cur.path:
             assert node.id is not None
             cur.docs.setdefault(node.id, []).extend(indexed)
@@ -746,7 +748,7 @@ class TreeGrower:
         (archived exchanges left out: search does not reach them)."""
         assert node.id is not None
         messages = self.node_messages(thread, node, live=True)
-        terms = " ".join(t for m in messages for t in analyze(m.text))
+        terms = " ".join(t for m in messages for t in analyze_message(m.content, m.speaker))
         self.backend.index_nodes("segment", {node.id: terms})
 
     def llm_rename(self, thread: Thread, node: NodeRow) -> bool:
