@@ -173,24 +173,26 @@ class _Analysed:
         return cls(out)
 
 
-def _surface_forms(analysed: _Analysed) -> dict[str, Counter[str]]:
-    """For each term, how it is spelled in the messages (to show words, not stems)."""
-    forms: dict[str, Counter[str]] = {}
+def _surface_forms(analysed: _Analysed) -> dict[str, dict[str, int]]:
+    """For each term, how it is spelled in the messages (to show words, not stems),
+    and how often, in order of first use."""
+    forms: dict[str, dict[str, int]] = {}
     for _, _, pairs in analysed.sentences:
         for raw, term in pairs:
             if term:
                 counts = forms.get(term)
                 if counts is None:
-                    counts = forms[term] = Counter()
-                counts[raw.strip("'’")] += 1
+                    counts = forms[term] = {}
+                word = raw.strip("'’")
+                counts[word] = counts.get(word, 0) + 1
     return forms
 
 
-def _display(stem: str, forms: Mapping[str, Counter[str]]) -> str:
+def _display(stem: str, forms: Mapping[str, Mapping[str, int]]) -> str:
     counts = forms.get(stem)
     if not counts:
         return stem
-    word = counts.most_common(1)[0][0]
+    word = max(counts, key=counts.__getitem__)  # the most used; the first of a tie
     # Prefer a capitalised spelling when the word is mostly written that way (a name).
     capital = sum(c for w, c in counts.items() if w[:1].isupper())
     if capital * 2 >= sum(counts.values()) and not word[:1].isupper():
@@ -200,7 +202,7 @@ def _display(stem: str, forms: Mapping[str, Counter[str]]) -> str:
 
 def term_weights(
     analysed: _Analysed, df: Mapping[str, int], n_docs: int
-) -> tuple[dict[str, float], dict[str, Counter[str]]]:
+) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     tf: Counter[str] = Counter()
     for _, _, pairs in analysed.sentences:
         tf.update(t for _, t in pairs if t and t not in _FILLERS and not t.isdigit())
@@ -246,7 +248,7 @@ def _title(words: Sequence[str]) -> str:
 
 
 def name_from(
-    ranked: Sequence[str], forms: Mapping[str, Counter[str]], phrase: Sequence[str] = ()
+    ranked: Sequence[str], forms: Mapping[str, Mapping[str, int]], phrase: Sequence[str] = ()
 ) -> str:
     """A 2-5 word name: the phrase if there is one, completed from the ranked stems."""
     words = list(phrase)[:3]
