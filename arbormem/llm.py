@@ -479,6 +479,8 @@ class LLMClient(abc.ABC):
             for chunk in inner:
                 finish = chunk.finish_reason or finish
                 usage = chunk.usage or usage
+                if not isinstance(chunk.text, str):  # a custom client's mistake
+                    raise LLMError(f"{feature}: the LLM client gave {chunk.text!r:.60}, not text")
                 if chunk.text:
                     parts.append(chunk.text)
                     yield chunk.text
@@ -689,16 +691,27 @@ class OpenAIChatClient(LLMClient):
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMError(f"{self.endpoint} sent a reply with no choices: {completion!r:.120}")
-        text = getattr(choices[0].message, "content", None) or ""
+        text = _content_text(getattr(choices[0].message, "content", None), self.endpoint)
         return Chunk(text, choices[0].finish_reason, _token_usage(completion))
 
-    @staticmethod
-    def _read_event(event: Any) -> Chunk:
+    def _read_event(self, event: Any) -> Chunk:
         for choice in getattr(event, "choices", None) or []:
             if getattr(choice, "index", 0) == 0:
-                text = getattr(choice.delta, "content", None) or ""
+                text = _content_text(getattr(choice.delta, "content", None), self.endpoint)
                 return Chunk(text, choice.finish_reason, _token_usage(event))
         return Chunk(usage=_token_usage(event))  # the usage-only chunk at the end
+
+
+def _content_text(content: Any, endpoint: str) -> str:
+    """A reply's ``content`` as text: a string, or the text of a list of content
+    parts (``[{"type": "text", "text": ...}]``, as some servers send)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content
+    ):
+        return "".join(part.get("text", "") for part in content)
+    raise LLMError(f"{endpoint} sent content that is not text: {content!r:.120}")
 
 
 def _token_usage(reply: Any) -> TokenUsage | None:

@@ -33,6 +33,8 @@ class Reply:
     """One scripted answer. ``content`` is the assistant text (or None for an empty answer)."""
 
     content: str | None = "ok"
+    #: Sent as the ``content`` value instead of ``content`` (a number, a list of parts...).
+    content_value: Any = None
     status: int = 200
     delay: float = 0.0
     #: Raw body to send instead of a well-formed completion (for protocol garbage).
@@ -50,6 +52,10 @@ class Reply:
     error_after: int | None = None
     #: Streams only: pause this long before every chunk after the first (a stalled stream).
     chunk_delay: float = 0.0
+
+
+def _content(reply: Reply) -> Any:
+    return reply.content if reply.content_value is None else reply.content_value
 
 
 def _vector(text: str, dim: int) -> list[float]:
@@ -190,7 +196,7 @@ class FakeOpenAI:
                         {
                             "index": 0,
                             "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": reply.content},
+                            "message": {"role": "assistant", "content": _content(reply)},
                         }
                     ],
                     "usage": {
@@ -205,7 +211,9 @@ class FakeOpenAI:
 
             def _stream(self, payload: dict[str, Any], reply: Reply) -> None:
                 text = reply.content or ""
-                chunks = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+                chunks: list[Any] = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+                if reply.content_value is not None:
+                    chunks = [reply.content_value]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")

@@ -423,6 +423,35 @@ def test_a_reply_that_is_not_a_completion_is_an_llm_error(
         make_client().chat("hi")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("value", [123, {"text": "hi"}, [{"type": "text", "text": 5}]])
+def test_content_that_is_not_text_is_an_llm_error(
+    fake: FakeOpenAI, make_client: Callable[..., LLMClient], value: Any, stream: bool
+) -> None:
+    fake.queue(Reply(content_value=value))
+    llm = make_client(max_retries=0)
+    with pytest.raises(LLMError, match="not text"):
+        if stream:
+            list(llm.stream([{"role": "user", "content": "hi"}], feature="qa"))
+        else:
+            llm.chat("hi", feature="qa")
+    assert feature_usage(llm, "qa")["failures"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_content_sent_as_text_parts_is_read(
+    fake: FakeOpenAI, make_client: Callable[..., LLMClient], stream: bool
+) -> None:
+    parts = [{"type": "text", "text": "Lisbon "}, {"type": "text", "text": "in October."}]
+    fake.queue(Reply(content_value=parts))
+    llm = make_client()
+    if stream:
+        text = "".join(llm.stream([{"role": "user", "content": "When?"}], feature="qa"))
+    else:
+        text = llm.chat("When?", feature="qa").text
+    assert text == "Lisbon in October."
+
+
 @pytest.mark.parametrize(
     ("param", "replacement"), [("max_tokens", "max_completion_tokens"), ("temperature", None)]
 )
