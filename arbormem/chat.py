@@ -30,7 +30,7 @@ from typing import Any
 
 from arbormem.config import UNSET
 from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
-from arbormem.errors import LLMError, NotFound
+from arbormem.errors import InputError, LLMError, NotFound
 from arbormem.llm import LLMClient
 from arbormem.models import Message
 from arbormem.modes import MODES, resolve_mode
@@ -229,7 +229,15 @@ class ChatSession:
                 }
             )
         started = time.perf_counter()
-        stored = self._store(records)
+        try:
+            stored = self._store(records)
+        except InputError as exc:
+            if len(records) == 1:
+                raise
+            # The store refused the reply (a NUL character, past the size limit): keep
+            # the user's message and count the turn as failed, as for any unusable answer.
+            stored = self._store(records[:1])
+            error = f"the reply could not be stored: {exc}"
         store_ms = (time.perf_counter() - started) * 1000
         turn = Turn(
             input=text,

@@ -311,7 +311,14 @@ def test_stats_arithmetic(mem: Memory, llm: OpenAIChatClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "reply", [Reply(status=500), Reply("a long answer cut in the middle", cut_after=2)]
+    "reply",
+    [
+        Reply(status=500),
+        Reply("a long answer cut in the middle", cut_after=2),
+        # Replies the store refuses: the user's message is kept all the same.
+        Reply("Peanuts are \x00 fine"),
+        Reply(content_value="x" * 1_100_000),
+    ],
 )
 def test_a_failed_reply_keeps_the_message_and_the_chat_goes_on(
     mem: Memory, llm: OpenAIChatClient, server: FakeOpenAI, reply: Reply
