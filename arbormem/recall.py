@@ -35,6 +35,10 @@ from arbormem.text import analyze, query_terms, words
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
+#: A month named without a year is looked for in each year the thread covers, but
+#: only in its latest this many (a stray date centuries back would add a span per year).
+_MAX_YEARS = 30
+
 _QUERY_DEPENDENT = np.asarray([name not in ("len", "first") for name in FEATURES])
 
 
@@ -157,7 +161,8 @@ class Retriever:
         last = [f.latest for t in threads if (f := self._facts.get(t.id)) and f.latest]
         if not first or not last:
             return range(0)
-        return range(min(first).year, max(last).year + 1)
+        latest = max(last).year
+        return range(max(min(first).year, latest - _MAX_YEARS + 1), latest + 1)
 
     def candidates(
         self,
@@ -405,7 +410,11 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
 def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, datetime]]:
     """Concrete [since, until) spans of a date range; a range with no year is tried
     in every year the thread covers."""
-    start, end = rng.start, rng.end + timedelta(days=lag_days + 1)
+    start = rng.start
+    try:
+        end = rng.end + timedelta(days=lag_days + 1)
+    except OverflowError:  # the last days of year 9999
+        end = datetime.max.replace(tzinfo=rng.end.tzinfo)
     if rng.year_known:
         return [(start, end)]
     spans = []

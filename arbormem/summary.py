@@ -97,7 +97,7 @@ def extractive_merge(previous: str, batch: Sequence[Message], policy: SummaryPol
         return previous
     terms = {t for m in useful for t in analyze(m.content)}
     digest = digest_messages(useful, {t: 1 for t in terms}, max(2, len(useful)), max_words=60)
-    when = useful[0].timestamp.strftime("%Y-%m-%d")
+    when = useful[0].timestamp.date().isoformat()
     bullet = f"- [{when}] {digest.name}: {digest.summary}"
     merged = f"{previous}\n{bullet}" if previous else bullet
     return _cap_words(merged, policy.max_words)

@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 _MONTHS = [
     "january",
@@ -115,6 +116,88 @@ _RELATIVE = re.compile(
 )
 
 
+def _absolute_range(kind: str, g: tuple[str, ...]) -> DateRange | None:
+    """The range one matched absolute expression names (None: not a real date)."""
+    rng: DateRange | None = None
+    if kind == "iso":
+        day = _day(int(g[0]), int(g[1]), int(g[2]))
+        rng = DateRange(day, day) if day else None
+    elif kind == "d_m_y":
+        day = _day(int(g[2]), _month(g[1]), int(g[0]))
+        rng = DateRange(day, day) if day else None
+    elif kind == "m_d_y":
+        day = _day(int(g[2]), _month(g[0]), int(g[1]))
+        rng = DateRange(day, day) if day else None
+    elif kind == "part_m_y":
+        rng = _month_range(int(g[2]), _month(g[1]), g[0])
+    elif kind == "m_y":
+        rng = _month_range(int(g[1]), _month(g[0]))
+    elif kind == "d_m":
+        day = _day(2000, _month(g[1]), int(g[0]))
+        rng = DateRange(day, day, year_known=False) if day else None
+    elif kind == "m_d":
+        day = _day(2000, _month(g[0]), int(g[1]))
+        rng = DateRange(day, day, year_known=False) if day else None
+    elif kind == "part_m":
+        r = _month_range(2000, _month(g[1]), g[0])
+        rng = DateRange(r.start, r.end, year_known=False)
+    elif kind == "in_m":
+        r = _month_range(2000, _month(g[0]))
+        rng = DateRange(r.start, r.end, year_known=False)
+    elif kind == "in_y":
+        year = int(g[0])
+        rng = DateRange(
+            datetime(year, 1, 1, tzinfo=timezone.utc),
+            datetime(year, 12, 31, tzinfo=timezone.utc),
+        )
+    return rng
+
+
+def _relative_ranges(groups: tuple[Any, ...], today: datetime) -> list[DateRange]:
+    """The range one matched relative expression names, as a list (empty or one)."""
+    word, which, unit, count, ago_unit = groups
+    out: list[DateRange] = []
+    if word:
+        shift = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
+        day = today + timedelta(days=shift)
+        out.append(DateRange(day, day))
+    elif which:
+        step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+        if unit in ("week", "weekend"):
+            monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
+            start = monday + timedelta(days=5) if unit == "weekend" else monday
+            out.append(DateRange(start, monday + timedelta(days=6)))
+        elif unit == "month":
+            year, month = today.year, today.month + step
+            year += (month - 1) // 12
+            month = (month - 1) % 12 + 1
+            out.append(_month_range(year, month))
+        elif unit == "year":
+            year = today.year + step
+            out.append(
+                DateRange(
+                    datetime(year, 1, 1, tzinfo=timezone.utc),
+                    datetime(year, 12, 31, tzinfo=timezone.utc),
+                )
+            )
+        else:  # a weekday
+            target = _WEEKDAYS.index(unit)
+            delta = (today.weekday() - target) % 7 or 7
+            day = (
+                today - timedelta(days=delta)
+                if step <= 0
+                else today + timedelta(days=(target - today.weekday()) % 7 or 7)
+            )
+            out.append(DateRange(day, day))
+    elif count:
+        n = int(count) if count.isdigit() else _NUMBERS[count]
+        days = {"day": 1, "week": 7, "month": 30, "year": 365}[ago_unit] * n
+        center = today - timedelta(days=days)
+        slack = timedelta(days=max(1, days // 7))
+        out.append(DateRange(center - slack, center + slack))
+    return out
+
+
 def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
     found: list[tuple[int, int, DateRange]] = []
     taken: list[tuple[int, int]] = []
@@ -122,39 +205,10 @@ def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
-            g = m.groups()
-            rng: DateRange | None = None
-            if kind == "iso":
-                day = _day(int(g[0]), int(g[1]), int(g[2]))
-                rng = DateRange(day, day) if day else None
-            elif kind == "d_m_y":
-                day = _day(int(g[2]), _month(g[1]), int(g[0]))
-                rng = DateRange(day, day) if day else None
-            elif kind == "m_d_y":
-                day = _day(int(g[2]), _month(g[0]), int(g[1]))
-                rng = DateRange(day, day) if day else None
-            elif kind == "part_m_y":
-                rng = _month_range(int(g[2]), _month(g[1]), g[0])
-            elif kind == "m_y":
-                rng = _month_range(int(g[1]), _month(g[0]))
-            elif kind == "d_m":
-                day = _day(2000, _month(g[1]), int(g[0]))
-                rng = DateRange(day, day, year_known=False) if day else None
-            elif kind == "m_d":
-                day = _day(2000, _month(g[0]), int(g[1]))
-                rng = DateRange(day, day, year_known=False) if day else None
-            elif kind == "part_m":
-                r = _month_range(2000, _month(g[1]), g[0])
-                rng = DateRange(r.start, r.end, year_known=False)
-            elif kind == "in_m":
-                r = _month_range(2000, _month(g[0]))
-                rng = DateRange(r.start, r.end, year_known=False)
-            elif kind == "in_y":
-                year = int(g[0])
-                rng = DateRange(
-                    datetime(year, 1, 1, tzinfo=timezone.utc),
-                    datetime(year, 12, 31, tzinfo=timezone.utc),
-                )
+            try:
+                rng = _absolute_range(kind, m.groups())
+            except (ValueError, OverflowError):  # past the calendar (year 0, 10000)
+                rng = None
             if rng is not None:
                 taken.append((m.start(), m.end()))
                 found.append((m.start(), m.end(), rng))
@@ -165,45 +219,10 @@ def _relative(text: str, now: datetime) -> list[DateRange]:
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     out: list[DateRange] = []
     for m in _RELATIVE.finditer(text):
-        word, which, unit, count, ago_unit = m.groups()
-        if word:
-            shift = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
-            day = today + timedelta(days=shift)
-            out.append(DateRange(day, day))
-        elif which:
-            step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
-            if unit in ("week", "weekend"):
-                monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
-                start = monday + timedelta(days=5) if unit == "weekend" else monday
-                out.append(DateRange(start, monday + timedelta(days=6)))
-            elif unit == "month":
-                year, month = today.year, today.month + step
-                year += (month - 1) // 12
-                month = (month - 1) % 12 + 1
-                out.append(_month_range(year, month))
-            elif unit == "year":
-                year = today.year + step
-                out.append(
-                    DateRange(
-                        datetime(year, 1, 1, tzinfo=timezone.utc),
-                        datetime(year, 12, 31, tzinfo=timezone.utc),
-                    )
-                )
-            else:  # a weekday
-                target = _WEEKDAYS.index(unit)
-                delta = (today.weekday() - target) % 7 or 7
-                day = (
-                    today - timedelta(days=delta)
-                    if step <= 0
-                    else today + timedelta(days=(target - today.weekday()) % 7 or 7)
-                )
-                out.append(DateRange(day, day))
-        elif count:
-            n = int(count) if count.isdigit() else _NUMBERS[count]
-            days = {"day": 1, "week": 7, "month": 30, "year": 365}[ago_unit] * n
-            center = today - timedelta(days=days)
-            slack = timedelta(days=max(1, days // 7))
-            out.append(DateRange(center - slack, center + slack))
+        try:
+            out.extend(_relative_ranges(m.groups(), today))
+        except (ValueError, OverflowError):  # "tomorrow" on 31 December 9999
+            continue
     return out
 
 
@@ -236,7 +255,10 @@ def closeness(
                 )
             except ValueError:  # 29 February in another year
                 continue
-            end = end + timedelta(days=lag_days)
+            try:
+                end = end + timedelta(days=lag_days)
+            except OverflowError:
+                end = datetime.max.replace(tzinfo=timezone.utc)
             if start <= day <= end:
                 return 1.0
             gap = (start - day).days if day < start else (day - end).days

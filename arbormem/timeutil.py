@@ -71,20 +71,35 @@ def ensure_utc(value: datetime) -> datetime:
 
 def format_timestamp(value: datetime) -> str:
     """The canonical stored form, which sorts lexically in time order."""
-    return ensure_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    v = ensure_utc(value)
+    # Not strftime: its %Y does not pad years before 1000 to four digits on every
+    # platform, and "5-01-01" neither sorts nor parses back.
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T"
+        f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}Z"
+    )
 
 
 def parse_stored(value: str) -> datetime:
     """Parse the canonical stored form (fast path, no validation)."""
     # fromisoformat is an order of magnitude faster than strptime; the trailing Z
     # is dropped because Python 3.10 does not accept it.
-    return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
+    try:
+        return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
+    except ValueError:
+        # Versions before 0.1 stored years before 1000 unpadded ("5-01-01T..."):
+        # read them back rather than fail every read of the thread.
+        year, _, rest = value.partition("-")
+        if not year.isdigit() or len(year) >= 4:
+            raise
+        return datetime.fromisoformat(f"{year.zfill(4)}-{rest[:-1]}").replace(tzinfo=timezone.utc)
 
 
 def display(value: datetime, *, seconds: bool = True) -> str:
     """``2026-02-14 15:23:05 UTC`` as shown to people and LLMs."""
-    fmt = "%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC"
-    return ensure_utc(value).strftime(fmt)
+    v = ensure_utc(value)
+    shown = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}"
+    return f"{shown}:{v.second:02d} UTC" if seconds else f"{shown} UTC"
 
 
 def _from_words(match: re.Match[str], raw: str, field: str, source: str | None) -> datetime:
@@ -111,6 +126,15 @@ def _from_words(match: re.Match[str], raw: str, field: str, source: str | None) 
         ) from None
 
 
+def _to_utc(value: datetime, raw: object, field: str, source: str | None) -> datetime:
+    try:
+        return ensure_utc(value)
+    except OverflowError:  # an offset that moves the time past year 1 or 9999
+        raise InputError(
+            f"timestamp {raw!r} is out of range in UTC", field=field, source=source
+        ) from None
+
+
 def parse_timestamp(
     value: object, *, field: str = "timestamp", source: str | None = None
 ) -> datetime:
@@ -120,7 +144,7 @@ def parse_timestamp(
     '2026-02-14T15:23:05+00:00'
     """
     if isinstance(value, datetime):
-        return ensure_utc(value)
+        return _to_utc(value, value, field, source)
     if isinstance(value, bool):
         raise InputError(
             f"must be a timestamp, got a boolean ({value})",
@@ -150,9 +174,11 @@ def parse_timestamp(
         raise InputError("is empty", field=field, source=source, hint=_FORMATS_HINT)
     iso = raw[:-1] + "+00:00" if raw[-1:] in ("Z", "z") else raw
     try:
-        return ensure_utc(datetime.fromisoformat(iso))
+        parsed = datetime.fromisoformat(iso)
     except ValueError:
         pass
+    else:
+        return _to_utc(parsed, raw, field, source)
     for pattern in (_CLOCK_DATE, _DATE_WORDS):
         match = pattern.match(raw)
         if match:

@@ -156,3 +156,32 @@ def test_failed_add_after_validation_rolls_back(memory: Memory) -> None:
     with pytest.raises(StoreError):
         memory.add_many([{"content": "two"}, {"content": "three", "id": "dup"}])
     assert [m.content for m in memory.messages()] == ["one"]
+
+
+def test_dates_at_the_ends_of_the_calendar_are_stored_and_searched(
+    memory: Memory, tmp_path: Path
+) -> None:
+    # Year 5 used to be stored as "5-01-01..." and then every read of the thread failed;
+    # the last days of year 9999 overflowed the date arithmetic of "next week" and kin.
+    memory.add_many(
+        [
+            {"role": "user", "content": "ancient skiing trip", "timestamp": "0005-01-01T00:00:00Z"},
+            {"role": "user", "content": "we went skiing", "timestamp": "9999-12-20T10:00:00Z"},
+            {"role": "assistant", "content": "fun", "timestamp": "9999-12-31T23:59:59Z"},
+        ]
+    )
+    questions = [
+        "skiing in December?",
+        "skiing tomorrow",
+        "skiing next year",
+        "skiing next week",
+        "skiing 3 years ago",
+        "skiing in December 9999",
+        "skiing in January",
+        "skiing in 0000",
+    ]
+    for question in questions:
+        assert "skiing" in memory.search(question, k=3)[0].message.content
+    assert 5 in [s.started_at.year for s in memory.sessions()]
+    memory.export(tmp_path / "out.json")
+    assert '"0005-01-01T00:00:00' in (tmp_path / "out.json").read_text()

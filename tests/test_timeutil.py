@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from arbormem.errors import InputError
-from arbormem.timeutil import format_timestamp, parse_stored, parse_timestamp
+from arbormem.timeutil import display, format_timestamp, parse_stored, parse_timestamp
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,28 @@ def test_stored_form_round_trips_and_sorts_in_time_order() -> None:
     b = a + timedelta(microseconds=1)
     assert parse_stored(format_timestamp(a)) == a
     assert format_timestamp(a) < format_timestamp(b)
+
+
+def test_years_before_1000_are_stored_padded_and_read_back() -> None:
+    early = [datetime(5, 1, 1, tzinfo=timezone.utc), datetime(999, 12, 31, 23, 59, 59)]
+    stored = [format_timestamp(t) for t in early]
+    assert stored[0] == "0005-01-01T00:00:00.000000Z"
+    assert [parse_stored(s) for s in stored] == [parse_timestamp(t) for t in early]
+    assert sorted([*stored, format_timestamp(datetime(2023, 1, 1))])[-1].startswith("2023")
+    assert display(early[0]) == "0005-01-01 00:00:00 UTC"
+    # What an earlier version stored for year 5 still reads back.
+    assert parse_stored("5-01-01T00:00:00.000000Z") == early[0]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:30:00-01:00",
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+    ],
+)
+def test_an_offset_past_the_calendar_is_an_input_error(raw: object) -> None:
+    with pytest.raises(InputError, match="out of range") as err:
+        parse_timestamp(raw, field="since")
+    assert "since" in str(err.value)
