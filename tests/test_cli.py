@@ -68,6 +68,18 @@ def test_ingest_locomo_and_jsonl(tmp_path: Path, env: dict[str, str]) -> None:
     assert hits[0]["timestamp"].startswith("2024-04-20T18:30")
 
 
+def test_a_bad_record_in_a_later_file_stores_no_file(tmp_path: Path, env: dict[str, str]) -> None:
+    good = write_json(tmp_path / "good.json", [{"role": "user", "content": "Leo likes chess."}])
+    bad = write_json(tmp_path / "bad.json", [{"role": "wizard", "content": "hi"}])
+    out = run_cli("ingest", str(good), str(bad), env=env)
+    assert out.returncode == 1 and "bad.json" in out.stderr and "role" in out.stderr
+    assert json.loads(run_cli("search", "chess", "--json", env=env).stdout) == []
+    # Fixed, both go in, each counted on its own line.
+    write_json(bad, [{"role": "user", "content": "Ana plays go."}, {"content": "and chess"}])
+    out = run_cli("ingest", str(good), str(bad), "--json", env=env)
+    assert [f["messages"] for f in json.loads(out.stdout)["files"]] == [1, 2]
+
+
 def test_bad_file_is_one_clean_line_and_exit_1(tmp_path: Path, env: dict[str, str]) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"role": "user", "content": "fine"}\n{"role": "user", "content": null}\n')

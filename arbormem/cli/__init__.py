@@ -64,7 +64,9 @@ def main() -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
-    "--session", "-s", help="Session for messages that do not name one [default: the file name]."
+    "--session",
+    "-s",
+    help="Session for messages that do not name one [default: a new session after an idle gap].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_obj
@@ -72,8 +74,8 @@ def main() -> None:
 def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_json: bool) -> None:
     """Add conversations from JSON, JSONL, OpenAI chat or LoCoMo files.
 
-    Every file is checked completely before anything is stored, and each file
-    is stored in one transaction: a bad file changes nothing.
+    Every file is checked completely, then all of them are stored in one
+    transaction: a bad record in any file stores nothing from any file.
 
     \b
     Examples:
@@ -84,19 +86,25 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     from arbormem.formats import read_conversation_file
 
     parsed = [read_conversation_file(f) for f in files]
+    records = [r for conv in parsed for r in conv.records]
+    label = parsed[0].path.name if len(parsed) == 1 else f"{len(parsed)} files"
+    # One call: a record that fails a check (or clashes with the store) in the last
+    # file must not leave the earlier files stored.
+    with opts.open() as mem, progress_bar(len(records), f"ingesting {label}") as advance:
+        stored = mem.add_many(records, session=session, progress=advance)
     summary = []
-    with opts.open() as mem:
-        for conv in parsed:
-            with progress_bar(len(conv.records), f"ingesting {conv.path.name}") as advance:
-                stored = mem.add_many(conv.records, session=session, progress=advance)
-            summary.append(
-                {
-                    "file": str(conv.path),
-                    "format": conv.format,
-                    "messages": len(stored),
-                    "sessions": len({m.session for m in stored}),
-                }
-            )
+    start = 0
+    for conv in parsed:
+        mine = stored[start : start + len(conv.records)]
+        start += len(conv.records)
+        summary.append(
+            {
+                "file": str(conv.path),
+                "format": conv.format,
+                "messages": len(mine),
+                "sessions": len({m.session for m in mine}),
+            }
+        )
     if as_json:
         echo_json({"files": summary})
     else:
