@@ -314,7 +314,9 @@ class ConversationFile:
 
 
 def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+2029 and U+0085,
+    # which json.dumps(ensure_ascii=False) leaves raw inside strings.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

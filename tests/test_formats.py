@@ -114,3 +114,15 @@ def test_locomo_both_shapes(tmp_path: Path) -> None:
 def test_evidence_ids_split_packed_entries() -> None:
     assert evidence_ids(["D8:6; D9:17", "D1:2", "garbage", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
     assert evidence_ids("D3:4,D3:5") == ["D3:4", "D3:5"]
+
+
+def test_jsonl_lines_end_only_at_newlines(tmp_path: Path, memory: Memory) -> None:
+    # json.dumps(ensure_ascii=False) leaves these separators raw inside strings.
+    texts = ["first\u2028line two", "para\u2029graph", "next\u0085line"]
+    path = tmp_path / "odd.jsonl"
+    lines = [json.dumps({"role": "user", "content": t}, ensure_ascii=False) for t in texts]
+    path.write_text("\r\n".join(lines) + "\n", encoding="utf-8")
+    conv = read_conversation_file(path)
+    assert [r.content for r in conv.records] == texts
+    memory.add_many(conv.records)
+    assert [m.content for m in memory.messages()] == texts
