@@ -73,6 +73,8 @@ DEFAULT_SESSION_GAP = timedelta(minutes=30)
 #: Batches up to this size count as live conversation (upkeep runs after them).
 LIVE_BATCH = 8
 DEFAULT_CONTEXT_BUDGET = 4000
+#: The most hits (and neighbours per hit) one search returns.
+MAX_RESULTS = 10_000
 DEFAULT_CONTEXT_WINDOW = 8192
 
 
@@ -338,6 +340,16 @@ class Memory:
         ]
         if not prepared:
             return []
+        given: set[str] = set()
+        for r, p in zip(records, prepared):
+            if r.id is not None and p.id in given:
+                raise InputError(
+                    f"duplicate message id {p.id!r}: an id may appear once",
+                    source=r.where.source,
+                    line=r.where.line,
+                    field=r.where.field("id"),
+                )
+            given.add(p.id)
         explicit = [r.session if r.session is not None else session for r in records]
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
@@ -494,8 +506,11 @@ class Memory:
         """
         if not isinstance(query, str) or not query.strip():
             raise InputError("must be a non-empty string", field="query")
-        if k <= 0:
-            raise InputError(f"must be positive, got {k}", field="k")
+        for name, value, low in (("k", k, 1), ("neighbors", neighbors, 0)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"must be an integer, got {value!r}", field=name)
+            if not low <= value <= MAX_RESULTS:
+                raise InputError(f"must be from {low} to {MAX_RESULTS:,}, got {value}", field=name)
         scope = self._scope(user, agent)
         filters = Filters(
             sessions=_as_tuple(session),
@@ -869,8 +884,17 @@ class Memory:
         if dest is not None:
             path = Path(dest)
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-            tmp.replace(path)
+            try:
+                tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+                tmp.replace(path)
+            except OSError as exc:
+                if tmp.is_file():
+                    tmp.unlink()
+                raise InputError(
+                    f"cannot write the export there: {exc.strerror or exc}",
+                    source=str(path),
+                    hint="give a file path in a folder that exists and can be written",
+                ) from None
         return out
 
     def import_(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, int]:

@@ -318,6 +318,17 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
     return items
 
 
+def _budget(value: Any) -> int:
+    from arbormem.context import MIN_BUDGET
+
+    if isinstance(value, bool):
+        raise TypeError(f"must be a number of tokens, got {value}")
+    tokens = int(value)
+    if tokens < MIN_BUDGET:
+        raise ValueError(f"must be at least {MIN_BUDGET} tokens to hold a prompt, got {tokens}")
+    return tokens
+
+
 def build_context(
     memory: Any,
     query: str,
@@ -343,9 +354,16 @@ def build_context(
 
     if not isinstance(query, str) or not query.strip():
         raise InputError("must be a non-empty string", field="query")
-    budget = resolve(
-        budget_tokens, "ARBORMEM_CONTEXT_BUDGET", "context_budget", DEFAULT_CONTEXT_BUDGET, int
-    )
+    try:
+        budget = resolve(
+            budget_tokens,
+            "ARBORMEM_CONTEXT_BUDGET",
+            "context_budget",
+            DEFAULT_CONTEXT_BUDGET,
+            _budget,
+        )
+    except (TypeError, ValueError) as exc:  # the argument's (a setting's is a ConfigError)
+        raise InputError(str(exc), field="budget_tokens") from None
     window_size = (
         context_window
         or (getattr(memory.llm, "context_window", None) if memory.llm is not None else None)

@@ -153,9 +153,13 @@ def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMe
         max_bytes=max_bytes,
     )
     index = m.get("index")
-    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+    if index is not None and (
+        isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 2**62
+    ):
         raise InputError(
-            "must be a non-negative integer", source=where.source, field=where.field("index")
+            "must be a non-negative integer below 2**62",
+            source=where.source,
+            field=where.field("index"),
         )
     new.index = index
     return new

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arbormem import InputError, Memory, MessageTooLarge, StoreError
+from arbormem import ConfigError, InputError, Memory, MessageTooLarge, StoreError
 from arbormem.formats import read_conversation_file
 
 from .conftest import write_json
@@ -185,3 +185,54 @@ def test_dates_at_the_ends_of_the_calendar_are_stored_and_searched(
     assert 5 in [s.started_at.year for s in memory.sessions()]
     memory.export(tmp_path / "out.json")
     assert '"0005-01-01T00:00:00' in (tmp_path / "out.json").read_text()
+
+
+def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path) -> None:
+    memory.add("Leo is allergic to peanuts.")
+    for kwargs, field in [
+        ({"k": 10**20}, "'k'"),
+        ({"k": 0}, "'k'"),
+        ({"neighbors": -1}, "'neighbors'"),
+        ({"k": "3"}, "'k'"),
+    ]:
+        with pytest.raises(InputError, match=field):
+            memory.search("peanuts", **kwargs)
+    for budget in (0, 5, True, "lots"):
+        with pytest.raises(InputError, match="'budget_tokens'"):
+            memory.context("peanuts", budget_tokens=budget)
+    with pytest.raises(InputError, match="cannot write the export") as err:
+        memory.export(tmp_path / "missing-folder" / "out.json")
+    assert "missing-folder" in str(err.value)
+    assert not (tmp_path / "missing-folder").exists()
+
+
+def test_a_context_budget_setting_too_small_names_the_variable(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARBORMEM_CONTEXT_BUDGET", "5")
+    with pytest.raises(ConfigError, match=r"ARBORMEM_CONTEXT_BUDGET='5'.*at least 32"):
+        memory.context("anything")
+
+
+def test_an_id_given_twice_in_one_batch_names_the_record(memory: Memory, tmp_path: Path) -> None:
+    path = write_json(
+        tmp_path / "dup.json",
+        [
+            {"id": "m1", "content": "first"},
+            {"id": "m2", "content": "x"},
+            {"id": "m1", "content": "y"},
+        ],
+    )
+    with pytest.raises(InputError) as err:
+        memory.add_many(read_conversation_file(path).records)
+    assert "dup.json" in str(err.value) and "[2].id" in str(err.value)
+    assert "duplicate message id 'm1'" in str(err.value)
+    assert _count(memory) == 0
+
+
+def test_an_import_index_past_the_integer_range_is_refused(memory: Memory) -> None:
+    memory.add("Leo is allergic to peanuts.")
+    data = memory.export()
+    data["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
+    with pytest.raises(InputError, match="index"):
+        Memory(":memory:", embedder="hash").import_(data)

@@ -90,6 +90,24 @@ def test_bad_file_is_one_clean_line_and_exit_1(tmp_path: Path, env: dict[str, st
     assert json.loads(run_cli("sessions", "--json", env=env).stdout) == []
 
 
+def test_out_of_range_values_are_one_clean_line(tmp_path: Path, env: dict[str, str]) -> None:
+    chat = write_json(tmp_path / "c.json", [{"role": "user", "content": "Leo likes chess."}])
+    assert run_cli("ingest", str(chat), env=env).returncode == 0
+    cases = [
+        (["context", "chess", "--budget", "0"], 2, "--budget"),
+        (["context", "chess"], 1, "ARBORMEM_CONTEXT_BUDGET"),
+        (["export", str(tmp_path / "no-such-dir" / "x.json")], 1, "no-such-dir"),
+        (["search", "chess", "-k", "100000000000000000000"], 1, "'k'"),
+        (["search", "chess", "--neighbors", "-1"], 1, "'neighbors'"),
+        (["search", "chess", "--since", "0001-01-01T00:00:00+01:00"], 1, "out of range"),
+    ]
+    for args, code, named in cases:
+        extra = {"ARBORMEM_CONTEXT_BUDGET": "5"} if args == ["context", "chess"] else {}
+        out = run_cli(*args, env={**env, **extra})
+        assert (out.returncode, "Traceback" in out.stderr) == (code, False), (args, out.stderr)
+        assert named in out.stderr, (args, out.stderr)
+
+
 def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> None:
     chat = write_json(
         tmp_path / "chat.json",

@@ -12,7 +12,7 @@ from arbormem.cli.common import StoreOptions, echo_json, handle_errors
 @click.option(
     "--budget",
     "-b",
-    type=int,
+    type=click.IntRange(min=32),
     help="Token budget of the prompt [default: 4000, or ARBORMEM_CONTEXT_BUDGET].",
 )
 @click.option(
