@@ -78,12 +78,14 @@ MAX_RESULTS = 10_000
 DEFAULT_CONTEXT_WINDOW = 8192
 
 
-def _as_tuple(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
         return (value,)
-    return tuple(value)
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InputError(f"must be a string or a list of strings, got {value!r:.60}", field=field)
 
 
 class Memory:
@@ -513,10 +515,10 @@ class Memory:
                 raise InputError(f"must be from {low} to {MAX_RESULTS:,}, got {value}", field=name)
         scope = self._scope(user, agent)
         filters = Filters(
-            sessions=_as_tuple(session),
+            sessions=_as_tuple(session, "session"),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
-            roles=_as_tuple(role),
+            roles=_as_tuple(role, "role"),
         )
         threads = self._threads(scope, all_agents)
         if self._idle is not None:

@@ -194,6 +194,8 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
         ({"k": 0}, "'k'"),
         ({"neighbors": -1}, "'neighbors'"),
         ({"k": "3"}, "'k'"),
+        ({"session": 3}, "'session'"),
+        ({"role": [None]}, "'role'"),
     ]:
         with pytest.raises(InputError, match=field):
             memory.search("peanuts", **kwargs)
