@@ -135,15 +135,17 @@ class Retriever:
                 now = facts.latest
         return Question.parse(query, names, now)
 
-    def _affordable(self, key: str, terms: Sequence[str], budget: int) -> list[str]:
-        """The query terms worth a full-text search: rarest first, while their
-        posting lists stay within ``budget`` entries in all (the rarest always).
+    def _affordable(self, key: str, terms: Sequence[str], budget: int) -> tuple[list[str], float]:
+        """The query terms worth a full-text search, rarest first, while their
+        posting lists stay within ``budget`` entries in all; and the share of those
+        entries the budget covers (below 1 only when the rarest term alone has more:
+        the search then reads the newest rows that hold about ``budget`` of them).
 
         Frequent terms cost the most to search and weigh the least in BM25; they
         still count in every candidate's features.
         """
-        if len(terms) <= 1:
-            return list(terms)
+        if not terms:
+            return [], 1.0
         df = self.stats.doc_frequencies(key, terms)
         ranked = sorted(terms, key=lambda t: df.get(t, 0))
         kept: list[str] = []
@@ -153,7 +155,7 @@ class Retriever:
                 break
             kept.append(term)
             spent += df.get(term, 0)
-        return kept
+        return kept, min(1.0, budget / spent) if spent else 1.0
 
     def _years(self, threads: Sequence[Thread]) -> range:
         """The calendar years the threads' messages span (known from their facts)."""
@@ -183,22 +185,28 @@ class Retriever:
         cfg = config or self.config
         question = self._question(threads, query)
         found: dict[int, None] = {}
+        budget = cfg.posting_budget
         if cfg.lexical and question.terms:
             turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
+            last = max(self.backend.state(t).max_rowid for t in threads)
             for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
-                    terms = self._affordable(key, question.terms, cfg.posting_budget)
-                    for rowid, _ in self.backend.lexical_search(threads, key, terms, n, filters):
+                    terms, share = self._affordable(key, question.terms, budget)
+                    after = _slice(last, share)
+                    for rowid, _ in self.backend.lexical_search(
+                        threads, key, terms, n, filters, after=after
+                    ):
                         found[rowid] = None
             if question.ranges and cfg.date_candidates > 0:
                 years = self._years(threads)
                 spans = [
                     s for rng in question.ranges for s in _spans(rng, cfg.date_lag_days, years)
                 ]
+                # Each span is a run of rows: its postings are few, whatever the terms.
                 for hits in self.backend.lexical_search_spans(
                     threads,
                     "window",
-                    self._affordable("window", question.terms, cfg.posting_budget),
+                    self._affordable("window", question.terms, budget)[0],
                     cfg.date_candidates,
                     spans,
                     filters,
@@ -212,9 +220,8 @@ class Retriever:
         if self.tree is not None and question.terms:
             # A topic's content holds each of its turns' terms: the turn key's posting
             # counts bound the cost of searching topics too.
-            segment_hits = self.tree.segment_hits(
-                threads, self._affordable("turn", question.terms, cfg.posting_budget)
-            )
+            terms, share = self._affordable("turn", question.terms, budget)
+            segment_hits = self.tree.segment_hits(threads, terms, share=share)
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
             expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
             if allowed is not None:
@@ -405,6 +412,13 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
             if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
                 order.insert(pos_i, order.pop(pos_j))
     return [marked[i] for i in order]
+
+
+def _slice(last: int, share: float) -> int:
+    """The row number after which the newest ``share`` of rows up to ``last`` lie
+    (0: all of them). Row numbers grow with time, so a search confined to the rows
+    after it reads about that share of each posting list."""
+    return 0 if share >= 1.0 else int(last * (1.0 - share))
 
 
 def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, datetime]]:

@@ -53,6 +53,21 @@ def test_search_finds_the_buried_fact(memory: Memory) -> None:
     assert hits[0].message_ids == [fact.id]
 
 
+def test_a_term_past_the_posting_budget_is_searched_in_the_newest_rows(db_path: Path) -> None:
+    from arbormem.recall import RecallConfig
+
+    # Lexical search only (no vectors, no tree): each of its searches may read about
+    # 10 postings, and "pancakes" has 80.
+    config = RecallConfig(posting_budget=10, dense=False)
+    with Memory(db_path, embedder=HashingEmbedder(64), tree=False, recall=config) as mem:
+        mem.add_many([{"content": f"pancakes with topping {i}"} for i in range(80)])
+        hits = mem.search("pancakes", k=30)
+        assert hits and min(h.message.index for h in hits) >= 60
+        # A rare term beside it still finds its turn wherever it is.
+        mem.add_many([{"content": f"note {i}"} for i in range(5)])
+        assert mem.search("topping 3 pancakes", k=5)[0].message.index == 3
+
+
 def test_a_date_the_question_names_does_not_override_the_search_filters(
     memory: Memory,
 ) -> None:

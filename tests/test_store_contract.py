@@ -188,6 +188,32 @@ def test_node_search_keeps_to_its_threads_and_leaves_archived_nodes_out(
     assert both == {kept.id, theirs.id}
 
 
+def test_searches_after_a_row_are_the_unbounded_ones_past_it(backend: Backend) -> None:
+    from arbormem.store import NodeRow
+
+    a = backend.thread("u", "a", create=True)
+    b = backend.thread("u", "b", create=True)
+    assert a and b
+    words = ["kite flying day", "kite kite repair", "lost the kite", "new kite string"]
+    rows = [
+        backend.append(a if i % 3 else b, [msg(f"{words[i % 4]} {i}", f"s{i // 8}", i)])[0]
+        for i in range(40)
+    ]
+    after = rows[25].rowid
+    for threads in ([a], [a, b]):
+        for f in (None, Filters(roles=("user",))):
+            full = backend.lexical_search(threads, "turn", ["kite"], 100, f)
+            want = [hit for hit in full if hit[0] > after][:4]
+            assert backend.lexical_search(threads, "turn", ["kite"], 4, f, after=after) == want
+            assert len(want) == 4
+    nodes = [NodeRow(None, None, "topic", i, i, i, T0, T0) for i in range(6)]
+    backend.put_nodes(a, nodes)
+    backend.index_nodes("segment", {n.id: f"kite {i}" for i, n in enumerate(nodes) if n.id})
+    assert nodes[2].id is not None
+    found = backend.node_search([a], "segment", ["kite"], 10, after=nodes[2].id)
+    assert sorted(n for n, _ in found) == [n.id for n in nodes[3:]]
+
+
 def test_date_bounded_searches_by_row_range_match_the_unbounded_ones(tmp_path: Path) -> None:
     store = SQLiteBackend(tmp_path / "ranges.db")
     a = store.thread("u", "a", create=True)

@@ -278,8 +278,10 @@ class Backend(abc.ABC):
         terms: Sequence[str],
         limit: int,
         filters: Filters | None = None,
+        after: int = 0,
     ) -> list[tuple[int, float]]:
-        """BM25 over one lexical key: ``(rowid, score)`` pairs, best first, scores > 0."""
+        """BM25 over one lexical key: ``(rowid, score)`` pairs, best first, scores > 0;
+        only rows numbered above ``after``."""
 
     def lexical_search_spans(
         self,
@@ -495,9 +497,15 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def node_search(
-        self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        after: int = 0,
     ) -> list[tuple[int, float]]:
-        """BM25 over node documents: ``(node id, score)``, best first."""
+        """BM25 over node documents: ``(node id, score)``, best first; only nodes
+        numbered above ``after``."""
 
     @abc.abstractmethod
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:

@@ -754,6 +754,7 @@ class SQLiteBackend(Backend):
         terms: Sequence[str],
         limit: int,
         filters: Filters | None = None,
+        after: int = 0,
     ) -> list[tuple[int, float]]:
         if key not in LEXICAL_KEYS:
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
@@ -762,10 +763,13 @@ class SQLiteBackend(Backend):
         table = f"{key}_fts"
         with self._reading() as conn:
             if (filters is None or filters.empty) and self._only_threads(conn, threads):
-                found = self._best_live(conn, table, terms, limit, "messages")
+                found = self._best_live(conn, table, terms, limit, "messages", after)
                 if found is not None:
                     return found
             where, args = self._filter_sql(threads, filters)
+            if after > 0:
+                where += " AND f.rowid > ?"
+                args.append(after)
             if filters is not None and (filters.since or filters.until):
                 rng = self._rowid_range(
                     conn,
@@ -883,7 +887,12 @@ class SQLiteBackend(Backend):
 
     @staticmethod
     def _best_live(
-        conn: sqlite3.Connection, table: str, terms: Sequence[str], limit: int, rows_of: str
+        conn: sqlite3.Connection,
+        table: str,
+        terms: Sequence[str],
+        limit: int,
+        rows_of: str,
+        after: int = 0,
     ) -> list[tuple[int, float]] | None:
         """The best ``limit`` matches of a full-text table whose rowids are ids of
         ``rows_of`` (messages or tree nodes), leaving archived ones out, for a store
@@ -893,8 +902,8 @@ class SQLiteBackend(Backend):
         all the spare: the caller's joined query answers then."""
         rows = conn.execute(
             f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
-            " ORDER BY r LIMIT ?",
-            (fts_query(terms), limit + 16),
+            " AND rowid > ? ORDER BY r LIMIT ?",
+            (fts_query(terms), after, limit + 16),
         ).fetchall()
         live = {
             int(i)
@@ -1589,7 +1598,12 @@ class SQLiteBackend(Backend):
         return out
 
     def node_search(
-        self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        after: int = 0,
     ) -> list[tuple[int, float]]:
         if key not in NODE_KEYS:
             raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
@@ -1599,16 +1613,17 @@ class SQLiteBackend(Backend):
         marks = ",".join("?" * len(threads))
         with self._reading() as conn:
             if self._only_threads(conn, threads):
-                found = self._best_live(conn, table, terms, limit, "tree_nodes")
+                found = self._best_live(conn, table, terms, limit, "tree_nodes", after)
                 if found is not None:
                     return found
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
                 f" JOIN tree_nodes n ON n.id = f.rowid"
-                f" WHERE {table} MATCH ? AND n.thread_id IN ({marks}) AND n.archived = 0"
-                " ORDER BY r LIMIT ?"
+                f" WHERE {table} MATCH ? AND f.rowid > ? AND n.thread_id IN ({marks})"
+                " AND n.archived = 0 ORDER BY r LIMIT ?"
             )
-            rows = conn.execute(sql, [fts_query(terms), *[t.id for t in threads], limit]).fetchall()
+            args = [fts_query(terms), after, *[t.id for t in threads], limit]
+            rows = conn.execute(sql, args).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:

@@ -350,10 +350,22 @@ class TreeRecall:
     # -- topic signals for turns ---------------------------------------------------------
 
     def segment_hits(
-        self, threads: Sequence[Thread], terms: Sequence[str], depth: int = 200
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        depth: int = 200,
+        share: float = 1.0,
     ) -> list[tuple[int, float]]:
-        """Topics whose whole content best matches the terms: ``(node id, BM25)``."""
-        return self.backend.node_search(threads, "segment", terms, depth) if terms else []
+        """Topics whose whole content best matches the terms: ``(node id, BM25)``.
+        With ``share`` below 1, only about that share of the newest nodes is read."""
+        if not terms:
+            return []
+        after = 0
+        if share < 1.0:
+            states = [self.backend.tree_state(t) for t in threads]
+            newest = [i for st in states for i in (st.leaf_id, st.active_id) if i is not None]
+            after = int(max(newest, default=0) * (1.0 - share))
+        return self.backend.node_search(threads, "segment", terms, depth, after=after)
 
     def turn_signals(
         self,
