@@ -106,3 +106,33 @@ def test_an_index_built_before_a_forget_elsewhere_is_not_saved(tmp_path: Path) -
     b.close()  # its index holds the forgotten vectors: it must not be written
     saved = path.parent / (path.name + ".ann")
     assert not saved.exists() or not any(saved.glob("*.usearch"))
+
+
+def test_a_second_memory_on_the_file_never_brings_a_forgotten_thread_back(
+    tmp_path: Path,
+) -> None:
+    # A forgotten thread's id (and its nodes' ids) come back with the next new thread.
+    # Another Memory on the same file caches by those ids: a growing topic's description
+    # and the tree cursor it writes with.
+    path = tmp_path / "m.db"
+    a, b = _open(path), _open(path)
+
+    def fill(mem: Memory, word: str, user: str) -> None:
+        for i in range(3):
+            mem.add(f"How do I make {word} jam with sugar and lemon {i}?", user=user)
+            mem.add(f"Cook the {word} jam slowly with lemon {i}.", role="assistant", user=user)
+
+    fill(b, "quokkaberry", "alice")
+    assert "quokkaberry" in b.render_tree("json", summaries=True, user="alice")
+    a.forget(user="alice")
+    fill(a, "gooseberry", "bob")
+    assert "quokkaberry" not in b.render_tree("json", summaries=True, user="bob")
+    assert "quokkaberry" not in b.context("jam lemon", user="bob", budget_tokens=2000).text
+    b.add("And how do I store the jam in jars?", user="bob")
+    b.add("Sterilise the jars first.", role="assistant", user="bob")
+    a.close()
+    b.close()
+    assert b"quokkaberr" not in path.read_bytes()
+    c = _open(path)
+    assert c.search("quokkaberry", user="bob") == []
+    c.close()

@@ -1325,7 +1325,13 @@ class SQLiteBackend(Backend):
             r = c.execute(
                 "SELECT version FROM tree_state WHERE thread_id = ?", (thread.id,)
             ).fetchone()
-            version = (r[0] if r else 0) + 1
+            if r is None:
+                # A new tree's versions start from its thread's generation: a forgotten
+                # thread's id comes back with the next new thread, and caches keyed by
+                # thread id and tree version (here and in other processes) must not
+                # take the new tree for the old one.
+                r = c.execute("SELECT generation FROM threads WHERE id = ?", (thread.id,)).fetchone()
+            version = (int(r[0]) if r and r[0] else 0) + 1
             c.execute(
                 "INSERT OR REPLACE INTO tree_state"
                 " (thread_id, version, active_id, leaf_id, next_seq, updated_at)"

@@ -184,7 +184,10 @@ class Trees:
     def describe_growing(self, thread: Thread, node: NodeRow) -> tuple[str, str, list[str]]:
         """A provisional name, summary and keyphrases for a topic still growing
         (cached until the topic changes)."""
-        key = (thread.id, node.id, node.message_count, node.last_index)
+        # The tree's version would do too, but it changes with every exchange; the
+        # thread's generation tells a forgotten thread from the next one with its id.
+        key = (thread.id, self.backend.state(thread).generation, node.id)
+        key += (node.message_count, node.last_index)
         found = self._provisional.get(key)
         if found is None:
             kids = self.backend.tree_nodes(thread, parent=node.id)
