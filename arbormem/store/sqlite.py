@@ -1330,7 +1330,9 @@ class SQLiteBackend(Backend):
                 # thread's id comes back with the next new thread, and caches keyed by
                 # thread id and tree version (here and in other processes) must not
                 # take the new tree for the old one.
-                r = c.execute("SELECT generation FROM threads WHERE id = ?", (thread.id,)).fetchone()
+                r = c.execute(
+                    "SELECT generation FROM threads WHERE id = ?", (thread.id,)
+                ).fetchone()
             version = (int(r[0]) if r and r[0] else 0) + 1
             c.execute(
                 "INSERT OR REPLACE INTO tree_state"

@@ -49,7 +49,10 @@ class Trees:
         self.reorganizer = Reorganizer(grower)
         self._write_lock = write_lock
         self._naming: ThreadPoolExecutor | None = None
-        self._provisional: dict[tuple[int, int | None, int, int], tuple[str, str, list[str]]] = {}
+        #: (thread id, generation, node id, message count, last index) -> description.
+        self._provisional: dict[
+            tuple[int, int, int | None, int, int], tuple[str, str, list[str]]
+        ] = {}
         recall.describe = self.describe_growing
 
     @property
@@ -186,8 +189,8 @@ class Trees:
         (cached until the topic changes)."""
         # The tree's version would do too, but it changes with every exchange; the
         # thread's generation tells a forgotten thread from the next one with its id.
-        key = (thread.id, self.backend.state(thread).generation, node.id)
-        key += (node.message_count, node.last_index)
+        generation = self.backend.state(thread).generation
+        key = (thread.id, generation, node.id, node.message_count, node.last_index)
         found = self._provisional.get(key)
         if found is None:
             kids = self.backend.tree_nodes(thread, parent=node.id)
