@@ -388,6 +388,69 @@ def test_reorganize_merges_related_branches_logs_and_undoes(mem: Memory) -> None
     assert mem.tree_log()[0]["undone_at"] is not None
 
 
+def _shape(node: dict) -> list:
+    kids = node.get("children", [])
+    return [(c["kind"], c["first_index"], c["last_index"], _shape(c)) for c in kids]
+
+
+def test_undo_right_after_a_reorganisation_restores_width_groups(mem: Memory) -> None:
+    # 24 sessions: the root's oldest ones sit in width groups, and a merge could move
+    # a group's last session out, deleting a group the undo cannot bring back.
+    for day in range(24):
+        mem.add_many(
+            exchanges(["trip", "car", "garden"][day % 3], T0 + timedelta(days=day), f"s{day}")
+        )
+    thread = mem.backend.thread("default", "default")
+    assert thread is not None
+    before = json.loads(mem.render_tree("json"))
+    assert any(c["kind"] == "group" for c in before["children"])
+    result = mem.reorganize(similarity_threshold=0.5)
+    assert result["merged"] >= 1 and mem.backend.check_tree(thread, 10) == []
+    mem.undo_reorganize(result["log_id"])
+    assert mem.backend.check_tree(thread, 10) == []
+    assert _shape(json.loads(mem.render_tree("json"))) == _shape(before)
+
+
+def test_an_undo_that_would_break_the_tree_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    m = Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), tree=TreeConfig(max_children=4))
+    for day, topic in enumerate(["trip", "garden", "trip", "car"]):
+        m.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+    result = m.reorganize(similarity_threshold=0.5)
+    assert result["merged"] >= 1
+    for day in range(4, 8):  # the root fills up again: the moved topic has no room back
+        m.add_many(exchanges(["car", "garden"][day % 2], T0 + timedelta(days=day), f"s{day}"))
+    thread = m.backend.thread("default", "default")
+    assert thread is not None
+    before = m.render_tree("json")
+    with pytest.raises(TreeError, match="cannot be undone"):
+        m.undo_reorganize(result["log_id"])
+    assert m.render_tree("json") == before and m.backend.check_tree(thread, 4) == []
+    assert m.tree_log()[0]["undone_at"] is None
+    # After a forget the logged node ids may belong to other nodes: refused too.
+    second = m.reorganize(similarity_threshold=0.5)
+    m.forget(session="s7")
+    with pytest.raises(TreeError, match="forgotten"):
+        m.undo_reorganize(second["log_id"])
+    m.close()
+
+
+def test_a_reorganisation_of_a_forgotten_thread_writes_nothing(tmp_path: Path) -> None:
+    m = Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), user="alice")
+    m.add_many(exchanges("trip", T0, "s1"))
+    thread = m.backend.thread("alice", "default")
+    assert thread is not None
+    m.forget(user="alice")
+    result = m.trees.reorganizer.run(thread)  # what the idle worker does with a stale handle
+    assert result["aborted"] == "the thread was forgotten"
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert conn.execute("SELECT COUNT(*) FROM tree_state").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM tree_log").fetchone() == (0,)
+    conn.close()
+    m.close()
+
+
 def add_a_trivial_exchange(mem: Memory) -> None:
     """Two sessions whose only trivial exchange is "ok" / "great, anything else?"."""
     mem.add_many(

@@ -198,6 +198,11 @@ class Reorganizer:
                         continue
                     mover = wrapper
                 assert mover.id is not None
+                if mover.parent_id is not None and siblings.get(mover.parent_id, 0) <= 1:
+                    # Nor is a session's topic moved out of a width group it is the last
+                    # child of: the group would be deleted, and no undo could bring it back.
+                    skipped += 1
+                    continue
                 if (
                     mover.id in moved
                     or older.id in moved
@@ -260,14 +265,20 @@ class Reorganizer:
         merged = 0
         with self.backend.transaction():
             state = self.backend.tree_state(thread)
-            if state.version != plan.version:
+            current = self.backend.thread(thread.user, thread.agent)
+            changed = None
+            if current is None or current.id != thread.id:
+                changed = "the thread was forgotten"
+            elif state.version != plan.version:
+                changed = "the tree changed while planning"
+            if changed:
                 return {
                     "merged": 0,
                     "pruned": 0,
                     "skipped": len(plan.merges) + plan.skipped,
                     "duration_secs": round(time.perf_counter() - started, 3),
                     "log_id": None,
-                    "aborted": "the tree changed while planning",
+                    "aborted": changed,
                 }
             touched: set[int] = set()
             for older_id, newer_id, _ in plan.merges:
@@ -289,6 +300,9 @@ class Reorganizer:
                 parents = self.backend.tree_nodes(thread, ids=plan.archive)
                 touched.update(n.parent_id for n in parents if n.parent_id is not None)
             self.grower._refresh_upwards(thread, touched)
+            # Undo needs the messages as they are now (archiving included): a forget in
+            # between may give the ids of the nodes named here to others.
+            undo.insert(0, {"op": "since", "generation": self.backend.state(thread).generation})
             stats = {
                 "merged": merged,
                 "pruned": len(plan.archive),
@@ -347,6 +361,12 @@ class Reorganizer:
                 f"reorganisation {log_id} cannot be undone: the tree was rebuilt from the "
                 "messages since; restore archived exchanges with Memory.restore_archived()"
             )
+        marks = [op for op in entry.undo if op["op"] == "since"]
+        if marks and marks[0]["generation"] != self.backend.state(thread).generation:
+            raise TreeError(
+                f"reorganisation {log_id} cannot be undone: messages were forgotten since, "
+                "and the nodes it moved may no longer be the same"
+            )
         touched: set[int] = set()
         with self.backend.transaction():
             for op in reversed(entry.undo):
@@ -372,8 +392,18 @@ class Reorganizer:
                     parents = self.backend.tree_nodes(thread, ids=op["leaves"])
                     touched.update(n.parent_id for n in parents if n.parent_id is not None)
             self.grower._refresh_upwards(thread, touched)
+            problems = self.backend.check_tree(thread, self.grower.config.max_children)
+            if problems:
+                # Exchanges added since can leave no room where a topic came from, or
+                # no time order to put it back in: refuse (the transaction rolls back).
+                at, what = problems[0]
+                self.grower.forget_cursor(thread)
+                raise TreeError(
+                    f"reorganisation {log_id} cannot be undone: the tree changed since, and "
+                    f"putting it back would break it (node {at}: {what})"
+                )
             self.backend.mark_undone(log_id)
             state = self.backend.tree_state(thread)
             self.backend.set_tree_state(thread, state)
         self.grower.forget_cursor(thread)
-        return {"undone": len(entry.undo), "already": False}
+        return {"undone": sum(op["op"] != "since" for op in entry.undo), "already": False}
