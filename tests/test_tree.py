@@ -15,7 +15,7 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import TreeError
 from arbormem.tree.config import TreeConfig
-from arbormem.tree.view import TopicNode
+from arbormem.tree.view import TopicNode, to_dot, to_mermaid
 
 from .fake_openai import FakeOpenAI, Reply
 
@@ -827,3 +827,13 @@ def test_a_growing_topics_content_index_lags_a_little_and_catches_up_on_close(
     mem.close()
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         assert all(indexed(n) == content(n) for n in growing)
+
+
+def test_pictures_escape_what_their_languages_would_read() -> None:
+    name = 'Crème "Brûlée" <i>x</i> #35; a\\b\nnext'
+    topic = TopicNode(2, "topic", name, "", 0, 3, None, None, 4, True)
+    root = TopicNode(0, "root", "", "", 0, 3, None, None, 4, False, children=[topic])
+    dot = to_dot(root)
+    assert 'n2 [label="Crème \\"Brûlée\\" <i>x</i> #35; a\\\\b next\\n0-3"];' in dot
+    mermaid = to_mermaid(root)
+    assert 'n2["Crème #34;Brûlée#34; #60;i#62;x#60;/i#62; #35;35; a\\b next<br/>0-3"]' in mermaid

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -232,6 +231,26 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _picture_label(node: TopicNode) -> str:
+    """A node's name on one line, shortened (its index range when it has none)."""
+    name = " ".join((node.name or "").split())
+    return _short(name or f"[{node.first_index}:{node.last_index + 1}]")
+
+
+def _mermaid_text(text: str) -> str:
+    # Mermaid reads '#...;' as an entity and a label's '<...>' as HTML: both (and the
+    # quote that would end the label) are written as numeric entities.
+    text = text.replace("#", "#35;")
+    for ch in '&"<>':
+        text = text.replace(ch, f"#{ord(ch)};")
+    return text
+
+
+def _dot_text(text: str) -> str:
+    # In a DOT string only the quote and the backslash are special.
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def to_mermaid(root: TopicNode, *, leaves: bool = False) -> str:
     """A Mermaid ``graph TD`` of the topics (leaves too on request)."""
     lines = ["graph TD", '  n0["ROOT"]']
@@ -239,8 +258,7 @@ def to_mermaid(root: TopicNode, *, leaves: bool = False) -> str:
         for child in node.children:
             if child.kind == "leaf" and not leaves:
                 continue
-            text = _short(child.name or f"[{child.first_index}:{child.last_index + 1}]")
-            text = text.replace('"', "'")
+            text = _mermaid_text(_picture_label(child))
             span = f"{child.first_index}-{child.last_index}"
             lines.append(f'  n{child.id}["{text}<br/>{span}"]')
             lines.append(f"  n{node.id} --> n{child.id}")
@@ -259,8 +277,8 @@ def to_dot(root: TopicNode, *, leaves: bool = False) -> str:
         for child in node.children:
             if child.kind == "leaf" and not leaves:
                 continue
-            text = _short(child.name or f"[{child.first_index}:{child.last_index + 1}]")
-            label = json.dumps(f"{text}\n{child.first_index}-{child.last_index}")
+            text = _dot_text(_picture_label(child))
+            label = f'"{text}\\n{child.first_index}-{child.last_index}"'
             shape = ", style=dashed" if child.kind == "group" else ""
             lines.append(f"  n{child.id} [label={label}{shape}];")
             lines.append(f"  n{node.id} -> n{child.id};")
