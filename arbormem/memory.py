@@ -913,20 +913,22 @@ class Memory:
             name = os.fspath(source)
             data = parse_json(read_bytes_as_text(Path(name)), name)
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
-        vectors = self._embed_new([m for _, msgs in plan for m in msgs])
+        vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
         added = 0
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
-        for scope, _ in plan:
+        for scope, _, _ in plan:
             self._thread(scope)
         with self._write_lock, self.backend.transaction():
-            for scope, msgs in plan:
+            for scope, msgs, archived in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
                 rows = self.backend.append(thread, msgs, vectors, self.embedder.model_id)
                 self._after_append(thread, rows, vectors)
+                if archived:
+                    self.trees.archive(thread, [r.rowid for r in rows if r.message.id in archived])
                 added += len(rows)
-        for scope, _ in plan:
+        for scope, _, _ in plan:
             thread = self._thread(scope)
             if thread:
                 self.vectors.invalidate(thread)

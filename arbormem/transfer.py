@@ -6,10 +6,11 @@ An export is one JSON object::
      "threads": [{"user": "...", "agent": "...",
                   "sessions": [{"id": "...", "metadata": {...},
                                 "messages": [{"id", "index", "role", "speaker",
-                                              "content", "timestamp", "metadata"}]}]}]}
+                                              "content", "timestamp", "metadata",
+                                              "archived" (only when true)}]}]}]}
 
 Vectors and the topic tree are derived, so they are not exported; an import
-recomputes them.
+recomputes them, and archives again the exchanges marked archived.
 """
 
 from __future__ import annotations
@@ -33,26 +34,31 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
         s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
         for s in backend.sessions(thread)
     }
+    leaves = backend.archived_leaves(thread)
+    archived = {r.rowid for r in backend.leaf_messages(thread, leaves)} if leaves else set()
     for row in backend.iter_rows(thread):
         m = row.message
-        sessions[m.session]["messages"].append(
-            {
-                "id": m.id,
-                "index": m.index,
-                "role": m.role,
-                "speaker": m.speaker,
-                "content": m.content,
-                "timestamp": format_timestamp(m.timestamp),
-                "metadata": dict(m.metadata),
-            }
-        )
+        item = {
+            "id": m.id,
+            "index": m.index,
+            "role": m.role,
+            "speaker": m.speaker,
+            "content": m.content,
+            "timestamp": format_timestamp(m.timestamp),
+            "metadata": dict(m.metadata),
+        }
+        if row.rowid in archived:
+            item["archived"] = True
+        sessions[m.session]["messages"].append(item)
     return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
 
 
 def plan_import(
     backend: Backend, data: Any, name: str, max_bytes: int
-) -> tuple[list[tuple[Scope, list[NewMessage]]], int]:
-    """Validate a whole export before anything is written; returns what to append."""
+) -> tuple[list[tuple[Scope, list[NewMessage], set[str]]], int]:
+    """Validate a whole export before anything is written; returns what to append
+    to each scope (with the ids of the messages to archive again) and how many
+    messages were already stored."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
             "is not an arbormem export",
@@ -69,7 +75,7 @@ def plan_import(
     threads = data.get("threads")
     if not isinstance(threads, list):
         raise InputError("must be a list", source=name, field="threads")
-    plan: list[tuple[Scope, list[NewMessage]]] = []
+    plan: list[tuple[Scope, list[NewMessage], set[str]]] = []
     seen_ids: set[str] = set()
     skipped = 0
     for ti, t in enumerate(threads):
@@ -86,6 +92,7 @@ def plan_import(
         if not isinstance(sessions, list):
             raise InputError("must be a list", source=name, field=where_t + ".sessions")
         msgs: list[NewMessage] = []
+        archived: set[str] = set()
         for si, s in enumerate(sessions):
             where_s = f"{where_t}.sessions[{si}]"
             if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
@@ -106,6 +113,15 @@ def plan_import(
                         field=f"{where_s}.messages[{mi}].id",
                     )
                 seen_ids.add(new.id)
+                flag = m.get("archived", False)
+                if not isinstance(flag, bool):
+                    raise InputError(
+                        f"must be true or false, got {flag!r}",
+                        source=name,
+                        field=f"{where_s}.messages[{mi}].archived",
+                    )
+                if flag:
+                    archived.add(new.id)
                 stored = backend.get(new.id)
                 if stored is None:
                     msgs.append(new)
@@ -132,7 +148,7 @@ def plan_import(
         ):
             for n in msgs:
                 n.index = None
-        plan.append((scope, msgs))
+        plan.append((scope, msgs, archived))
     return plan, skipped
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.errors import TreeError
+from arbormem.errors import InputError, TreeError
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.view import TopicNode, to_dot, to_mermaid
 
@@ -514,6 +514,32 @@ def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None
     assert len(mem.messages()) == 7  # kept
     mem.undo_reorganize(result["log_id"])
     assert any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
+
+
+def test_archived_exchanges_stay_archived_through_export_and_import(
+    mem: Memory, tmp_path: Path
+) -> None:
+    add_a_trivial_exchange(mem)
+    assert mem.reorganize(prune_trivial_leaves=True)["pruned"] == 1
+    data = mem.export()
+    flagged = [
+        m["content"]
+        for t in data["threads"]
+        for s in t["sessions"]
+        for m in s["messages"]
+        if m.get("archived")
+    ]
+    assert flagged == ["ok", "great, anything else?"]
+    copy = Memory(tmp_path / "copy.db", embedder=HashingEmbedder(64))
+    copy.import_(data)
+    assert all(h.message.content != "ok" for h in copy.search("ok anything else", k=20))
+    assert len(copy.messages()) == len(mem.messages())
+    assert copy.restore_archived() == 2
+    assert any(h.message.content == "ok" for h in copy.search("ok anything else", k=20))
+    data["threads"][0]["sessions"][0]["messages"][0]["archived"] = "yes"
+    with pytest.raises(InputError, match="archived"):
+        Memory(tmp_path / "third.db", embedder=HashingEmbedder(64)).import_(data)
+    copy.close()
 
 
 def test_an_archived_exchange_reaches_search_through_no_neighbour(mem: Memory) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -121,6 +122,23 @@ class Trees:
         self.recall.invalidate(thread)
         self.vectors.invalidate(thread)
         return result
+
+    def archive(self, thread: Thread, rowids: Sequence[int]) -> int:
+        """Archive the exchanges all of whose messages are among ``rowids`` (an import
+        restoring what was archived); returns how many messages were archived."""
+        with self._write_lock, self.backend.transaction():
+            wanted = set(rowids)
+            leaves = sorted(set(self.backend.message_leaves(list(wanted)).values()))
+            whole = [
+                leaf
+                for leaf in leaves
+                if all(r.rowid in wanted for r in self.backend.leaf_messages(thread, [leaf]))
+            ]
+            archived = self.backend.set_archived(thread, whole, True) if whole else 0
+            self.grower.reindex_above(thread, whole)
+        self.recall.invalidate(thread)
+        self.vectors.invalidate(thread)
+        return archived
 
     def restore_archived(self, thread: Thread) -> int:
         """Bring every archived exchange of the thread back into recall."""
