@@ -44,6 +44,9 @@ class SessionMemory:
     summary: SummaryState = field(default_factory=SummaryState)
     seen: int = 0
     floor: int = 0
+    #: The thread's generation when this was loaded (not stored): a forget since, in
+    #: any process, means what was computed from it may quote forgotten messages.
+    generation: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,7 +96,8 @@ class WorkingMemory:
                 tracker = tracker_from_dict(tracker_data)
             except Exception as exc:  # a damaged saved state is rebuilt, not fatal
                 log.warning("cannot restore the %s tracker of session %s: %s", mode, session, exc)
-        next_index = self.backend.state(thread).next_index
+        thread_state = self.backend.state(thread)
+        next_index = thread_state.next_index
         state = SessionMemory(
             mode=mode,
             tracker=tracker or new_tracker(mode),
@@ -103,11 +107,19 @@ class WorkingMemory:
             ),
             seen=min(int(data.get("seen") or 0), next_index) if tracker else 0,
             floor=min(int(data.get("floor") or 0), next_index),
+            generation=thread_state.generation,
         )
         return state
 
-    def save(self, thread: Thread, session: str, state: SessionMemory) -> None:
-        self.backend.put_session_state(thread, session, state.to_dict())
+    def save(self, thread: Thread, session: str, state: SessionMemory) -> bool:
+        """Store ``state`` unless messages were forgotten since it was loaded (by this
+        process or another: an upkeep may run for seconds with an LLM summary)."""
+        with self.backend.transaction():
+            if self.backend.state(thread).generation != state.generation:
+                log.info("session %s changed while its upkeep ran; not saved", session)
+                return False
+            self.backend.put_session_state(thread, session, state.to_dict())
+            return True
 
     def set_mode(self, thread: Thread, session: str, mode: str) -> SessionMemory:
         """Switch a session's mode; its messages, summary and window are kept."""
@@ -127,7 +139,8 @@ class WorkingMemory:
                 return
             stored = data.get("mode")
             mode: str = stored if isinstance(stored, str) else "conversation"
-            self.save(thread, session, SessionMemory(mode=mode, tracker=new_tracker(mode)))
+            fresh = SessionMemory(mode=mode, tracker=new_tracker(mode))
+            self.backend.put_session_state(thread, session, fresh.to_dict())
 
     # -- upkeep ------------------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.recall import RecallConfig
@@ -136,3 +138,33 @@ def test_a_second_memory_on_the_file_never_brings_a_forgotten_thread_back(
     c = _open(path)
     assert c.search("quokkaberry", user="bob") == []
     c.close()
+
+
+def test_an_upkeep_running_across_a_forget_does_not_save_what_it_quoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.session as session_module
+
+    path = tmp_path / "m.db"
+    a, b = _open(path), _open(path)  # as two processes would
+    msgs = []
+    for i in range(18):
+        text = "Quokkaberry Farm sells jam" if i == 1 else f"the shed roof repair plan {i}"
+        msgs += [{"role": "user", "content": text}, {"role": "assistant", "content": f"noted {i}"}]
+    stored = b.add_many(msgs, session="s")
+    secret = next(m for m in stored if "Quokkaberry" in m.content)
+    thread = b.backend.thread("default", "default")
+    assert thread is not None
+    real_update = session_module.update
+
+    def slow_summary(*args: object, **kwargs: object) -> object:
+        out = real_update(*args, **kwargs)  # type: ignore[arg-type]
+        a.forget(secret.id)  # the other process forgets while this summary is written
+        return out
+
+    monkeypatch.setattr(session_module, "update", slow_summary)
+    b.working.upkeep(thread, "s", None, "conversation", force=True)
+    assert "Quokkaberry" not in str(a.backend.session_state(thread, "s"))
+    assert "Quokkaberry" not in a.context("shed roof", session="s").text
+    a.close()
+    b.close()
