@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -351,7 +352,6 @@ class Retriever:
 _UPDATE_MARKERS = frozenset(
     [
         "anymore",
-        "longer",
         "changed",
         "instead",
         "update",
@@ -394,14 +394,24 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
 
     def has_marker(j: int) -> bool:
         if j not in marker:
-            marker[j] = bool(set(words(hits[j].message.content)) & _UPDATE_MARKERS)
+            said = words(hits[j].message.content)
+            marker[j] = bool(set(said) & _UPDATE_MARKERS) or any(
+                a == "no" and b == "longer" for a, b in pairwise(said)
+            )
         return marker[j]
+
+    def later(j: int, i: int) -> bool:
+        a, b = hits[j].message, hits[i].message
+        # Positions order one thread; across agents (all_agents) only times compare.
+        if (a.user, a.agent) == (b.user, b.agent):
+            return a.index > b.index
+        return a.timestamp > b.timestamp
 
     order = list(range(len(hits)))
     marked = list(hits)
     for i in range(len(hits)):
         for j in range(len(hits)):
-            if hits[j].message.index <= hits[i].message.index or marked[i].superseded_by:
+            if not later(j, i) or marked[i].superseded_by:
                 continue
             if len(terms[i] & terms[j] & q) < 2 or not has_marker(j):
                 continue

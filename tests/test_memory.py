@@ -361,3 +361,25 @@ def test_db_path_comes_from_environment_then_default(
     monkeypatch.delenv("ARBORMEM_DB")
     with Memory(embedder="hash") as mem:
         assert Path(mem.path).name == "memory.db" and "arbormem" in str(mem.path)
+
+
+def test_update_marking_needs_an_update_phrase_and_compares_agents_by_time(
+    memory: Memory,
+) -> None:
+    memory.add("The party cake is chocolate with three layers.")
+    memory.add("Good choice.", role="assistant")
+    memory.add("The party playlist should be longer than the cake speech.")
+    hits = memory.search("what is the party cake?", k=3)
+    assert all(h.superseded_by is None for h in hits)  # "longer" is no update
+    memory.add("The party cake is no longer chocolate: lemon it is.")
+    hits = memory.search("what is the party cake?", k=4)
+    chocolate = next(h for h in hits if "three layers" in h.message.content)
+    assert chocolate.superseded_by == hits[0].message.id and "lemon" in hits[0].message.content
+    # Two agents number their messages apart: a position in one says nothing of the other.
+    memory.add("Leo's peanut allergy changed, he is fine.", agent="planner", timestamp="2025-01-10")
+    for i in range(3):
+        memory.add(f"weather note {i}", agent="chef", timestamp=f"2026-05-0{i + 1}")
+    memory.add("Leo is allergic to peanuts.", agent="chef", timestamp="2026-06-01")
+    hits = memory.search("is Leo allergic to peanuts?", agent="chef", all_agents=True, k=5)
+    allergic = next(h for h in hits if h.message.content == "Leo is allergic to peanuts.")
+    assert allergic.superseded_by is None
