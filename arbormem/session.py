@@ -86,9 +86,9 @@ class WorkingMemory:
         stored = data.get("mode")
         mode: str = stored if isinstance(stored, str) else default_mode
         try:
-            get_mode(mode)
+            mode = get_mode(mode).name
         except Exception:
-            mode = default_mode
+            mode = get_mode(default_mode).name
         tracker_data = data.get("tracker")
         tracker = None
         if isinstance(tracker_data, dict) and tracker_data.get("mode") == mode:
@@ -123,7 +123,7 @@ class WorkingMemory:
 
     def set_mode(self, thread: Thread, session: str, mode: str) -> SessionMemory:
         """Switch a session's mode; its messages, summary and window are kept."""
-        get_mode(mode)
+        mode = get_mode(mode).name  # "CODE" is "code": not a switch
         with self._lock:
             state = self.load(thread, session, mode)
             if state.mode != mode:

@@ -853,3 +853,16 @@ def test_the_docs_show_what_the_trackers_render(mode: str) -> None:
     docs = (Path(__file__).resolve().parents[1] / "docs" / "modes.md").read_text("utf-8")
     rendered = tracked(mode, *DOC_EXAMPLES[mode]).render()
     assert f"```text\n{rendered}\n```" in docs
+
+
+def test_a_mode_named_in_another_case_is_the_same_mode(memory: Any) -> None:
+    memory.set_mode("code", session="s")
+    memory.add("Fix the login crash in src/auth.py", session="s")
+    memory.add("I fixed src/auth.py and added tests/test_auth.py", role="assistant", session="s")
+    memory.working.wait()
+    before = memory.context("next?", session="s", mode="code").section("state").text
+    assert "src/auth.py" in before
+    again = memory.context("next?", session="s", mode=" CODE ")
+    assert again.mode == "code" and again.section("state").text == before
+    memory.set_mode("Reasoning", session="s")
+    assert memory.context("x", session="s").mode == "reasoning"
