@@ -26,7 +26,7 @@ from arbormem.config import UNSET, resolve, store_settings
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import ArbormemError, InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
-from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, prepare
+from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, normalize_role, prepare
 from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall import RecallConfig, Retriever
 from arbormem.store import (
@@ -84,8 +84,16 @@ def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] 
     if isinstance(value, str):
         return (value,)
     if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        if not value:
+            raise InputError("is empty: name at least one, or pass None for all", field=field)
         return tuple(value)
     raise InputError(f"must be a string or a list of strings, got {value!r:.60}", field=field)
+
+
+def _roles(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """A role filter with the aliases ``add`` accepts ("human" is "user")."""
+    roles = _as_tuple(value, "role")
+    return None if roles is None else tuple(normalize_role(r) for r in roles)
 
 
 class Memory:
@@ -518,7 +526,7 @@ class Memory:
             sessions=_as_tuple(session, "session"),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
-            roles=_as_tuple(role, "role"),
+            roles=_roles(role),
         )
         threads = self._threads(scope, all_agents)
         if self._idle is not None:

@@ -196,6 +196,8 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
         ({"k": "3"}, "'k'"),
         ({"session": 3}, "'session'"),
         ({"role": [None]}, "'role'"),
+        ({"role": "usr"}, "'role': unknown role 'usr'"),
+        ({"session": []}, "'session': is empty"),
     ]:
         with pytest.raises(InputError, match=field):
             memory.search("peanuts", **kwargs)

@@ -383,3 +383,11 @@ def test_update_marking_needs_an_update_phrase_and_compares_agents_by_time(
     hits = memory.search("is Leo allergic to peanuts?", agent="chef", all_agents=True, k=5)
     allergic = next(h for h in hits if h.message.content == "Leo is allergic to peanuts.")
     assert allergic.superseded_by is None
+
+
+def test_the_role_filter_takes_the_aliases_add_takes(memory: Memory) -> None:
+    memory.add("I like green tea", role="human")
+    memory.add("Green tea noted", role="AI")
+    for role in ("human", "User", " user "):
+        assert [h.message.role for h in memory.search("green tea", role=role)] == ["user"]
+    assert [h.message.role for h in memory.search("green tea", role=["bot"])] == ["assistant"]
