@@ -69,7 +69,10 @@ class TiktokenCounter(TokenCounter):
         ids = self._encoding.encode(text, disallowed_special=())
         if len(ids) <= max_tokens:
             return text
-        return str(self._encoding.decode(ids[:max_tokens]))
+        # A cut can fall inside a character a BPE splits into several tokens (an emoji,
+        # a CJK character): its incomplete bytes are dropped, not shown as U+FFFD.
+        cut: bytes = self._encoding.decode_bytes(ids[:max_tokens])
+        return cut.decode("utf-8", errors="ignore")
 
 
 class EstimateCounter(TokenCounter):

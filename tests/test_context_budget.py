@@ -142,3 +142,11 @@ def test_max_tokens_fits_the_model_window() -> None:
 def test_budget_below_the_minimum_is_refused() -> None:
     with pytest.raises(ValueError):
         ContextBuilder(COUNTER).build(query="x", budget=MIN_BUDGET - 1, mode="m", session="s")
+
+
+@given(st.text(alphabet="🎂蛋糕ab é", min_size=1, max_size=60), st.integers(1, 40))
+def test_a_cut_never_leaves_half_a_character(text: str, max_tokens: int) -> None:
+    counter = default_counter()
+    out = counter.truncate(text, max_tokens)
+    assert "\ufffd" not in out and text.startswith(out)
+    assert counter.count(out) <= max_tokens
