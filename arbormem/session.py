@@ -383,14 +383,20 @@ def build_context(
         or resolve(UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, int)
     )
     scope = memory._scope(user, agent)
-    thread = memory._thread(scope, create=True, wait=False)  # a read: no wait for the check
-    assert thread is not None
+    # A read: no wait for the tree check, and no thread made for a scope that has none
+    # (unless a mode is to be stored for it).
+    thread = memory._thread(scope, create=mode is not None, wait=False)
     key = session or memory.current_session(user=scope.user, agent=scope.agent)
     default_mode = resolve_mode()
     if mode is not None:
+        assert thread is not None
         memory.working.set_mode(thread, key, mode)
     counter = default_counter()
-    state = memory.working.load(thread, key, default_mode)
+    state = (
+        memory.working.load(thread, key, default_mode)
+        if thread is not None
+        else SessionMemory(mode=default_mode, tracker=new_tracker(default_mode))
+    )
     spec = get_mode(state.mode)
     # Only the window is read here: the whole session is read only when it must be
     # compressed, which happens rarely (and mostly in the background).
@@ -400,11 +406,12 @@ def build_context(
             r.message
             for r in memory.backend.messages(thread, session=key, start=state.floor, last=size)
         ]
-        if size > 0
+        if size > 0 and thread is not None
         else []
     )
 
     def session_messages() -> list[Message]:
+        assert thread is not None
         return [r.message for r in memory.backend.messages(thread, session=key)]
 
     system = (system_prompt or DEFAULT_SYSTEM_PROMPT) + (
@@ -418,7 +425,9 @@ def build_context(
         + sum(counter.count(m.content) + 10 for m in inside)
         + counter.count(query)
     ) / window_size
-    if pressure >= BLOCK_AT:
+    if thread is None:
+        pass  # nothing stored to compress
+    elif pressure >= BLOCK_AT:
         memory.working.wait()
         messages = session_messages()
         state = memory.working.compress(thread, key, messages, default_mode)
@@ -430,7 +439,7 @@ def build_context(
     depth = k or min(max(30, budget // 25), 80)
     hits = (
         memory.search(query, k=depth, user=scope.user, agent=scope.agent)
-        if memory.backend.state(thread).max_rowid
+        if thread is not None and memory.backend.state(thread).max_rowid
         else []
     )
     topic_paths = (

@@ -345,3 +345,12 @@ def test_a_burst_of_replies_is_caught_up_by_upkeep(tmp_path: Path) -> None:
     assert thread is not None
     assert mem.working.load(thread, "s", "conversation").seen == 40
     mem.close()
+
+
+def test_context_for_a_scope_with_nothing_stored_creates_nothing(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), user="maya") as mem:
+        mem.add("hello peanuts")
+        ctx = mem.context("peanuts?", user="ghost")
+        assert ctx.section("recall").text == "" and ctx.mode == "conversation"
+        assert [s.user for s in mem.scopes()] == ["maya"]
+        assert mem.export(user="ghost")["threads"] == []
