@@ -377,6 +377,19 @@ def build_context(
         )
     except (TypeError, ValueError) as exc:  # the argument's (a setting's is a ConfigError)
         raise InputError(str(exc), field="budget_tokens") from None
+    from arbormem.context import MIN_BUDGET, REPLY_PRIMER
+
+    smallest = MIN_BUDGET + REPLY_PRIMER + 1
+    for name, value, low in (
+        ("context_window", context_window, smallest),
+        ("reply_tokens", reply_tokens, 0),
+    ):
+        if value is None and name == "context_window":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(
+                f"must be an integer of at least {low} tokens, got {value!r}", field=name
+            )
     window_size = (
         context_window
         or (getattr(memory.llm, "context_window", None) if memory.llm is not None else None)

@@ -204,6 +204,16 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
     for budget in (0, 5, True, "lots"):
         with pytest.raises(InputError, match="'budget_tokens'"):
             memory.context("peanuts", budget_tokens=budget)
+    for kwargs, field in [
+        ({"context_window": 0}, "'context_window'"),
+        ({"context_window": 10}, "'context_window'"),
+        ({"reply_tokens": -3}, "'reply_tokens'"),
+        ({"reply_tokens": "x"}, "'reply_tokens'"),
+    ]:
+        with pytest.raises(InputError, match=field):
+            memory.context("peanuts", **kwargs)
+    small = memory.context("peanuts", context_window=36)
+    assert small.prompt_tokens <= 36 - 4
     with pytest.raises(InputError, match="cannot write the export") as err:
         memory.export(tmp_path / "missing-folder" / "out.json")
     assert "missing-folder" in str(err.value)

@@ -22,7 +22,9 @@ from arbormem.cli.common import StoreOptions, echo_json, handle_errors
     help="Memory mode for the session (remembered for it).",
 )
 @click.option("--session", "-s", help="Session the turn belongs to [default: the current one].")
-@click.option("--context-window", type=int, help="The model's context window in tokens.")
+@click.option(
+    "--context-window", type=click.IntRange(min=36), help="The model's context window in tokens."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print sections and chat messages as JSON.")
 @click.pass_obj
 @handle_errors
