@@ -307,7 +307,8 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
         m = hit.message
         if m.id in skip:
             continue
-        text = m.text
+        # Who said it: the speaker's name, else the role (an assistant turn has no name).
+        text = m.text if m.speaker else f"{m.role}: {m.content}"
         if hit.superseded_by:
             text += "  (earlier; updated later)"
         items.append(
@@ -315,7 +316,7 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
                 text=text,
                 score=hit.score,
                 rank=rank,
-                header=f"[{m.timestamp:%Y-%m-%d}]",
+                header=f"[{m.timestamp.date().isoformat()}]",
                 when=m.timestamp,
                 order=m.index,
             )

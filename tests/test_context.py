@@ -354,3 +354,13 @@ def test_context_for_a_scope_with_nothing_stored_creates_nothing(tmp_path: Path)
         assert ctx.section("recall").text == "" and ctx.mode == "conversation"
         assert [s.user for s in mem.scopes()] == ["maya"]
         assert mem.export(user="ghost")["threads"] == []
+
+
+def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64)) as mem:
+        mem.add("Leo is allergic to peanuts.", speaker="Maya", session="s1")
+        mem.add("Noted: a nut-free menu for Leo.", role="assistant", session="s1")
+        ctx = mem.context("nut-free menu for Leo", session="s2", paths=0)
+        lines = ctx.section("recall").text.splitlines()
+        assert "Maya: Leo is allergic to peanuts." in lines
+        assert "assistant: Noted: a nut-free menu for Leo." in lines
