@@ -159,3 +159,19 @@ def test_distractors_dilute_the_history_every_storing_system_searches(tmp_path: 
     assert noisy["systems"]["window"]["recall@20"] < clean["systems"]["window"]["recall@20"]
     # The real turns are still found among the generated ones by their own words.
     assert noisy["systems"]["bm25"]["recall@20"] == 1.0
+
+
+def test_a_locomo_ingest_leaves_no_upkeep_running(tmp_path: Path) -> None:
+    # Short sessions are stored as live exchanges, whose upkeep runs a moment later:
+    # left running, it changed the rankings of the first timed questions.
+    from arbormem import Memory
+    from arbormem.bench.locomo import ingest_conversation
+    from arbormem.embed import HashingEmbedder
+
+    (conv,) = parse_locomo(tiny_locomo(), "conv-x.json")
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        ingest_conversation(mem, conv)
+        assert mem.working._pending and all(f.done() for f in mem.working._pending)
+        thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
+        assert thread is not None
+        assert mem.backend.session_state(thread, "session_2")  # its upkeep ran
