@@ -175,3 +175,18 @@ def test_a_locomo_ingest_leaves_no_upkeep_running(tmp_path: Path) -> None:
         thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
         assert thread is not None
         assert mem.backend.session_state(thread, "session_2")  # its upkeep ran
+
+
+def test_latency_figures_are_over_the_same_questions_as_the_others() -> None:
+    from arbormem.bench.metrics import Accumulator
+
+    acc = Accumulator(budget=1000)
+    for i in range(19):
+        acc.add(4, ["D1:1"], {"D1:1"}, {"D1:1": "1"}, "x", ["x"], 1, ms=1.0 + i / 100)
+    acc.add(5, ["D1:1"], {"D1:1"}, {"D1:1": "1"}, "x", ["x"], 1, ms=1000.0)  # adversarial
+    out = acc.summary()
+    assert out["questions"] == 19 and out["query_ms_p95"] < 2.0
+    by_cat = out["by_category"]
+    assert isinstance(by_cat, dict) and by_cat["4"]["query_ms_p50"] == pytest.approx(1.09)
+    adversarial = out["adversarial"]
+    assert isinstance(adversarial, dict) and adversarial["5"]["query_ms_p95"] == 1000.0
