@@ -76,17 +76,28 @@ def gate(batch: Sequence[Message], policy: SummaryPolicy) -> bool:
     )
 
 
+#: Characters a summary may take per word of its limit: words alone do not bound its
+#: size (a key, a base64 blob or minified code is one "word").
+CHARS_PER_WORD = 8
+
+
 def _cap_words(text: str, max_words: int) -> str:
-    """Keep the newest lines within ``max_words`` (older bullets drop off first)."""
+    """Keep the newest lines within ``max_words`` words and ``CHARS_PER_WORD`` times as
+    many characters (older bullets drop off first; a newest line that alone is too
+    long keeps its beginning)."""
+    max_chars = max_words * CHARS_PER_WORD
     lines = [ln for ln in text.splitlines() if ln.strip()]
     kept: list[str] = []
-    words = 0
+    words = chars = 0
     for line in reversed(lines):
-        n = len(line.split())
-        if words + n > max_words:
+        n, c = len(line.split()), len(line) + 1
+        if words + n > max_words or chars + c > max_chars:
+            if not kept:
+                cut = " ".join(line.split()[:max_words])[: max_chars - 1]
+                kept.append(cut.rstrip() + "…")
             break
         kept.append(line)
-        words += n
+        words, chars = words + n, chars + c
     return "\n".join(reversed(kept))
 
 

@@ -364,3 +364,51 @@ def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
         lines = ctx.section("recall").text.splitlines()
         assert "Maya: Leo is allergic to peanuts." in lines
         assert "assistant: Noted: a nut-free menu for Leo." in lines
+
+
+def test_a_summary_stays_within_its_words_and_characters() -> None:
+    from arbormem.models import Message
+    from arbormem.summary import CHARS_PER_WORD, llm_merge
+
+    batch = [
+        Message(
+            id=str(i),
+            role="user",
+            content="We chose the blue paint today.",
+            timestamp=T0,
+            session="s",
+            index=i,
+        )
+        for i in range(10)
+    ]
+
+    class Answers:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def complete_json(self, prompt: object, validate: object, **kw: object) -> str:
+            return self.text
+
+    policy = SummaryPolicy(max_words=400)
+    # One paragraph over the limit used to leave nothing at all.
+    long = llm_merge(Answers(" ".join(["paint"] * 420)), "- earlier", batch, policy)
+    assert 0 < len(long.split()) <= 400 and long.endswith("…")
+    # Long "words" (keys, base64) are bounded by characters too.
+    blobs = "\n".join(f"- key {'x' * 2000}" for _ in range(30))
+    capped = llm_merge(Answers(blobs), "", batch, policy)
+    assert 0 < len(capped) <= 400 * CHARS_PER_WORD
+    state = SummaryState()
+    for start in range(0, 200, 10):
+        fold = [
+            Message(
+                id=f"{start}-{i}",
+                role="user",
+                content=f"token {'y' * 3000} {start} {i}",
+                timestamp=T0,
+                session="s",
+                index=start + i,
+            )
+            for i in range(10)
+        ]
+        state = update(state, fold, policy=policy)
+        assert len(state.text) <= 400 * CHARS_PER_WORD
