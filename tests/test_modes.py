@@ -574,6 +574,41 @@ def test_reasoning_same_decision_keeps_its_number_and_a_choice_leaves_the_reject
     assert tracker.rejected == []
 
 
+@pytest.mark.parametrize(
+    "chosen",
+    [
+        "We decided to migrate to Kubernetes since the new hire knows it.",
+        "We'll go with Kubernetes after all since the new hire knows it.",
+    ],
+)
+def test_reasoning_an_option_chosen_in_other_words_leaves_the_rejected(chosen: str) -> None:
+    tracker = tracked(
+        "reasoning", [user("We ruled out Kubernetes because nobody ran it.")], [user(chosen)]
+    )
+    assert tracker.rejected == [] and len(tracker.decisions) == 1
+
+
+@pytest.mark.parametrize(
+    ("later", "rejected", "decided"),
+    [
+        ("We dropped Postgres because the licence costs went up.", ["Postgres"], []),
+        (
+            "Let's go with MySQL instead of Postgres because of the hosting deal.",
+            ["Postgres"],
+            ["#2 go with MySQL, because the hosting deal (instead of Postgres)"],
+        ),
+    ],
+)
+def test_reasoning_a_decision_ruled_out_later_is_no_longer_a_decision(
+    later: str, rejected: list[str], decided: list[str]
+) -> None:
+    tracker = tracked(
+        "reasoning", [user("Let's go with Postgres because the team knows it.")], [user(later)]
+    )
+    assert [r.option for r in tracker.rejected] == rejected
+    assert [d.describe() for d in tracker.decisions] == decided
+
+
 def test_reasoning_bounds_decisions_and_alternatives() -> None:
     tracker: Any = new_tracker("reasoning")
     for i in range(21):

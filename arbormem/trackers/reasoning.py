@@ -287,6 +287,15 @@ def _choice_key(text: str) -> str:
     return norm(_LEADING_VERB.sub("", text))
 
 
+def _names_option(decision: str, option: str) -> bool:
+    """Whether a decision's text is about ``option`` ("migrate to Kubernetes" and
+    "Postgres after all" name Kubernetes and Postgres)."""
+    key, name = _choice_key(decision), norm(option)
+    if key == name:
+        return True
+    return len(name) >= 3 and re.search(rf"(?:^|\s){re.escape(name)}(?:\s|$)", key) is not None
+
+
 def _split_options(text: str) -> list[str]:
     """Up to three options from "X", "X or Y", "X, Y and Z"."""
     text = re.sub(r"(?i)\s+(?:as well|too|either|entirely|completely|for now)\W*$", "", text)
@@ -515,9 +524,20 @@ class ReasoningTracker(Tracker):
                 self.rejected, rejected, self.spec.max_alternatives, lambda r: norm(r.option)
             )
             touched.add("alternatives")
+        if rejected:  # a decision whose option is ruled out now is no longer a decision
+            now = {_choice_key(d.text) for d in found.decisions}
+            self.decisions = [
+                d
+                for d in self.decisions
+                if _choice_key(d.text) in now
+                or not any(_names_option(d.text, r.option) for r in rejected)
+            ]
         if found.decisions:  # an option chosen now is no longer ruled out
-            chosen = {_choice_key(d.text) for d in found.decisions}
-            self.rejected = [r for r in self.rejected if norm(r.option) not in chosen]
+            self.rejected = [
+                r
+                for r in self.rejected
+                if not any(_names_option(d.text, r.option) for d in found.decisions)
+            ]
         if found.assumptions:
             self.assumptions = remember(
                 self.assumptions, found.assumptions, self.max_assumptions, norm
