@@ -14,11 +14,15 @@ deleted rows, and embeds rows that have no vector for the current model yet
 from __future__ import annotations
 
 import abc
+import functools
 import json
 import logging
 import threading
-from collections.abc import Sequence
+import time
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -59,6 +63,20 @@ class VectorIndex(abc.ABC):
         """``(found mask, vectors)`` for the given ids (zero rows where not found)."""
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run a method of an :class:`ExactIndex` under the index's lock."""
+
+    @functools.wraps(method)
+    def wrapper(self: ExactIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(F, wrapper)
+
+
 class ExactIndex(VectorIndex):
     """Brute-force cosine over a growable float32 matrix."""
 
@@ -67,6 +85,10 @@ class ExactIndex(VectorIndex):
         self._ids = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._n = 0
+        # A search reads the ids and the matrix together while a write may grow, fill
+        # or reorder them: one at a time (a search took a mask one row longer than its
+        # scores while an add ran).
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return self._n
@@ -79,6 +101,7 @@ class ExactIndex(VectorIndex):
     def matrix(self) -> np.ndarray:
         return self._matrix[: self._n]
 
+    @_locked
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         ids = np.asarray(ids, dtype=np.int64)
         if ids.size == 0:
@@ -100,6 +123,7 @@ class ExactIndex(VectorIndex):
             self._ids[: self._n] = self._ids[: self._n][order]
             self._matrix[: self._n] = self._matrix[: self._n][order]
 
+    @_locked
     def remove(self, ids: np.ndarray) -> None:
         keep = ~np.isin(self.ids, np.asarray(ids, dtype=np.int64))
         n = int(keep.sum())
@@ -107,6 +131,7 @@ class ExactIndex(VectorIndex):
         self._matrix[:n] = self.matrix[keep]
         self._n = n
 
+    @_locked
     def search(
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +149,7 @@ class ExactIndex(VectorIndex):
         top = top[np.argsort(-scores[top], kind="stable")]
         return ids[top], scores[top]
 
+    @_locked
     def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.asarray(ids, dtype=np.int64)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
@@ -134,6 +160,7 @@ class ExactIndex(VectorIndex):
         out[found] = self.matrix[pos[found]]
         return found, out
 
+    @_locked
     def scores(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         out = np.full(ids.shape, np.nan, dtype=np.float32)
@@ -304,20 +331,30 @@ class VectorCache:
 
     # -- persistence -----------------------------------------------------------------
 
-    def _files(self, thread: Thread) -> tuple[Path, Path] | None:
-        if self.folder is None:
-            return None
-        return (
-            self.folder / f"thread-{thread.id}.usearch",
-            self.folder / f"thread-{thread.id}.json",
-        )
+    def _meta_file(self, thread: Thread) -> Path | None:
+        return None if self.folder is None else self.folder / f"thread-{thread.id}.json"
+
+    def _index_files(self, thread: Thread) -> list[Path]:
+        """Every index file of the thread in the folder (saved, left over, or of the
+        layout before the JSON named its file)."""
+        if self.folder is None or not self.folder.exists():
+            return []
+        named = list(self.folder.glob(f"thread-{thread.id}-*.usearch"))
+        legacy = self.folder / f"thread-{thread.id}.usearch"
+        return [*named, legacy] if legacy.exists() else named
 
     def _restore(self, thread: Thread, state: ThreadState) -> _Entry | None:
-        files = self._files(thread)
-        if files is None or not files[0].exists() or not files[1].exists():
+        meta_file = self._meta_file(thread)
+        if meta_file is None or not meta_file.exists():
             return None
         try:
-            meta = json.loads(files[1].read_text())
+            meta = json.loads(meta_file.read_text())
+            if not isinstance(meta, dict):
+                raise ValueError("the description is not a JSON object")
+            # The JSON names its index file (the layout before did not: one fixed name).
+            path = meta_file.with_name(str(meta.get("file") or f"thread-{thread.id}.usearch"))
+            if path.parent != meta_file.parent:
+                raise ValueError(f"the description names a file elsewhere: {path}")
             if (
                 meta.get("model") != self.embedder.model_id
                 or meta.get("generation") != state.generation
@@ -325,9 +362,13 @@ class VectorCache:
                 or meta.get("anchor") != self._anchor(int(meta.get("upto", 0)))
             ):
                 return None
-            index = AnnIndex.load(files[0], self.embedder.dimensions)
-        except (OSError, ValueError, RuntimeError) as exc:
-            log.warning("vector index %s unusable, rebuilding it: %s", files[0], exc)
+            if "bytes" in meta and path.stat().st_size != int(meta["bytes"]):
+                raise ValueError(f"{path.name} is not the size its description gives")
+            index = AnnIndex.load(path, self.embedder.dimensions)
+            if "count" in meta and len(index) != int(meta["count"]):
+                raise ValueError(f"{path.name} holds {len(index)} vectors, not {meta['count']}")
+        except (OSError, ValueError, TypeError, RuntimeError) as exc:
+            log.warning("vector index of thread %s unusable, rebuilding it: %s", thread.id, exc)
             return None
         return _Entry(index, state.generation, int(meta["upto"]))
 
@@ -339,36 +380,47 @@ class VectorCache:
         return found[rowid].message.id if rowid in found else None
 
     def _save(self, thread: Thread, entry: _Entry) -> None:
-        files = self._files(thread)
-        if files is None or not isinstance(entry.index, AnnIndex):
+        meta_file = self._meta_file(thread)
+        if meta_file is None or not isinstance(entry.index, AnnIndex):
             return
         if self.backend.state(thread).generation != entry.generation:
             # Messages left the thread since this index was built (perhaps through another
             # process): it may hold their vectors, and must not reach the disk.
             entry.dirty = 0
             return
-        files[0].parent.mkdir(parents=True, exist_ok=True)
-        tmp = files[0].with_suffix(".tmp")
-        entry.index.save(tmp)
-        tmp.replace(files[0])
-        files[1].write_text(
-            json.dumps(
-                {
-                    "model": self.embedder.model_id,
-                    "generation": entry.generation,
-                    "upto": entry.upto,
-                    "anchor": self._anchor(entry.upto),
-                    "count": len(entry.index),
-                }
-            )
-        )
+        meta_file.parent.mkdir(parents=True, exist_ok=True)
+        # Each save writes a file of its own, and replacing the JSON that names it is
+        # the one step that publishes it: two processes saving at once used to write
+        # into the same file, and an index out of step with its JSON crashed searches.
+        path = meta_file.with_name(f"thread-{thread.id}-{uuid.uuid4().hex[:12]}.usearch")
+        entry.index.save(path)
+        meta = {
+            "model": self.embedder.model_id,
+            "generation": entry.generation,
+            "upto": entry.upto,
+            "anchor": self._anchor(entry.upto),
+            "count": len(entry.index),
+            "file": path.name,
+            "bytes": path.stat().st_size,
+        }
+        tmp = meta_file.with_name(f"{meta_file.name}.{uuid.uuid4().hex[:12]}.tmp")
+        tmp.write_text(json.dumps(meta))
+        tmp.replace(meta_file)
+        now = time.time()
+        for other in self._index_files(thread):
+            # Earlier saves' files (open maps of them stay valid); another process's
+            # save still being written is younger than a minute.
+            if other != path and now - other.stat().st_mtime > 60:
+                other.unlink(missing_ok=True)
         entry.dirty = 0
 
     def discard_files(self, thread: Thread) -> None:
         """Delete a thread's saved index: it may hold vectors of forgotten messages."""
-        files = self._files(thread)
-        for f in files or ():
-            f.unlink(missing_ok=True)
+        meta_file = self._meta_file(thread)
+        if meta_file is not None:
+            meta_file.unlink(missing_ok=True)
+        for path in self._index_files(thread):
+            path.unlink(missing_ok=True)
 
     def save(self) -> None:
         """Save approximate indexes that changed (on close)."""

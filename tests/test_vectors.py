@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +60,13 @@ def test_ann_matches_exact_on_the_same_vectors() -> None:
     assert len(ann) == 2999
 
 
+def saved_index(db: Path, thread_id: int = 1) -> Path:
+    """The index file a thread's saved description names."""
+    folder = Path(f"{db}.ann")
+    meta = json.loads((folder / f"thread-{thread_id}.json").read_text())
+    return folder / meta["file"]
+
+
 def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> None:
     db = tmp_path / "ann.db"
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
@@ -66,8 +75,7 @@ def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> No
         thread = mem.backend.thread("default", "default")
         assert isinstance(mem.vectors.index(thread), AnnIndex)
         assert all("lisbon" in h.message.content for h in hits)
-    index_file = Path(f"{db}.ann") / "thread-1.usearch"
-    assert index_file.exists()
+    assert saved_index(db).exists()
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         thread = mem.backend.thread("default", "default")
         entry_index = mem.vectors.index(thread)
@@ -87,8 +95,7 @@ def test_a_stale_or_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         fill(mem, 200)
         mem.search("guitar", k=3)
-    folder = Path(f"{db}.ann")
-    (folder / "thread-1.usearch").write_bytes(b"not an index")
+    saved_index(db).write_bytes(b"not an index")
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         assert "guitar" in mem.search("guitar chords", k=1)[0].message.content
         assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 200
@@ -99,7 +106,7 @@ def test_a_saved_index_of_another_store_at_the_same_path_is_not_used(tmp_path: P
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         fill(mem, 200)
         mem.search("guitar", k=3)
-    assert Path(f"{db}.ann/thread-1.usearch").exists()
+    assert saved_index(db).exists()
     for suffix in ("", "-wal", "-shm"):  # the store goes; its index folder stays
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
@@ -119,10 +126,10 @@ def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
         fill(mem, 200)
         hit = mem.search("baking bread", k=1)[0]
     folder = Path(f"{db}.ann")
-    assert (folder / "thread-1.usearch").exists()
+    assert saved_index(db).exists()
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         mem.forget(hit.message.id)
-        assert not (folder / "thread-1.usearch").exists()
+        assert not list(folder.glob("thread-1*"))
         assert hit.message.id not in [h.message.id for h in mem.search("baking bread", k=50)]
 
 
@@ -160,3 +167,74 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
         upgraded = mem.backend.session_vector_sums(thread, keys, mem.embedder.model_id)
         assert sorted(upgraded) == keys[:4]
         assert all(np.allclose(upgraded[k], stored[k], atol=1e-4) for k in keys[:4])
+
+
+def test_a_saved_index_out_of_step_with_its_description_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "step.db"
+    settings = {"embedder": HashingEmbedder(64), "ann_threshold": 100, "tree": False, "llm": None}
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        fill(mem, 200)
+        mem.search("guitar", k=3)
+    meta_file = Path(f"{db}.ann") / "thread-1.json"
+    old_meta = meta_file.read_text()
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        mem.add_many([{"content": f"late note {i} about violins"} for i in range(50)])
+        mem.search("violins", k=3)
+    # The index of the second save with the description of the first (the index is
+    # ahead of it: catching up used to add the same keys again and fail every search).
+    newer = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({**json.loads(old_meta), "file": newer["file"]}))
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        assert "violins" in mem.search("late note violins", k=1)[0].message.content
+        assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 250
+    for damage in (b"\0" * 100, None):  # appended bytes; a description that is no object
+        if damage is None:
+            meta_file.write_text("[1, 2]")
+        else:
+            with saved_index(db).open("ab") as f:
+                f.write(damage)
+        with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+            assert "guitar" in mem.search("guitar chords", k=1)[0].message.content
+
+
+def test_each_save_writes_its_own_file(tmp_path: Path) -> None:
+    db = tmp_path / "own.db"
+    settings = {"embedder": HashingEmbedder(64), "ann_threshold": 100, "tree": False, "llm": None}
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        fill(mem, 200)
+        mem.search("guitar", k=3)
+    first = saved_index(db)
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        mem.add("one more about the cello")
+        mem.search("cello", k=1)
+    second = saved_index(db)
+    # Two processes saving at once no longer write into one file.
+    assert second != first and second.exists()
+
+
+def test_exact_search_while_another_thread_adds() -> None:
+    index = ExactIndex(16)
+    rng = np.random.default_rng(0)
+    index.add(np.arange(1, 2001), rng.normal(size=(2000, 16)))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        next_id = 5000
+        while not stop.is_set():
+            index.add(np.arange(next_id, next_id + 7), rng.normal(size=(7, 16)))
+            next_id += 7
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        allowed = np.arange(1, 3000, 2)
+        for _ in range(300):
+            ids, _ = index.search(rng.normal(size=16), 5, allowed)
+            assert set(ids.tolist()) <= set(allowed.tolist())
+    except BaseException as exc:
+        errors.append(exc)
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
