@@ -543,3 +543,54 @@ def test_wal_mode_on_disk(tmp_path: Path) -> None:
     mode = store._writer.execute("PRAGMA journal_mode").fetchone()[0]
     store.close()
     assert mode == "wal"
+
+
+def test_a_migration_another_process_applied_meanwhile_is_skipped(tmp_path: Path) -> None:
+    from arbormem.store.schema import _apply
+
+    store = SQLiteBackend(tmp_path / "m.db")
+    store.close()
+    conn = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    # As a process that read the version before another one upgraded the file.
+    _apply(conn, "m.db", LATEST - 2)
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
+    assert versions == list(range(1, LATEST + 1))
+    conn.close()
+
+
+def test_processes_opening_a_new_store_together_all_open_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from arbormem.store.sqlite import SQLiteBackend\n"
+        "while time.time() < float(sys.argv[2]): pass\n"
+        "SQLiteBackend(sys.argv[1]).close()\n"
+    )
+    start = str(time.time() + 2)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path / "new.db"), start],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+
+
+def test_a_write_the_file_refuses_is_a_store_error(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "full.db")
+    thread = store.thread("u", "a", create=True)
+    assert thread
+    pages = store._writer.execute("PRAGMA page_count").fetchone()[0]
+    store._writer.execute(f"PRAGMA max_page_count = {pages}")  # as a full disk answers
+    with pytest.raises(StoreError, match="the write failed: database or disk is full"):
+        store.append(thread, [msg(f"kite {i} " + "long words " * 200, i=i) for i in range(50)])
+    store._writer.execute("PRAGMA max_page_count = 1073741823")
+    assert len(store.append(thread, [msg("kite")])) == 1  # nothing half-done is left behind
+    assert store.state(thread).max_rowid == 1
+    store.close()

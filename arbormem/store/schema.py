@@ -410,6 +410,13 @@ def _apply(conn: sqlite3.Connection, path: str, before: int) -> None:
             log.info("upgrading %s to schema %d (%s)", path, version, description)
         try:
             conn.execute("BEGIN IMMEDIATE")
+            # Another process opening the store at the same time may have applied it
+            # while this one waited for the write lock.
+            if conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
+            ).fetchone():
+                conn.execute("COMMIT")
+                continue
             for statement in _statements(sql):
                 conn.execute(statement)
             if version in STEPS:
@@ -420,7 +427,8 @@ def _apply(conn: sqlite3.Connection, path: str, before: int) -> None:
             )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise SchemaError(f"{path}: migration {version} ({description}) failed: {exc}") from exc
 
 

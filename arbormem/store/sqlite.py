@@ -169,7 +169,7 @@ class SQLiteBackend(Backend):
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
             if not self._memory:
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = self._wal(conn)
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{self.path}: cannot switch to WAL mode (got {mode})")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
@@ -180,6 +180,19 @@ class SQLiteBackend(Backend):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> str:
+        """Switch a new file to WAL mode. The switch does not wait for the busy
+        timeout: processes opening a new store together found it locked, so it is
+        tried again until the timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _read(self) -> sqlite3.Connection:
         """The connection to read with: the writer inside our own transaction, else per thread."""
@@ -202,7 +215,12 @@ class SQLiteBackend(Backend):
             with self._lock:
                 yield self._writer
         else:
-            yield self._read()
+            try:
+                yield self._read()
+            except sqlite3.ProgrammingError as exc:
+                if self._closed:  # closed by another thread while this read ran
+                    raise StoreError(f"{self.path} is closed") from exc
+                raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -225,19 +243,28 @@ class SQLiteBackend(Backend):
             self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield
+            except sqlite3.Error as exc:
+                # The driver's errors stop here: a read-only file, a full disk (after
+                # which SQLite has already rolled the transaction back itself).
+                self._rollback()
+                raise StoreError(f"{self.path}: the write failed: {exc}") from exc
             except BaseException:
-                self._writer.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
                 try:
                     self._writer.execute("COMMIT")
                 except sqlite3.Error as exc:
-                    self._writer.execute("ROLLBACK")
+                    self._rollback()
                     raise StoreError(f"{self.path}: commit failed: {exc}") from exc
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
             finally:
                 self._depth, self._owner = 0, None
+
+    def _rollback(self) -> None:
+        if self._writer.in_transaction:
+            self._writer.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._lock:
