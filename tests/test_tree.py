@@ -359,6 +359,115 @@ def test_llm_names_frozen_topics_in_the_background(tmp_path: Path, server: FakeO
         mem.close()
 
 
+@pytest.mark.parametrize(
+    ("name", "stored"),
+    [
+        ("Line one\nLine two\x00\x07\x1b", "Line one Line two"),
+        ("x" * 5000, None),
+        ("   ", None),
+        ("\U0001f389\U0001f389", None),
+        ("<b>Bold</b> &amp; Co", None),
+    ],
+)
+def test_an_llm_decisions_name_is_stored_clean_or_not_at_all(
+    tmp_path: Path, server: FakeOpenAI, name: str, stored: str | None
+) -> None:
+    server.reset()
+    server.default = Reply('{"name": "Home Garden Care", "summary": "Tomatoes and compost."}')
+    mem = llm_memory(tmp_path, server)
+    try:
+        mem.add_many(exchanges("garden", T0, "s1")[:4])
+        mem.trees.drain()
+        mem.working.wait()
+        session = mem.tree().children[0]
+        server.queue(Reply(json.dumps({"decision": "new", "parent": session.id, "name": name})))
+        mem.add("My car engine rattles, what could it be?", session="s1")
+        new_topic = mem.tree().children[0].children[-1]
+        assert new_topic.origin == "llm"  # the decision was used ...
+        if stored is None:  # ... with the extractive name instead of the unusable one
+            assert new_topic.name != name.strip() and new_topic.name
+        else:
+            assert new_topic.name == stored
+    finally:
+        mem.close()
+
+
+def test_an_llm_nesting_every_exchange_deeper_stops_at_the_depth_limit(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    from arbormem.tree.grow import MAX_DEPTH
+
+    server.reset()
+    server.default = Reply('{"name": "Home Garden Care", "summary": "Tomatoes and compost."}')
+    mem = llm_memory(tmp_path, server)
+    try:
+        for i in range(MAX_DEPTH + 4):
+            active = (
+                mem.backend.tree_state(mem.backend.thread("default", "default")).active_id
+                if mem.backend.thread("default", "default")
+                else None
+            )
+            answer = {"decision": "new", "parent": active or "root", "name": f"Level {i}"}
+            server.queue(Reply(json.dumps(answer)))
+            mem.add(f"question number {i} about something", session="s1")
+            mem.add(f"answer number {i}", role="assistant", session="s1")
+        depth = max(
+            len([n for n in node.path]) for node in mem.tree().walk() if node.kind == "topic"
+        )
+        assert depth <= MAX_DEPTH
+        assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+        assert len(mem.messages()) == 2 * (MAX_DEPTH + 4)
+    finally:
+        mem.close()
+
+
+def test_an_llm_name_answered_after_the_tree_moved_keeps_the_move(mem: Memory) -> None:
+    # The background naming reads a topic, waits for the LLM, then writes: a move made
+    # meanwhile (width control grouping the topic) must survive the write.
+    for day in range(3):
+        mem.add_many(exchanges(["trip", "car", "garden"][day], T0 + timedelta(days=day), f"s{day}"))
+    thread = mem.backend.thread("default", "default")
+    assert thread is not None
+    before = next(n for n in mem.backend.tree_nodes(thread, kinds=["topic"]) if n.frozen)
+    moved = mem.backend.tree_nodes(thread, ids=[before.id])[0]
+    session = [n for n in mem.backend.tree_nodes(thread, kinds=["topic"]) if n.parent_id is None]
+    target = next(n for n in session if n.id not in (before.id, before.parent_id))
+    moved.parent_id = target.id
+    mem.backend.put_nodes(thread, [moved])
+    assert mem.grower.apply_description(thread, before, "Lisbon Trip Plans", "Flights and hotels.")
+    after = mem.backend.tree_nodes(thread, ids=[before.id])[0]
+    assert (after.name, after.origin, after.parent_id) == ("Lisbon Trip Plans", "llm", target.id)
+    # A topic whose description changed meanwhile keeps the newer one.
+    assert not mem.grower.apply_description(thread, before, "Stale Name", "Stale.")
+
+
+def test_navigation_tools_answer_any_arguments_with_bounded_results() -> None:
+    from arbormem.models import Message
+    from arbormem.tree.navigate import MAX_RESULT_CHARS, TreeNavigator
+
+    root = TopicNode(0, "root", "ROOT", "", 0, 49, None, None, 50, False)
+    big = [
+        Message(id=str(i), role="user", content="x" * 1_000_000, timestamp=T0, session="s", index=i)
+        for i in range(50)
+    ]
+    nav = TreeNavigator(lambda: root, lambda a, b: big[a:b])
+    calls = [
+        ("view_node", [1, 2]),
+        ("view_node", b'{"path": []}'),
+        ("view_node", '{"path": [' + "1" * 5000 + "]}"),
+        ("view_node", "[" * 100_000),
+        ("view_node", {"path": [0], "extra": 1}),
+        ("get_messages", {"start": 2**63, "end": 2**63 + 1}),
+        ("get_messages", {"start": False, "end": True}),
+    ]
+    for name, args in calls:
+        assert "error" in nav.call(name, args)  # type: ignore[arg-type]
+    assert nav.call("view_node", {})["kind"] == "root"  # no path: the root
+    result = nav.call("get_messages", {"start": 0, "end": 50})
+    assert sum(len(m["content"]) for m in result["messages"]) <= MAX_RESULT_CHARS
+    assert all("truncated" in m for m in result["messages"])
+
+
 # -- reorganisation ------------------------------------------------------------------------
 
 
@@ -863,3 +972,14 @@ def test_pictures_escape_what_their_languages_would_read() -> None:
     assert 'n2 [label="Crème \\"Brûlée\\" <i>x</i> #35; a\\\\b next\\n0-3"];' in dot
     mermaid = to_mermaid(root)
     assert 'n2["Crème #34;Brûlée#34; #60;i#62;x#60;/i#62; #35;35; a\\b next<br/>0-3"]' in mermaid
+
+
+def test_an_llm_topic_description_is_cleaned_and_bounded() -> None:
+    from arbormem.tree.summarize import validate_digest
+
+    check = validate_digest(60)
+    name, summary = check({"name": "Tab\there\nnewline", "summary": "word " * 20 + "y" * 20_000})
+    assert name == "Tab here newline" and len(summary) <= 60 * 8
+    for bad in ("x" * 3000, "Bell\x07 Esc\x1b[2J Nul\x00 &amp; &lt;b&gt;", "<i>Tag</i> name"):
+        with pytest.raises(ValueError):
+            check({"name": bad, "summary": "fine"})

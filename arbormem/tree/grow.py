@@ -50,6 +50,7 @@ from arbormem.tree.config import TreeConfig
 from arbormem.tree.summarize import (
     LLM_SUMMARY_PROMPT,
     Digest,
+    clean_llm_name,
     digest_children,
     digest_messages,
     validate_digest,
@@ -66,6 +67,13 @@ TOPIC_KINDS = ("topic", "group")
 #: turns' own keys carry meanwhile; it is exact from when the topic freezes, and
 #: :meth:`TreeGrower.flush_segments` (on close) catches the rest up.
 SEGMENT_GROWTH = 0.25
+
+
+#: Most topics on a path from the root level down (the session's topic included).
+MAX_DEPTH = 8
+
+#: Characters of each message a topic decision's prompt shows.
+DECISION_MESSAGE_CHARS = 1_000
 
 
 @dataclass
@@ -301,8 +309,8 @@ class TreeGrower:
                 "role": "user",
                 "content": (
                     f"Active path: {options}\nRecent messages of the active topic:\n"
-                    + "\n".join(f"- {r.message.text}" for r in recent)
-                    + f"\nNewest message: {message.text}"
+                    + "\n".join(f"- {_clip(r.message.text)}" for r in recent)
+                    + f"\nNewest message: {_clip(message.text)}"
                 ),
             },
         ]
@@ -320,7 +328,10 @@ class TreeGrower:
                 index = ids.index(parent)
             else:
                 raise ValueError(f"parent {parent!r} is not a topic on the active path")
-            name = value.get("name") if isinstance(value.get("name"), str) else None
+            try:
+                name: str | None = clean_llm_name(value.get("name"))
+            except ValueError:
+                name = None  # the extractive name will do
             return Decision(True, index, origin="llm", name=name)
 
         try:
@@ -423,7 +434,10 @@ class TreeGrower:
                     decision = self.heuristic_decision(cur, m, vec)
                 if decision.new_topic:
                     keep = decision.parent + 1 if decision.parent is not None else len(cur.path) - 1
-                    keep = max(0, min(keep, len(cur.path)))
+                    # At most MAX_DEPTH topics deep: a model that always answers "under
+                    # the active topic" nested one level per exchange, past what views
+                    # and recall can walk.
+                    keep = max(0, min(keep, len(cur.path), MAX_DEPTH - 1))
                     self._freeze_path(thread, cur, keep, dirty)
                     parent = cur.path[-1] if cur.path else None
                     topic = self._new_topic(
@@ -751,15 +765,16 @@ class TreeGrower:
         terms = " ".join(t for m in messages for t in analyze_message(m.content, m.speaker))
         self.backend.index_nodes("segment", {node.id: terms})
 
-    def llm_rename(self, thread: Thread, node: NodeRow) -> bool:
-        """Replace a heuristic name and summary by the LLM's; False if it failed."""
+    def llm_describe(self, thread: Thread, node: NodeRow) -> tuple[str, str] | None:
+        """The LLM's name and summary for a frozen topic (None if it failed). Writes
+        nothing: the answer can take seconds, and the tree may change meanwhile."""
         if self.llm is None or node.kind == "leaf":
-            return False
+            return None
         digest_source = self.node_messages(thread, node)
         text = "\n".join(m.text for m in digest_source)[-12000:]
         validate = validate_digest(self.config.summary_words)
         try:
-            name, summary = self.llm.complete_json(
+            described: tuple[str, str] = self.llm.complete_json(
                 [
                     {"role": "system", "content": LLM_SUMMARY_PROMPT % self.config.summary_words},
                     {"role": "user", "content": text},
@@ -770,10 +785,21 @@ class TreeGrower:
             )
         except LLMError as exc:
             log.info("LLM summary unusable, keeping the extractive one: %s", exc)
-            return False
-        node.name, node.summary, node.origin = name, summary, "llm"
-        self.index_summary(thread, node)
-        self.backend.put_nodes(thread, [node])
+            return None
+        return described
+
+    def apply_description(self, thread: Thread, node: NodeRow, name: str, summary: str) -> bool:
+        """Give a topic the LLM's name and summary, if it is still the topic they
+        describe: read again in the write, and only its description changed (writing
+        back the row read before the LLM answered undid any move made meanwhile)."""
+        with self.backend.transaction():
+            fresh = self.backend.tree_nodes(thread, ids=[node.id]) if node.id else []
+            if not fresh or not fresh[0].frozen or fresh[0].chash != node.chash:
+                return False
+            current = fresh[0]
+            current.name, current.summary, current.origin = name, summary, "llm"
+            self.index_summary(thread, current)
+            self.backend.put_nodes(thread, [current])
         return True
 
     # -- forgetting ---------------------------------------------------------------------------
@@ -850,3 +876,7 @@ class TreeGrower:
                     node.origin = "heuristic"  # an LLM summary may quote what was forgotten
                     self.name_node(thread, node, kids)
                 self.backend.put_nodes(thread, [node])
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= DECISION_MESSAGE_CHARS else text[:DECISION_MESSAGE_CHARS] + "…"

@@ -20,6 +20,12 @@ from arbormem.timeutil import format_timestamp
 from arbormem.tree.view import TopicNode, find
 
 MAX_MESSAGES = 50
+#: Characters of one message a call returns, and of all its messages together: a
+#: model's context is small, and a stored message may be a megabyte.
+MAX_MESSAGE_CHARS = 4_000
+MAX_RESULT_CHARS = 40_000
+#: Largest position a call may name (SQLite's integers end at 2**63).
+MAX_POSITION = 2**62
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -40,7 +46,6 @@ TOOLS: list[dict[str, Any]] = [
                         "description": "Child positions from the root, e.g. [] or [2, 0].",
                     }
                 },
-                "required": ["path"],
                 "additionalProperties": False,
             },
         },
@@ -51,7 +56,8 @@ TOOLS: list[dict[str, Any]] = [
             "name": "get_messages",
             "description": (
                 "Read raw messages by their position in the conversation, from start "
-                f"(inclusive) to end (exclusive), at most {MAX_MESSAGES} at a time."
+                f"(inclusive) to end (exclusive), at most {MAX_MESSAGES} at a time. Long "
+                f"messages are cut at {MAX_MESSAGE_CHARS:,} characters."
             ),
             "parameters": {
                 "type": "object",
@@ -83,15 +89,23 @@ def _summary(node: TopicNode) -> dict[str, Any]:
     return out
 
 
-def _message(m: Message) -> dict[str, Any]:
-    return {
+def _message(m: Message, room: int) -> dict[str, Any]:
+    limit = min(MAX_MESSAGE_CHARS, max(room, 0))
+    out = {
         "index": m.index,
         "role": m.role,
         "speaker": m.speaker,
-        "content": m.content,
+        "content": m.content[:limit],
         "timestamp": format_timestamp(m.timestamp),
         "session": m.session,
     }
+    if len(m.content) > limit:
+        out["truncated"] = f"{len(m.content) - limit:,} more characters not shown"
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class TreeNavigator:
@@ -112,22 +126,32 @@ class TreeNavigator:
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one tool call; ``arguments`` as the model sent them (JSON text or a dict)."""
+        # A model's arguments can be anything: too deep or too long to parse, a list.
         try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+            if isinstance(arguments, str):
+                args = json.loads(arguments)
+            elif arguments is None or isinstance(arguments, Mapping):
+                args = dict(arguments or {})
+            else:
+                return {"error": "arguments must be a JSON object"}
         except json.JSONDecodeError as exc:
             return {"error": f"arguments are not valid JSON: {exc.msg}"}
+        except (ValueError, RecursionError):
+            return {"error": "arguments are not usable JSON (too deep or too long)"}
         if not isinstance(args, dict):
             return {"error": "arguments must be a JSON object"}
+        allowed = {"view_node": {"path"}, "get_messages": {"start", "end"}}.get(name)
+        if allowed is None:
+            return {"error": f"unknown tool {name!r}; use view_node or get_messages"}
+        extra = sorted(str(k) for k in args if k not in allowed)
+        if extra:
+            return {"error": f"unknown arguments {extra}; {name} takes {sorted(allowed)}"}
         if name == "view_node":
             return self.view_node(args.get("path", []))
-        if name == "get_messages":
-            return self.get_messages(args.get("start"), args.get("end"))
-        return {"error": f"unknown tool {name!r}; use view_node or get_messages"}
+        return self.get_messages(args.get("start"), args.get("end"))
 
     def view_node(self, path: Any) -> dict[str, Any]:
-        if not isinstance(path, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in path
-        ):
+        if not isinstance(path, list) or not all(_is_int(i) for i in path):
             return {"error": "path must be a list of integers, e.g. [] or [1, 0]"}
         if self._root is None:
             self._root = self._load_tree()
@@ -138,8 +162,13 @@ class TreeNavigator:
         return {**_summary(node), "children": [_summary(c) for c in node.children]}
 
     def get_messages(self, start: Any, end: Any) -> dict[str, Any]:
-        if not isinstance(start, int) or not isinstance(end, int) or start < 0 or end <= start:
+        if not (_is_int(start) and _is_int(end) and 0 <= start < end <= MAX_POSITION):
             return {"error": "start and end must be integers with 0 <= start < end"}
         if end - start > MAX_MESSAGES:
             return {"error": f"at most {MAX_MESSAGES} messages per call; narrow the range"}
-        return {"messages": [_message(m) for m in self._load_messages(start, end)]}
+        out, room = [], MAX_RESULT_CHARS
+        for m in self._load_messages(start, end):
+            item = _message(m, room)
+            out.append(item)
+            room -= len(item["content"])
+        return {"messages": out}

@@ -247,8 +247,12 @@ class Trees:
         def work() -> None:
             renamed = 0
             for node in self.backend.tree_nodes(thread, ids=pending):
-                if node.frozen and node.origin != "llm" and self.grower.llm_rename(thread, node):
-                    renamed += 1
+                if not node.frozen or node.origin == "llm":
+                    continue
+                described = self.grower.llm_describe(thread, node)  # no lock while it waits
+                if described is not None:
+                    with self._write_lock:
+                        renamed += self.grower.apply_description(thread, node, *described)
             if renamed:
                 with self._write_lock:
                     self.backend.set_tree_state(thread, self.backend.tree_state(thread))

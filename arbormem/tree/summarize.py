@@ -379,20 +379,48 @@ LLM_SUMMARY_PROMPT = (
 )
 
 
+#: Longest topic name an LLM may give, in characters (and longest word in it).
+MAX_NAME_CHARS = 60
+MAX_NAME_WORD = 24
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean_llm_name(value: Any) -> str:
+    """An LLM's topic name as stored: 1-6 words of text, no control characters, no
+    markup, not too long. Raises ValueError when it is none of that."""
+    if not isinstance(value, str):
+        raise ValueError("the name must be a string")
+    name = " ".join(_CONTROL.sub(" ", value).split())
+    n_words = len(name.split())
+    if not 1 <= n_words <= 6:
+        raise ValueError(f"name has {n_words} words, expected 2-5 (1-6 are accepted)")
+    if len(name) > MAX_NAME_CHARS or max(len(w) for w in name.split()) > MAX_NAME_WORD:
+        raise ValueError(f"name {name[:40]!r}... is too long for a topic name")
+    if not any(ch.isalnum() for ch in name) or re.search(r"[<>]|&\w+;", name):
+        raise ValueError(f"name {name!r} is not plain words")
+    return name
+
+
+def clean_llm_summary(value: Any, max_words: int) -> str:
+    """An LLM's summary as stored: no control characters, at most ``max_words`` words
+    and eight characters a word."""
+    if not isinstance(value, str):
+        raise ValueError("the summary must be a string")
+    summary = " ".join(_CONTROL.sub(" ", value).split())
+    if not summary:
+        raise ValueError("summary is empty")
+    summary = _truncate_words(summary, max_words)
+    if len(summary) > max_words * 8:
+        summary = summary[: max_words * 8 - 1].rstrip() + "…"
+    return summary
+
+
 def validate_digest(max_words: int) -> Callable[[Any], tuple[str, str]]:
     """A validator for an LLM's naming answer (raises ValueError when unusable)."""
 
     def check(value: Any) -> tuple[str, str]:
         if not isinstance(value, Mapping):
             raise ValueError("answer is not a JSON object")
-        name, summary = value.get("name"), value.get("summary")
-        if not isinstance(name, str) or not isinstance(summary, str):
-            raise ValueError("'name' and 'summary' must be strings")
-        n_words = len(name.split())
-        if not 1 <= n_words <= 6:
-            raise ValueError(f"name has {n_words} words, expected 2-5 (1-6 are accepted)")
-        if not summary.strip():
-            raise ValueError("summary is empty")
-        return name.strip(), _truncate_words(summary.strip(), max_words)
+        return clean_llm_name(value.get("name")), clean_llm_summary(value.get("summary"), max_words)
 
     return check
