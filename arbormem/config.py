@@ -74,6 +74,36 @@ def config_file_path() -> Path:
     return Path(explicit).expanduser() if explicit else _home_dir("config") / "config.toml"
 
 
+#: The keys a config file may hold (``llm`` is the table of :data:`LLM_KEYS`).
+FILE_KEYS: Final = frozenset(
+    [
+        "db",
+        "user",
+        "agent",
+        "embedder",
+        "session_gap",
+        "max_message_bytes",
+        "ann_threshold",
+        "memory_mode",
+        "context_budget",
+        "context_window",
+        "llm",
+    ]
+)
+LLM_KEYS: Final = frozenset(
+    [
+        "model",
+        "base_url",
+        "api_key",
+        "timeout",
+        "max_retries",
+        "backoff",
+        "temperature",
+        "context_window",
+    ]
+)
+
+
 @lru_cache(maxsize=8)
 def _read_config(path: str, mtime: float) -> dict[str, Any]:
     try:
@@ -81,9 +111,36 @@ def _read_config(path: str, mtime: float) -> dict[str, Any]:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    _check_keys(path, data)
     return data
+
+
+def _check_keys(path: str, data: Mapping[str, Any]) -> None:
+    """A misspelt key would be ignored without a word: refuse it, naming it."""
+    unknown = sorted(k for k in data if k not in FILE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown setting {unknown[0]!r}; the settings are "
+            f"{', '.join(sorted(FILE_KEYS - {'llm'}))} and the [llm] table"
+        )
+    llm = data.get("llm", {})
+    if not isinstance(llm, Mapping):
+        raise ConfigError(f"{path}: 'llm' must be a table ([llm]), got {llm!r}")
+    stray = sorted(k for k in llm if k not in LLM_KEYS)
+    if stray:
+        hint = (
+            " (top-level settings must come before the [llm] table: after it they belong to it)"
+            if stray[0] in FILE_KEYS
+            else ""
+        )
+        raise ConfigError(
+            f"{path}: unknown setting 'llm.{stray[0]}'{hint}; the [llm] settings are "
+            f"{', '.join(sorted(LLM_KEYS))}"
+        )
 
 
 def config_file() -> dict[str, Any]:
@@ -121,14 +178,14 @@ def resolve(
     if env and os.environ.get(env) not in (None, ""):
         try:
             return convert(os.environ[env])
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ConfigError(f"environment variable {env}={os.environ[env]!r}: {exc}") from None
     if file_key:
         value = _lookup(config_file(), file_key)
         if value is not UNSET:
             try:
                 return convert(value)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(f"{config_file_path()}: {file_key} = {value!r}: {exc}") from None
     return default
 

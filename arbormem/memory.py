@@ -90,6 +90,18 @@ def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] 
     raise InputError(f"must be a string or a list of strings, got {value!r:.60}", field=field)
 
 
+def _session_gap(value: Any) -> timedelta:
+    """A session gap from a ``timedelta`` or a number of seconds: not negative, at
+    most ten years (``inf`` or ``1e20`` seconds overflowed every command)."""
+    try:
+        gap = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    except OverflowError:
+        raise ValueError(f"a session gap is 0 seconds to 10 years, not {value}") from None
+    if not timedelta(0) <= gap <= timedelta(days=3653):
+        raise ValueError(f"a session gap is 0 seconds to 10 years, not {value}")
+    return gap
+
+
 def _roles(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """A role filter with the aliases ``add`` accepts ("human" is "user")."""
     roles = _as_tuple(value, "role")
@@ -129,13 +141,16 @@ class Memory:
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
         self.scope = Scope(settings.user, settings.agent)
-        gap = resolve(
-            session_gap,
-            "ARBORMEM_SESSION_GAP",
-            "session_gap",
-            DEFAULT_SESSION_GAP,
-            lambda v: v if isinstance(v, timedelta) else timedelta(seconds=float(v)),
-        )
+        try:
+            gap = resolve(
+                session_gap,
+                "ARBORMEM_SESSION_GAP",
+                "session_gap",
+                DEFAULT_SESSION_GAP,
+                _session_gap,
+            )
+        except (TypeError, ValueError) as exc:  # the argument's (a setting's is a ConfigError)
+            raise InputError(str(exc), field="session_gap") from None
         self.session_gap: timedelta = gap
         self.max_message_bytes: int = resolve(
             max_message_bytes,
@@ -808,6 +823,15 @@ class Memory:
         Every run is logged and can be undone with :meth:`undo_reorganize`.
         Messages are never changed.
         """
+        if (
+            isinstance(similarity_threshold, bool)
+            or not isinstance(similarity_threshold, (int, float))
+            or not 0.0 <= similarity_threshold <= 1.0
+        ):
+            raise InputError(
+                f"must be a cosine similarity from 0 to 1, got {similarity_threshold!r}",
+                field="similarity_threshold",
+            )
         thread = self._thread(self._scope(user, agent))
         if thread is None or not self.tree_config.enabled:
             return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}

@@ -332,6 +332,17 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
     return items
 
 
+def _window(value: Any) -> int:
+    from arbormem.context import MIN_BUDGET, REPLY_PRIMER
+
+    if isinstance(value, bool):
+        raise TypeError(f"must be a number of tokens, got {value}")
+    tokens = int(value)
+    if tokens < MIN_BUDGET + REPLY_PRIMER + 1:
+        raise ValueError(f"must be at least {MIN_BUDGET + REPLY_PRIMER + 1} tokens, got {tokens}")
+    return tokens
+
+
 def _budget(value: Any) -> int:
     from arbormem.context import MIN_BUDGET
 
@@ -394,7 +405,9 @@ def build_context(
     window_size = (
         context_window
         or (getattr(memory.llm, "context_window", None) if memory.llm is not None else None)
-        or resolve(UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, int)
+        or resolve(
+            UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, _window
+        )
     )
     scope = memory._scope(user, agent)
     # A read: no wait for the tree check, and no thread made for a scope that has none

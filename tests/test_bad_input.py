@@ -212,6 +212,9 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
     ]:
         with pytest.raises(InputError, match=field):
             memory.context("peanuts", **kwargs)
+    for threshold in (-1, 5, float("nan"), "0.5"):
+        with pytest.raises(InputError, match="'similarity_threshold'"):
+            memory.reorganize(similarity_threshold=threshold)  # type: ignore[arg-type]
     small = memory.context("peanuts", context_window=36)
     assert small.prompt_tokens <= 36 - 4
     with pytest.raises(InputError, match="cannot write the export") as err:

@@ -119,10 +119,11 @@ def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> No
     run_cli("ingest", str(chat), env=env)
     hit = json.loads(run_cli("search", "wifi password", "--json", env=env).stdout)[0]
     refused = run_cli("forget", hit["id"], env=env, input="n\n")
-    assert "Nothing forgotten" in refused.stdout
-    out = run_cli("forget", hit["id"], "--yes", "--json", env=env)
-    assert json.loads(out.stdout)["messages"] == 1
-    assert run_cli("forget", "--session", "s2", "--thread", env=env).returncode == 1
+    assert "Nothing forgotten" in refused.stderr and refused.stdout == ""
+    # The question goes to stderr: with --json, stdout stays one JSON document.
+    out = run_cli("forget", hit["id"], "--json", env=env, input="y\n")
+    assert json.loads(out.stdout)["messages"] == 1 and "for good?" in out.stderr
+    assert run_cli("forget", "--session", "s2", "--thread", env=env).returncode == 2
     dump = tmp_path / "dump.json"
     assert run_cli("export", str(dump), env=env).returncode == 0
     other = {**env, "ARBORMEM_DB": str(tmp_path / "other.db")}
@@ -201,3 +202,54 @@ def test_cli_reference_is_generated_from_the_code() -> None:
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     assert docs == render_cli_reference(), "docs/cli.md is stale: run python -m arbormem.cli.docs"
+
+
+@pytest.mark.parametrize(
+    ("config", "extra_env", "named"),
+    [
+        ("contxt_budget = 100\n", {}, "unknown setting 'contxt_budget'"),
+        ('[llm]\nmodel = "x"\ncontext_budget = 500\n', {}, "must come before the [llm] table"),
+        (b"# caf\xe9\nuser = 'bob'\n", {}, "not UTF-8"),
+        ("context_window = 0\n", {}, "context_window = 0"),
+        ("", {"ARBORMEM_CONTEXT_WINDOW": "10"}, "ARBORMEM_CONTEXT_WINDOW"),
+        ("", {"ARBORMEM_SESSION_GAP": "inf"}, "ARBORMEM_SESSION_GAP"),
+        ("session_gap = -5\n", {}, "session_gap = -5"),
+        ("", {"ARBORMEM_EMBEDDER": "hash:abc"}, "hash:abc"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(
+    tmp_path: Path, env: dict[str, str], config: str | bytes, extra_env: dict[str, str], named: str
+) -> None:
+    path = tmp_path / "config.toml"
+    if isinstance(config, bytes):
+        path.write_bytes(config)
+    else:
+        path.write_text(config)
+    out = run_cli("context", "cake", env={**env, "ARBORMEM_CONFIG": str(path), **extra_env})
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert named in out.stderr
+
+
+def test_a_store_path_with_a_tilde_is_in_the_home_folder(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "ARBORMEM_EMBEDDER": "hash", "ARBORMEM_DB": "~/x.db"}
+    assert run_cli("stats", env=env).returncode == 0
+    assert (tmp_path / "x.db").exists()
+
+
+def test_content_a_terminal_cannot_show_is_replaced(tmp_path: Path, env: dict[str, str]) -> None:
+    chat = write_json(tmp_path / "c.json", [{"content": "birthday cake \U0001f382 for Leo"}])
+    assert run_cli("ingest", str(chat), env=env).returncode == 0
+    out = run_cli("search", "birthday cake", env={**env, "PYTHONIOENCODING": "latin-1"})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "birthday cake ? for Leo" in out.stdout
+
+
+def test_option_ranges_are_usage_errors(tmp_path: Path, env: dict[str, str]) -> None:
+    for args, option in (
+        (["reorganize", "--threshold", "-1"], "--threshold"),
+        (["tree", "-d", "0"], "--depth"),
+        (["bench", "scale", "--turns", "1k", "--queries", "0"], "--queries"),
+        (["bench", "locomo", str(tmp_path), "--systems", ","], "--systems"),
+    ):
+        out = run_cli(*args, env=env)
+        assert out.returncode == 2 and option in out.stderr, (args, out.stderr)

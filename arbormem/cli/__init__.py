@@ -8,6 +8,7 @@ given. Commands that return data take ``--json``.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -55,6 +56,11 @@ def cli(
 
 def main() -> None:
     """Entry point of the ``arbormem`` console script."""
+    # Stored content is any Unicode; a terminal that cannot show a character gets a
+    # replacement for it, not a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     cli(prog_name="arbormem")
 
 
@@ -292,13 +298,11 @@ def forget(
       arbormem forget --session session-2 --yes
       arbormem --user alice forget --everything-of-user --yes
     """
-    from arbormem.errors import InputError
 
     chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
     if chosen != 1:
-        raise InputError(
-            "give exactly one of MESSAGE_ID, --session, --thread, --everything-of-user",
-            field="forget",
+        raise click.UsageError(
+            "give exactly one of MESSAGE_ID, --session, --thread, --everything-of-user"
         )
     with opts.open() as mem:
         what = (
@@ -310,8 +314,9 @@ def forget(
             if whole_thread
             else f"user {mem.scope.user}"
         )
-        if not yes and not click.confirm(f"Forget {what} for good?", default=False):
-            click.echo("Nothing forgotten.")
+        # The question and its answer go to stderr: stdout may be --json for a program.
+        if not yes and not click.confirm(f"Forget {what} for good?", default=False, err=True):
+            click.echo("Nothing forgotten.", err=True)
             return
         if whole_user:
             counts = mem.forget(user=mem.scope.user)

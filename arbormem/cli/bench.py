@@ -123,6 +123,8 @@ def locomo(
     from arbormem.bench.locomo import run, to_json
 
     names = [s.strip() for s in systems.split(",") if s.strip()]
+    if not names:
+        raise click.BadParameter("name at least one system", param_hint="--systems")
 
     def progress(msg: str) -> None:
         if sys.stderr.isatty():
@@ -188,6 +190,7 @@ def _scale_table(result: dict[str, Any]) -> None:
     "--queries",
     default=300,
     show_default=True,
+    type=click.IntRange(min=1),
     help="Searches timed per size, one at a time.",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the generated conversations.")

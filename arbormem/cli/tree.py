@@ -10,7 +10,7 @@ from arbormem.cli.common import StoreOptions, echo_json, handle_errors
 @click.command()
 @click.option("--summaries", "-s", is_flag=True, help="Show each topic's summary.")
 @click.option("--messages", "-m", is_flag=True, help="Show the messages of every exchange.")
-@click.option("--depth", "-d", type=int, help="Show only this many levels.")
+@click.option("--depth", "-d", type=click.IntRange(min=1), help="Show only this many levels.")
 @click.option("--no-leaves", is_flag=True, help="Show topics only, not exchanges.")
 @click.option("--json", "fmt", flag_value="json", help="Export the tree as JSON.")
 @click.option("--mermaid", "fmt", flag_value="mermaid", help="Export a Mermaid graph.")
@@ -70,6 +70,7 @@ def tree(
     "--threshold",
     default=0.55,
     show_default=True,
+    type=click.FloatRange(0.0, 1.0),
     help="Cosine similarity two topic summaries need before a merge is considered.",
 )
 @click.option(

@@ -44,7 +44,7 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
     if kind == "wordllama":
-        return WordLlamaEmbedder(dim=int(arg) if arg else 256)
+        return WordLlamaEmbedder(dim=_dimensions(spec, arg, 256))
     if kind == "minilm":
         return SentenceTransformerEmbedder.minilm()
     if kind in ("st", "sentence-transformers"):
@@ -61,7 +61,18 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
             )
         return OpenAIEmbedder(arg)
     if kind == "hash":
-        return HashingEmbedder(dim=int(arg) if arg else 256)
+        return HashingEmbedder(dim=_dimensions(spec, arg, 4096))
     raise ConfigError(
         f"unknown embedder {spec!r}: use wordllama, minilm, st:NAME_OR_PATH, openai:MODEL or hash"
     )
+
+
+def _dimensions(spec: str, arg: str, most: int) -> int:
+    """The dimensions a spec like ``hash:64`` asks for (256 when it names none)."""
+    if not arg:
+        return 256
+    if not arg.isdigit() or not 1 <= int(arg) <= most:
+        raise ConfigError(
+            f"embedder {spec!r}: the dimensions after ':' must be a whole number from 1 to {most}"
+        )
+    return int(arg)

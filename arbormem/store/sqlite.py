@@ -130,10 +130,11 @@ class SQLiteBackend(Backend):
     def __init__(
         self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", timeout: float = 30.0
     ) -> None:
-        self.path = str(path)
-        self._memory = self.path == ":memory:"
+        self._memory = str(path) == ":memory:"
+        # "~/memory.db" from a config file or a quoted flag reaches us unexpanded.
+        self.path = str(path) if self._memory else str(Path(path).expanduser())
         if not self._memory:
-            parent = Path(self.path).expanduser().resolve().parent
+            parent = Path(self.path).resolve().parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
