@@ -220,6 +220,8 @@ def test_cli_reference_is_generated_from_the_code() -> None:
 def test_a_bad_setting_is_one_line_naming_it(
     tmp_path: Path, env: dict[str, str], config: str | bytes, extra_env: dict[str, str], named: str
 ) -> None:
+    chat = write_json(tmp_path / "c.json", [{"content": "a chocolate cake for Leo"}])
+    assert run_cli("ingest", str(chat), env=env).returncode == 0
     path = tmp_path / "config.toml"
     if isinstance(config, bytes):
         path.write_bytes(config)
@@ -232,8 +234,10 @@ def test_a_bad_setting_is_one_line_naming_it(
 
 def test_a_store_path_with_a_tilde_is_in_the_home_folder(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "ARBORMEM_EMBEDDER": "hash", "ARBORMEM_DB": "~/x.db"}
-    assert run_cli("stats", env=env).returncode == 0
+    chat = write_json(tmp_path / "c.json", [{"content": "a chocolate cake for Leo"}])
+    assert run_cli("ingest", str(chat), env=env).returncode == 0
     assert (tmp_path / "x.db").exists()
+    assert run_cli("stats", env=env).returncode == 0
 
 
 def test_content_a_terminal_cannot_show_is_replaced(tmp_path: Path, env: dict[str, str]) -> None:
@@ -242,6 +246,14 @@ def test_content_a_terminal_cannot_show_is_replaced(tmp_path: Path, env: dict[st
     out = run_cli("search", "birthday cake", env={**env, "PYTHONIOENCODING": "latin-1"})
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert "birthday cake ? for Leo" in out.stdout
+
+
+def test_reading_commands_never_create_a_store(tmp_path: Path, env: dict[str, str]) -> None:
+    typo = tmp_path / "no-such-folder" / "memroy.db"
+    for args in (["search", "x"], ["stats"], ["sessions"], ["tree"], ["context", "x"]):
+        out = run_cli("--db", str(typo), *args, env=env)
+        assert out.returncode == 1 and "no store at" in out.stderr, (args, out.stderr)
+    assert not typo.parent.exists()
 
 
 def test_option_ranges_are_usage_errors(tmp_path: Path, env: dict[str, str]) -> None:

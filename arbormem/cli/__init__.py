@@ -162,7 +162,7 @@ def search(
       arbormem search "peanut allergy" -k 3 --neighbors 1 --json
       arbormem search "deploy" --since 2026-01-01 --role assistant
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         hits = mem.search(
             query,
             k=k,
@@ -212,7 +212,7 @@ def sessions(opts: StoreOptions, as_json: bool) -> None:
       arbormem sessions
       arbormem --user alice --agent support sessions --json
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         found = mem.sessions()
     if as_json:
         echo_json([s.to_dict() for s in found])
@@ -245,7 +245,7 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
     from arbormem.errors import NotFound
     from arbormem.timeutil import display
 
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         messages = mem.messages(session=target)
         if not messages:
             try:
@@ -304,7 +304,7 @@ def forget(
         raise click.UsageError(
             "give exactly one of MESSAGE_ID, --session, --thread, --everything-of-user"
         )
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         what = (
             f"message {message_id}"
             if message_id
@@ -350,7 +350,7 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
       arbormem export backup.json
       arbormem export --everything > all.json
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         user = mem.scope.user
         kwargs: dict[str, Any] = {"everything": everything}
         if all_agents:
@@ -406,7 +406,7 @@ def reembed(opts: StoreOptions, keep_other_models: bool, as_json: bool) -> None:
       arbormem --embedder minilm reembed
       arbormem reembed --keep-other-models
     """
-    with opts.open() as mem, progress_bar(None, "embedding") as advance:
+    with opts.open(existing=True) as mem, progress_bar(None, "embedding") as advance:
         counts = mem.reembed(prune=not keep_other_models, progress=advance)
     if as_json:
         echo_json(counts)
@@ -428,7 +428,7 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
     Example:
       arbormem stats --json
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         info = mem.stats()
         info["db"] = str(mem.path)
     if as_json:

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -25,10 +26,21 @@ class StoreOptions:
         self.agent = agent
         self.embedder = embedder
 
-    def open(self) -> Any:
-        from arbormem.config import UNSET
+    def open(self, *, existing: bool = False) -> Any:
+        """The store; with ``existing`` (commands that only read) an error when there
+        is none yet, instead of creating an empty one (and its folders) at a mistyped
+        ``--db``."""
+        from arbormem.config import UNSET, store_settings
+        from arbormem.errors import StoreError
         from arbormem.memory import Memory
 
+        if existing:
+            db = store_settings(self.db if self.db is not None else UNSET).db
+            if db != ":memory:" and not Path(db).expanduser().exists():
+                raise StoreError(
+                    f"no store at {db}: nothing has been stored there yet "
+                    "('arbormem ingest' or 'import' creates it; check --db or ARBORMEM_DB)"
+                )
         return Memory(
             self.db if self.db is not None else UNSET,
             user=self.user if self.user is not None else UNSET,

@@ -46,7 +46,7 @@ def context(
     """
     from arbormem.config import UNSET
 
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         ctx = mem.context(
             query,
             budget_tokens=budget if budget is not None else UNSET,

@@ -35,7 +35,7 @@ def tree(
       arbormem tree --mermaid > tree.mmd
       arbormem tree --dot | dot -Tpng > tree.png
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         if fmt:
             click.echo(
                 mem.render_tree(
@@ -100,7 +100,7 @@ def reorganize(
       arbormem reorganize --log
       arbormem reorganize --undo 3
     """
-    with opts.open() as mem:
+    with opts.open(existing=True) as mem:
         if show_log:
             entries = mem.tree_log()
             if as_json:
