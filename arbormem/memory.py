@@ -24,7 +24,7 @@ import numpy as np
 
 from arbormem.config import UNSET, resolve, store_settings
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
-from arbormem.errors import ArbormemError, InputError, NotFound
+from arbormem.errors import InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
 from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, normalize_role, prepare
 from arbormem.models import Hit, Message, Scope, Session
@@ -402,11 +402,15 @@ class Memory:
                 )
                 self._after_append(thread, rows, vectors, decisions)
             if vectors is not None and all(r.chash in vectors for r in rows):
-                self.vectors.appended(
-                    thread,
-                    [r.rowid for r in rows],
-                    np.vstack([vectors[r.chash] for r in rows]),
-                )
+                try:
+                    self.vectors.appended(
+                        thread,
+                        [r.rowid for r in rows],
+                        np.vstack([vectors[r.chash] for r in rows]),
+                    )
+                except Exception as exc:  # the messages are stored: the index catches up later
+                    log.warning("vector index not extended, rebuilt on next search: %s", exc)
+                    self.vectors.invalidate(thread)
         if self._idle is not None:
             self._idle.touch(thread, wrote=True)
         self.trees.name_with_llm(thread)
@@ -466,13 +470,15 @@ class Memory:
         for m in prepared:
             texts.setdefault(m.chash, f"{m.speaker}: {m.content}" if m.speaker else m.content)
         try:
-            have = self.backend.vectors(model, list(texts))
+            dim = self.embedder.dimensions
+            stored = self.backend.vectors(model, list(texts))
+            have = {h: v for h, v in stored.items() if v.shape[-1] == dim}  # see reembed
             todo = [h for h in texts if h not in have]
             if todo:
                 fresh = self.embedder.embed_many([texts[h] for h in todo])
                 have.update(zip(todo, fresh))
             return have
-        except ArbormemError as exc:
+        except Exception as exc:  # any embedder's failure: the messages are stored all the same
             log.warning("embedding failed, storing messages without vectors for now: %s", exc)
             return None
 
@@ -979,7 +985,9 @@ class Memory:
         model = self.embedder.model_id
         embedded = 0
         for thread in self.backend.threads():
-            _, _, _, missing = self.backend.thread_vectors(thread, model)
+            _, _, _, missing = self.backend.thread_vectors(
+                thread, model, dim=self.embedder.dimensions
+            )
             for start in range(0, len(missing), 2048):
                 chunk = missing[start : start + 2048]
                 vecs = self.embedder.embed_many([r.message.text for r in chunk])

@@ -18,6 +18,7 @@ features are computed for a few hundred turns, never for the whole thread.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.embed.base import Embedder
+from arbormem.errors import EmbedderError
 from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
@@ -39,6 +41,8 @@ from arbormem.vectors import VectorCache
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
 _MAX_YEARS = 30
+
+log = logging.getLogger(__name__)
 
 _QUERY_DEPENDENT = np.asarray([name not in ("len", "first") for name in FEATURES])
 
@@ -232,11 +236,17 @@ class Retriever:
                 found[rowid] = None
         qvec: np.ndarray | None = None
         if cfg.dense:
-            qvec = self.embedder.embed(query)
-            for thread in threads:
-                ids, _ = self.vectors.index(thread).search(qvec, cfg.dense_candidates, allowed)
-                for rowid in ids.tolist():
-                    found[rowid] = None
+            try:
+                qvec = self.embedder.embed(query)
+                for thread in threads:
+                    ids, _ = self.vectors.index(thread).search(qvec, cfg.dense_candidates, allowed)
+                    for rowid in ids.tolist():
+                        found[rowid] = None
+            except EmbedderError as exc:
+                # An embedding endpoint that is down (or vectors it cannot give): the
+                # search goes on with the full-text and topic candidates alone.
+                log.warning("dense search skipped: %s", exc)
+                qvec = None
         rowids = list(found)
         if not rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}

@@ -464,7 +464,7 @@ class VectorCache:
         model = self.embedder.model_id
         while entry.upto < upto:
             ids, _, matrix, missing = self.backend.thread_vectors(
-                thread, model, after_rowid=entry.upto, limit=50_000
+                thread, model, after_rowid=entry.upto, limit=50_000, dim=self.embedder.dimensions
             )
             if len(ids):
                 self._add(thread, entry, ids, matrix)
@@ -508,6 +508,8 @@ class VectorCache:
         for key, total in self.backend.session_vector_sums(
             thread, sessions, self.embedder.model_id
         ).items():
+            if len(total) != self.embedder.dimensions:
+                continue  # summed from vectors of another length: computed from the index
             norm = float(np.linalg.norm(total))
             out[key] = total / norm if norm else total
         rest = [s for s in sessions if s not in out]

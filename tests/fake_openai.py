@@ -74,6 +74,8 @@ class FakeOpenAI:
         self.default = Reply()
         self.requests: list[dict[str, Any]] = []
         self.embedding_failures = 0
+        #: Bodies the embeddings route sends next, as they are (200), one per request.
+        self.embedding_bodies: deque[str] = deque()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -92,6 +94,7 @@ class FakeOpenAI:
         self.requests.clear()
         self.default = Reply()
         self.embedding_failures = 0
+        self.embedding_bodies.clear()
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -150,6 +153,9 @@ class FakeOpenAI:
                 if server.embedding_failures > 0:
                     server.embedding_failures -= 1
                     self._send(500, json.dumps({"error": {"message": "embedding backend down"}}))
+                    return
+                if server.embedding_bodies:
+                    self._send(200, server.embedding_bodies.popleft())
                     return
                 inputs = payload.get("input", [])
                 if isinstance(inputs, str):

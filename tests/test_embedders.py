@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +138,75 @@ def test_failing_embedding_endpoint_loses_no_message(
         hits = mem.search("glaciers")
         assert hits[0].message.id == m.id
         assert mem.backend.vector_models() == {emb.model_id: 2}
+
+
+def _embedding_reply(vectors: list) -> str:
+    data = [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vectors)]
+    return json.dumps({"object": "list", "data": data, "model": "fake-embed"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<html>Bad gateway</html>",
+        '{"object": "list", "data": [',
+        '{"object": "list", "data": null}',
+        '{"result": "ok"}',
+        _embedding_reply(["AAAA"]),
+        _embedding_reply([None]),
+        _embedding_reply([[0.1, 0.2], [0.3]]),
+        _embedding_reply([[float("nan")] * 24]),
+        _embedding_reply([[0.0] * 24]),
+    ],
+)
+def test_an_embedding_reply_that_is_not_embeddings_loses_no_message(
+    tmp_path: Path, fake_server: FakeOpenAI, body: str
+) -> None:
+    fake_server.reset()
+    emb = OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k", max_retries=0)
+    with Memory(tmp_path / "m.db", embedder=emb) as mem:
+        mem.add("first message about volcanoes")  # the endpoint is fine: 24-d vectors
+        fake_server.embedding_bodies.append(body)
+        m = mem.add("second message about glaciers")
+        assert mem.get(m.id).content == "second message about glaciers"
+        models = mem.backend.vector_models()
+        assert models == {emb.model_id: 1}  # nothing unusable was stored
+        assert mem.search("glaciers")[0].message.id == m.id  # embedded now
+
+
+def test_search_goes_on_without_vectors_while_the_endpoint_is_down(
+    tmp_path: Path, fake_server: FakeOpenAI
+) -> None:
+    fake_server.reset()
+    emb = OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k", max_retries=0)
+    with Memory(tmp_path / "m.db", embedder=emb) as mem:
+        mem.add("the glacier walk is on Friday")
+        emb_cache = mem.embedder
+        emb_cache.clear()  # the query must go to the endpoint
+        fake_server.embedding_failures = 5
+        hits = mem.search("glacier walk")
+        assert hits and "glacier" in hits[0].message.content
+        assert not any(k.startswith("de_") for k in hits[0].signals)
+
+
+def test_an_endpoint_whose_vectors_changed_length_is_embedded_again(
+    tmp_path: Path, fake_server: FakeOpenAI
+) -> None:
+    fake_server.reset()
+    path = tmp_path / "m.db"
+
+    def embedder() -> OpenAIEmbedder:
+        return OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k")
+
+    try:
+        with Memory(path, embedder=embedder()) as mem:
+            mem.add_many([{"content": f"note {i} about glaciers and volcanoes"} for i in range(20)])
+        fake_server.embedding_dim = 32  # the same model name now gives 32-d vectors
+        with Memory(path, embedder=embedder()) as mem:
+            m = mem.add("a new note about volcanoes")
+            assert mem.get(m.id).content == "a new note about volcanoes"
+            hits = mem.search("volcanoes")  # the stored 24-d vectors are embedded again
+            assert hits and any(k.startswith("de_") for k in hits[0].signals)
+            assert mem.reembed()["embedded"] == 0  # nothing of the old length is left
+    finally:
+        fake_server.embedding_dim = 24

@@ -63,26 +63,33 @@ class OpenAIEmbedder(Embedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         import openai
 
+        where = f"embedding endpoint {self.base_url or 'api.openai.com'} (model {self.model!r})"
         kwargs: dict[str, Any] = {"model": self.model, "input": list(texts)}
         if self._dims is not None and self.model.startswith("text-embedding-3"):
             kwargs["dimensions"] = self._dims
         try:
             response = self._client_or_new().embeddings.create(**kwargs)
+            rows = sorted(response.data, key=lambda item: item.index)
+            vectors = [row.embedding for row in rows]
         except openai.OpenAIError as exc:
-            raise EmbedderError(
-                f"embedding call to {self.base_url or 'api.openai.com'} "
-                f"with model {self.model!r} failed: {exc}"
-            ) from exc
-        rows = sorted(response.data, key=lambda item: item.index)
-        if len(rows) != len(texts):
-            raise EmbedderError(
-                f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts"
-            )
-        matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
+            raise EmbedderError(f"{where}: the call failed: {exc}") from exc
+        except Exception as exc:  # a reply that is not an embeddings response at all
+            raise EmbedderError(f"{where}: the reply is not embeddings: {exc!r:.200}") from exc
+        if len(vectors) != len(texts):
+            raise EmbedderError(f"{where} returned {len(vectors)} vectors for {len(texts)} texts")
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbedderError(f"{where}: the vectors are not numbers of one length") from exc
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbedderError(f"{where}: the vectors have shape {matrix.shape}")
+        # A NaN or all-zero vector would be stored for good and rank nothing.
+        if not np.isfinite(matrix).all() or not np.abs(matrix).sum(axis=1).all():
+            raise EmbedderError(f"{where}: some vectors are not finite or are all zero")
         if self._dims is None:
             self._dims = int(matrix.shape[1])
         elif matrix.shape[1] != self._dims:
             raise EmbedderError(
-                f"model {self.model!r} returned {matrix.shape[1]}-d vectors, expected {self._dims}"
+                f"{where} returned {matrix.shape[1]}-d vectors, expected {self._dims}"
             )
         return l2_normalize(matrix)

@@ -349,11 +349,17 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def thread_vectors(
-        self, thread: Thread, model_id: str, after_rowid: int = 0, limit: int | None = None
+        self,
+        thread: Thread,
+        model_id: str,
+        after_rowid: int = 0,
+        limit: int | None = None,
+        dim: int | None = None,
     ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
         """Rows after ``after_rowid`` (the first ``limit`` of them): ``(rowids, session
         keys, matrix)`` of those with a vector of ``model_id``, and the rows that have
-        none yet."""
+        none yet. With ``dim``, a stored vector of another length counts as none (an
+        endpoint that changed its model's dimension under the same name)."""
 
     @abc.abstractmethod
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:

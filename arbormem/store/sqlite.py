@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arbormem.errors import StoreError
+from arbormem.errors import EmbedderError, StoreError
 from arbormem.models import Message, Session
 from arbormem.store.base import (
     LEXICAL_KEYS,
@@ -491,7 +491,8 @@ class SQLiteBackend(Backend):
         row = c.execute(
             "SELECT model, total FROM session_vectors WHERE session_id = ?", (sid,)
         ).fetchone()
-        if row is not None and row[0] == model_id:
+        size = 4 * len(added)
+        if row is not None and row[0] == model_id and len(row[1]) == size:
             total = np.frombuffer(row[1], dtype="<f4") + added
         elif new_session:
             total = added
@@ -505,7 +506,7 @@ class SQLiteBackend(Backend):
                     (model_id, sid),
                 )
             ]
-            if not blobs or any(b is None for b in blobs):
+            if not blobs or any(b is None or len(b) != size for b in blobs):
                 # An older member lacks a vector (a failed embedding, another model):
                 # searches sum it from the index, which embeds what is missing.
                 c.execute("DELETE FROM session_vectors WHERE session_id = ?", (sid,))
@@ -1066,12 +1067,20 @@ class SQLiteBackend(Backend):
             return
         with self.transaction():
             self._writer.executemany(
-                "INSERT OR IGNORE INTO vectors (model, chash, dim, vec) VALUES (?, ?, ?, ?)",
+                # A stored vector is kept, unless it has another length (see thread_vectors).
+                "INSERT INTO vectors (model, chash, dim, vec) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (model, chash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec"
+                " WHERE vectors.dim != excluded.dim",
                 [(model_id, h, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in vectors.items()],
             )
 
     def thread_vectors(
-        self, thread: Thread, model_id: str, after_rowid: int = 0, limit: int | None = None
+        self,
+        thread: Thread,
+        model_id: str,
+        after_rowid: int = 0,
+        limit: int | None = None,
+        dim: int | None = None,
     ) -> tuple[np.ndarray, list[str], np.ndarray, list[Row]]:
         with self._reading() as conn:
             rows = conn.execute(
@@ -1082,8 +1091,18 @@ class SQLiteBackend(Backend):
                 " LIMIT ?",
                 (model_id, thread.id, after_rowid, -1 if limit is None else limit),
             ).fetchall()
-        have = [r for r in rows if r[2] is not None]
-        missing_ids = [r[0] for r in rows if r[2] is None]
+        size = None if dim is None else 4 * dim
+
+        def usable(vec: bytes | None) -> bool:
+            return vec is not None and (size is None or len(vec) == size)
+
+        have = [r for r in rows if usable(r[2])]
+        missing_ids = [r[0] for r in rows if not usable(r[2])]
+        if size is None and len({len(r[2]) for r in have}) > 1:
+            raise EmbedderError(
+                f"stored vectors of {model_id} have different lengths; "
+                "run 'arbormem reembed' to embed them again"
+            )
         ids = np.fromiter((r[0] for r in have), dtype=np.int64, count=len(have))
         sessions = [r[1] for r in have]
         if have:
