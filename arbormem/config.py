@@ -81,6 +81,8 @@ FILE_KEYS: Final = frozenset(
         "user",
         "agent",
         "embedder",
+        "embedder_timeout",
+        "embedder_max_retries",
         "session_gap",
         "max_message_bytes",
         "ann_threshold",

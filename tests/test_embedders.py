@@ -210,3 +210,16 @@ def test_an_endpoint_whose_vectors_changed_length_is_embedded_again(
             assert mem.reembed()["embedded"] == 0  # nothing of the old length is left
     finally:
         fake_server.embedding_dim = 24
+
+
+def test_an_openai_embedders_patience_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arbormem.embed import get_embedder
+    from arbormem.errors import ConfigError
+
+    monkeypatch.setenv("ARBORMEM_EMBEDDER_TIMEOUT", "2.5")
+    monkeypatch.setenv("ARBORMEM_EMBEDDER_MAX_RETRIES", "0")
+    emb = get_embedder("openai:fake-embed")
+    assert isinstance(emb, OpenAIEmbedder) and (emb.timeout, emb.max_retries) == (2.5, 0)
+    monkeypatch.setenv("ARBORMEM_EMBEDDER_TIMEOUT", "0")
+    with pytest.raises(ConfigError, match="ARBORMEM_EMBEDDER_TIMEOUT"):
+        get_embedder("openai:fake-embed")

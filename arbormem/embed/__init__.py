@@ -59,7 +59,28 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
                 "embedder 'openai:' needs a model name, e.g. openai:text-embedding-3-small "
                 "or openai:nomic-embed-text for Ollama"
             )
-        return OpenAIEmbedder(arg)
+        from arbormem.config import UNSET, resolve
+
+        def seconds(value: object) -> float:
+            number = float(value)  # type: ignore[arg-type]
+            if not 0 < number <= 3600:  # also refuses NaN
+                raise ValueError("must be more than 0 and at most 3600 seconds")
+            return number
+
+        def retries(value: object) -> int:
+            number = int(value)  # type: ignore[call-overload]
+            if not 0 <= number <= 10:
+                raise ValueError("must be 0 to 10")
+            return number
+
+        # A remote endpoint that hangs holds each add for timeout x (retries + 1).
+        return OpenAIEmbedder(
+            arg,
+            timeout=resolve(UNSET, "ARBORMEM_EMBEDDER_TIMEOUT", "embedder_timeout", 30.0, seconds),
+            max_retries=resolve(
+                UNSET, "ARBORMEM_EMBEDDER_MAX_RETRIES", "embedder_max_retries", 2, retries
+            ),
+        )
     if kind == "hash":
         return HashingEmbedder(dim=_dimensions(spec, arg, 4096))
     raise ConfigError(
