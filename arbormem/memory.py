@@ -489,11 +489,11 @@ class Memory:
         last = self.backend.last_session(thread)
         current = last.id if last else None
         current_at = last.last_at if last else None
-        taken = (
-            {s.id for s in self.backend.sessions(thread)}
-            if any(e is None for e in explicit)
-            else set()
-        )
+        # The thread's session names are read only when a new one must be named: read
+        # on every add, they made each add slower as the sessions grew (2.2 -> 24.7 ms
+        # at 2,000 sessions in a review's measurement).
+        stored: set[str] | None = None
+        named: set[str] = set()  # the sessions of this batch so far
         for message, name in zip(prepared, explicit):
             if name is not None:
                 message.session = str(name)
@@ -504,12 +504,15 @@ class Memory:
                     or message.timestamp - current_at > self.session_gap
                     or message.timestamp < current_at - self.session_gap
                 ):
+                    if stored is None:
+                        stored = {s.id for s in self.backend.sessions(thread)}
+                    taken = stored | named
                     n = len(taken) + 1
                     while f"session-{n}" in taken:
                         n += 1
                     current = f"session-{n}"
                 message.session = current
-            taken.add(message.session)
+            named.add(message.session)
             current = message.session
             current_at = message.timestamp
 
@@ -961,8 +964,15 @@ class Memory:
             for scope, msgs, archived in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
-                rows = self.backend.append(thread, msgs, vectors, self.embedder.model_id)
-                self._after_append(thread, rows, vectors)
+                # Only this thread's vectors: passing all of them made every thread
+                # write the whole export's again (quadratic in the number of threads).
+                mine = (
+                    {m.chash: vectors[m.chash] for m in msgs if m.chash in vectors}
+                    if vectors is not None
+                    else None
+                )
+                rows = self.backend.append(thread, msgs, mine, self.embedder.model_id)
+                self._after_append(thread, rows, mine)
                 if archived:
                     self.trees.archive(thread, [r.rowid for r in rows if r.message.id in archived])
                 added += len(rows)
