@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from arbormem.errors import ConfigError
+from arbormem.errors import ConfigError, InputError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -172,11 +172,23 @@ def resolve(
     file_key: str | None,
     default: T,
     convert: Callable[[Any], T] | None = None,
+    field: str | None = None,
 ) -> T:
-    """The first value given by: argument, environment variable, config file, default."""
+    """The first value given by: argument, environment variable, config file, default.
+
+    A value the converter refuses is a :class:`ConfigError` naming the variable or
+    file it came from; from the argument, an :class:`InputError` naming ``field``
+    when one is given (else the converter's own error)."""
     convert = convert or (lambda v: v)
     if explicit is not UNSET:
-        return convert(explicit) if explicit is not None else explicit  # type: ignore[return-value]
+        if explicit is None:
+            return explicit  # type: ignore[return-value]
+        try:
+            return convert(explicit)
+        except (TypeError, ValueError, OverflowError) as exc:
+            if field is None:
+                raise
+            raise InputError(str(exc), field=field) from None
     if env and os.environ.get(env) not in (None, ""):
         try:
             return convert(os.environ[env])

@@ -141,17 +141,14 @@ class Memory:
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
         self.scope = Scope(settings.user, settings.agent)
-        try:
-            gap = resolve(
-                session_gap,
-                "ARBORMEM_SESSION_GAP",
-                "session_gap",
-                DEFAULT_SESSION_GAP,
-                _session_gap,
-            )
-        except (TypeError, ValueError) as exc:  # the argument's (a setting's is a ConfigError)
-            raise InputError(str(exc), field="session_gap") from None
-        self.session_gap: timedelta = gap
+        self.session_gap: timedelta = resolve(
+            session_gap,
+            "ARBORMEM_SESSION_GAP",
+            "session_gap",
+            DEFAULT_SESSION_GAP,
+            _session_gap,
+            field="session_gap",
+        )
         self.max_message_bytes: int = resolve(
             max_message_bytes,
             "ARBORMEM_MAX_MESSAGE_BYTES",

@@ -379,16 +379,14 @@ def build_context(
 
     if not isinstance(query, str) or not query.strip():
         raise InputError("must be a non-empty string", field="query")
-    try:
-        budget = resolve(
-            budget_tokens,
-            "ARBORMEM_CONTEXT_BUDGET",
-            "context_budget",
-            DEFAULT_CONTEXT_BUDGET,
-            _budget,
-        )
-    except (TypeError, ValueError) as exc:  # the argument's (a setting's is a ConfigError)
-        raise InputError(str(exc), field="budget_tokens") from None
+    budget = resolve(
+        budget_tokens,
+        "ARBORMEM_CONTEXT_BUDGET",
+        "context_budget",
+        DEFAULT_CONTEXT_BUDGET,
+        _budget,
+        field="budget_tokens",
+    )
     from arbormem.context import MIN_BUDGET, REPLY_PRIMER
 
     smallest = MIN_BUDGET + REPLY_PRIMER + 1
