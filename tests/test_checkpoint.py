@@ -3,7 +3,6 @@ SQLite's own checkpoints take over when the thread cannot run."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from arbormem.store import SQLiteBackend
 from arbormem.store.checkpoint import Checkpointer
+from arbormem.store.driver import sqlite3
 
 from .test_store_contract import msg
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
 from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
@@ -594,3 +598,28 @@ def test_a_write_the_file_refuses_is_a_store_error(tmp_path: Path) -> None:
     assert len(store.append(thread, [msg("kite")])) == 1  # nothing half-done is left behind
     assert store.state(thread).max_rowid == 1
     store.close()
+
+
+def test_python_s_own_sqlite_serves_when_no_newer_driver_is_installed(tmp_path: Path) -> None:
+    # pysqlite3-binary has wheels for Linux x86-64 only: elsewhere the store runs on
+    # the sqlite3 module, and a file written by one driver is read by the other.
+    script = """
+import sys
+sys.modules["pysqlite3"] = None  # as if the wheel were not installed
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.store.driver import sqlite3
+assert sqlite3.__name__ == "sqlite3", sqlite3.__name__
+with Memory(sys.argv[1], embedder=HashingEmbedder(64)) as mem:
+    if sys.argv[2] == "write":
+        mem.add("the spare key is under the blue flowerpot")
+    print(mem.search("spare key", k=1)[0].message.content)
+"""
+    db = tmp_path / "m.db"
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(db), "write"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "the spare key is under the blue flowerpot"
+    with Memory(db, embedder=HashingEmbedder(64)) as mem:  # the default driver reads it
+        assert mem.search("blue flowerpot", k=1)[0].message.content.startswith("the spare key")

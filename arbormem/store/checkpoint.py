@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
+
+from arbormem.store.driver import sqlite3
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ version of arbormem is refused rather than guessed at.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 
 from arbormem.errors import SchemaError
+from arbormem.store.driver import sqlite3
 from arbormem.timeutil import format_timestamp, utcnow
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from bisect import bisect_left, bisect_right
@@ -46,6 +45,7 @@ from arbormem.store.base import (
     TreeState,
 )
 from arbormem.store.checkpoint import Checkpointer
+from arbormem.store.driver import sqlite3
 from arbormem.store.schema import migrate
 from arbormem.text import fts_query
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
@@ -811,7 +811,7 @@ class SQLiteBackend(Backend):
                     args += list(rng)
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
-                f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
                 " ORDER BY r LIMIT ?"
             )
             rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
@@ -845,7 +845,7 @@ class SQLiteBackend(Backend):
                 # postings inside it, and SQL keeps the best of each.
                 sql = (
                     f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
-                    f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ?"
+                    f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ?"
                     f" AND f.rowid BETWEEN ? AND ? AND {where}"
                     " AND m.ts >= ? AND m.ts < ? ORDER BY r LIMIT ?"
                 )
@@ -859,7 +859,7 @@ class SQLiteBackend(Backend):
             inside = " OR ".join("(m.ts >= ? AND m.ts < ?)" for _ in bounds)
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r, m.ts FROM {table} f"
-                f" JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
                 f" AND ({inside}) ORDER BY r"
             )
             flat = [b for pair in bounds for b in pair]
@@ -1673,7 +1673,7 @@ class SQLiteBackend(Backend):
                     return found
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
-                f" JOIN tree_nodes n ON n.id = f.rowid"
+                f" CROSS JOIN tree_nodes n ON n.id = f.rowid"
                 f" WHERE {table} MATCH ? AND f.rowid > ? AND n.thread_id IN ({marks})"
                 " AND n.archived = 0 ORDER BY r LIMIT ?"
             )
