@@ -215,6 +215,7 @@ class Memory:
             if self._idle is not None:
                 self._idle.stop()
             self.trees.close()
+            self.retriever.close()
             if self._working is not None:
                 self._working.close()
             try:

@@ -19,9 +19,12 @@ features are computed for a few hundred turns, never for the whole thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -41,6 +44,13 @@ from arbormem.vectors import VectorCache
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
 _MAX_YEARS = 30
+
+#: Searched threads holding at least this many turns in all run their candidate
+#: sources (full-text searches, nearest vectors) side by side on worker threads.
+#: SQLite's work there overlaps with Python's and with the embedder's (a remote
+#: embedder's round trip most of all); on LoCoMo-sized stores the hand-off costs
+#: more than it saves.
+PARALLEL_FROM = 50_000
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +117,8 @@ class Retriever:
         self.docs = DocStats()
         self.stats = TermStats(backend)
         self._facts: dict[int, _ThreadFacts] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def forget(self, thread: Thread) -> None:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
@@ -189,44 +201,61 @@ class Retriever:
         """
         cfg = config or self.config
         question = self._question(threads, query)
-        found: dict[int, None] = {}
         budget = cfg.posting_budget
+        allowed = None
+        if filters is not None and not filters.empty:
+            allowed = self.backend.allowed_rowids(threads, filters)
+        # The sources below read different indexes and need nothing from each other:
+        # they run side by side (see _gather), and their candidates join in this order.
+        jobs: dict[str, Callable[[], Any]] = {}
+        states = [self.backend.state(t) for t in threads]
         if cfg.lexical and question.terms:
             turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
-            last = max(self.backend.state(t).max_rowid for t in threads)
+            last = max(st.max_rowid for st in states)
             for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
                     terms, share = self._affordable(key, question.terms, budget)
-                    after = _slice(last, share)
-                    for rowid, _ in self.backend.lexical_search(
-                        threads, key, terms, n, filters, after=after
-                    ):
-                        found[rowid] = None
+                    jobs[key] = partial(
+                        self.backend.lexical_search,
+                        threads,
+                        key,
+                        terms,
+                        n,
+                        filters,
+                        after=_slice(last, share),
+                    )
             if question.ranges and cfg.date_candidates > 0:
                 years = self._years(threads)
                 spans = [
                     s for rng in question.ranges for s in _spans(rng, cfg.date_lag_days, years)
                 ]
                 # Each span is a run of rows: its postings are few, whatever the terms.
-                for hits in self.backend.lexical_search_spans(
+                jobs["dates"] = partial(
+                    self.backend.lexical_search_spans,
                     threads,
                     "window",
                     self._affordable("window", question.terms, budget)[0],
                     cfg.date_candidates,
                     spans,
                     filters,
-                ):
-                    for rowid, _ in hits:
-                        found[rowid] = None
-        allowed = None
-        if filters is not None and not filters.empty:
-            allowed = self.backend.allowed_rowids(threads, filters)
-        segment_hits: list[tuple[int, float]] = []
+                )
         if self.tree is not None and question.terms:
             # A topic's content holds each of its turns' terms: the turn key's posting
             # counts bound the cost of searching topics too.
             terms, share = self._affordable("turn", question.terms, budget)
-            segment_hits = self.tree.segment_hits(threads, terms, share=share)
+            jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
+        if cfg.dense:
+            jobs["dense"] = partial(self._dense, threads, query, cfg.dense_candidates, allowed)
+        done = self._gather(jobs, side_by_side=sum(st.next_index for st in states) >= PARALLEL_FROM)
+
+        found: dict[int, None] = {}
+        for key in ("turn", "window"):
+            for rowid, _ in done.get(key, []):
+                found[rowid] = None
+        for hits in done.get("dates", []):
+            for rowid, _ in hits:
+                found[rowid] = None
+        segment_hits: list[tuple[int, float]] = done.get("topics", [])
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
             expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
             if allowed is not None:
@@ -235,18 +264,10 @@ class Retriever:
             for rowid in expanded:
                 found[rowid] = None
         qvec: np.ndarray | None = None
-        if cfg.dense:
-            try:
-                qvec = self.embedder.embed(query)
-                for thread in threads:
-                    ids, _ = self.vectors.index(thread).search(qvec, cfg.dense_candidates, allowed)
-                    for rowid in ids.tolist():
-                        found[rowid] = None
-            except EmbedderError as exc:
-                # An embedding endpoint that is down (or vectors it cannot give): the
-                # search goes on with the full-text and topic candidates alone.
-                log.warning("dense search skipped: %s", exc)
-                qvec = None
+        if "dense" in done:
+            qvec, nearest = done["dense"]
+            for rowid in nearest:
+                found[rowid] = None
         rowids = list(found)
         if not rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
@@ -300,6 +321,63 @@ class Retriever:
             self.docs,
         )
         return question, rowids, X, qvec, rows
+
+    def _dense(
+        self, threads: Sequence[Thread], query: str, n: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray | None, list[int]]:
+        """The query's vector and the ``n`` nearest turns of each thread."""
+        try:
+            qvec = self.embedder.embed(query)
+            nearest: list[int] = []
+            for thread in threads:
+                ids, _ = self.vectors.index(thread).search(qvec, n, allowed)
+                nearest.extend(ids.tolist())
+            return qvec, nearest
+        except EmbedderError as exc:
+            # An embedding endpoint that is down (or vectors it cannot give): the
+            # search goes on with the full-text and topic candidates alone.
+            log.warning("dense search skipped: %s", exc)
+            return None, []
+
+    def _gather(
+        self, jobs: Mapping[str, Callable[[], Any]], side_by_side: bool = True
+    ) -> dict[str, Any]:
+        """Run the candidate sources, side by side when asked and the store can read
+        on other threads (see :data:`PARALLEL_FROM`). Every job has finished when
+        this returns, the failed ones included; the first failure (in job order) is
+        then raised."""
+        if not side_by_side or len(jobs) < 2 or not self.backend.concurrent_reads():
+            return {name: job() for name, job in jobs.items()}
+        names = list(jobs)
+        pool = self._executor()
+        futures = [pool.submit(jobs[name]) for name in names[:-1]]
+        out: dict[str, Any] = {}
+        error: BaseException | None = None
+        try:
+            out[names[-1]] = jobs[names[-1]]()  # the last job runs on this thread
+        except BaseException as exc:
+            error = exc
+        for name, future in zip(names, futures):
+            try:
+                out[name] = future.result()
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return {name: out[name] for name in names}
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="arbormem-recall")
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the worker threads (started by the first search that used them)."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
 
     def rank(
         self,

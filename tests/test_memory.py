@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -391,3 +392,87 @@ def test_the_role_filter_takes_the_aliases_add_takes(memory: Memory) -> None:
     for role in ("human", "User", " user "):
         assert [h.message.role for h in memory.search("green tea", role=role)] == ["user"]
     assert [h.message.role for h in memory.search("green tea", role=["bot"])] == ["assistant"]
+
+
+def _conversation(mem: Memory) -> None:
+    topics = [
+        "the garden and tomatoes",
+        "a trip to Lisbon",
+        "the new bike",
+        "Sarah's peanut allergy",
+    ]
+    for i in range(120):
+        mem.add(f"turn {i} about {topics[i % 4]} and day {i % 9}", speaker=["Ana", "Bo"][i % 2])
+
+
+def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.recall as recall
+
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+        queries = ["peanut allergy", "what did Ana say about Lisbon on day 4?", "bike"]
+        threads = [mem.backend.thread(mem.scope.user, mem.scope.agent)]
+
+        def candidates(q: str) -> tuple[list[int], list[list[float]]]:
+            _, rowids, X, _, _ = mem.retriever.candidates(threads, q)  # type: ignore[arg-type]
+            return rowids, X.tolist()
+
+        monkeypatch.setattr(recall, "PARALLEL_FROM", 10**12)
+        alone = [[(h.message.id, h.score) for h in mem.search(q, k=10)] for q in queries]
+        pools = [candidates(q) for q in queries]
+        monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+        assert [candidates(q) for q in queries] == pools
+        used: set[str] = set()
+        search = mem.backend.lexical_search
+
+        def spy(*args: object, **kwargs: object) -> object:
+            used.add(threading.current_thread().name)
+            return search(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(mem.backend, "lexical_search", spy)
+        together = [[(h.message.id, h.score) for h in mem.search(q, k=10)] for q in queries]
+        assert together == alone
+        assert any(name.startswith("arbormem-recall") for name in used)
+
+
+def test_a_failing_source_fails_the_search_after_the_others_finish(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.recall as recall
+    from arbormem.errors import StoreError
+
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+        finished: list[str] = []
+        search = mem.backend.lexical_search
+
+        def flaky(threads: object, key: str, *args: object, **kwargs: object) -> object:
+            if key == "turn":
+                raise StoreError("disk went away")
+            time.sleep(0.2)
+            finished.append(key)
+            return search(threads, key, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(mem.backend, "lexical_search", flaky)
+        with pytest.raises(StoreError, match="disk went away"):
+            mem.search("peanut allergy", k=5)
+        assert finished == ["window"]
+
+
+def test_a_search_inside_a_write_transaction_sees_its_uncommitted_rows(db_path: Path) -> None:
+    import arbormem.recall as recall
+
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+        old, recall.PARALLEL_FROM = recall.PARALLEL_FROM, 0
+        try:
+            with mem.backend.transaction():
+                assert not mem.backend.concurrent_reads()
+                fact = mem.add("the spare key is under the blue flowerpot")
+                assert mem.search("spare key flowerpot", k=3)[0].message.id == fact.id
+        finally:
+            recall.PARALLEL_FROM = old
+        assert mem.backend.concurrent_reads()

@@ -185,6 +185,11 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Release connections. The back-end is unusable afterwards."""
 
+    def concurrent_reads(self) -> bool:
+        """Whether reads issued now from other threads run beside each other and see
+        what this thread sees. False by default: one connection, or none to spare."""
+        return False
+
     # -- threads and sessions ----------------------------------------------
 
     @abc.abstractmethod

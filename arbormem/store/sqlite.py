@@ -209,6 +209,12 @@ class SQLiteBackend(Backend):
                 self._readers.append(conn)
         return conn
 
+    def concurrent_reads(self) -> bool:
+        # Each thread reads through its own connection, except inside this thread's
+        # own write transaction, whose uncommitted rows other connections cannot see.
+        # An in-memory database has a single connection.
+        return not self._memory and not (self._depth and self._owner == threading.get_ident())
+
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         # An in-memory database has one connection, so readers queue behind writers.
