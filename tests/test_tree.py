@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -13,7 +14,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.errors import InputError, TreeError
+from arbormem.errors import ConfigError, InputError, TreeError
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.view import TopicNode, to_dot, to_mermaid
 
@@ -983,3 +984,34 @@ def test_an_llm_topic_description_is_cleaned_and_bounded() -> None:
     for bad in ("x" * 3000, "Bell\x07 Esc\x1b[2J Nul\x00 &amp; &lt;b&gt;", "<i>Tag</i> name"):
         with pytest.raises(ValueError):
             check({"name": bad, "summary": "fine"})
+
+
+@pytest.mark.parametrize(
+    ("setting", "fix"),
+    [
+        ({"max_children": 2}, "max_children must be a whole number of at least 3"),
+        ({"max_children": 4.5}, "max_children must be a whole number"),
+        ({"split_threshold": float("nan")}, "split_threshold must be a number from -1.0 to 1.0"),
+        ({"dense_weight": 1.5}, "dense_weight must be a number from 0.0 to 1.0"),
+        ({"min_exchanges": 6, "max_exchanges": 4}, "max_exchanges (4) is below min_exchanges (6)"),
+        ({"reorganize_idle_seconds": -1}, "reorganize_idle_seconds must be a number of at least"),
+    ],
+)
+def test_unusable_tree_settings_are_refused_by_name(setting: dict[str, float], fix: str) -> None:
+    # max_children=2 used to grow nodes past the width rule (one of two children is
+    # always on the active path, so none could be grouped), and every open then
+    # found the tree broken and rebuilt it.
+    with pytest.raises(ConfigError, match=re.escape(fix)):
+        TreeConfig(**setting)  # type: ignore[arg-type]
+
+
+def test_the_narrowest_tree_allowed_keeps_the_width_rule(tmp_path: Path) -> None:
+    # A new subject every exchange: with max_children=2 this grew a node to 3 children.
+    config = TreeConfig(max_children=3)
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), tree=config) as mem:
+        for i in range(120):
+            role = "user" if i % 2 == 0 else "assistant"
+            mem.add(f"zz{i // 2} yy{i // 2} message {i}", role=role)
+        thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
+        assert thread is not None
+        assert mem.backend.check_tree(thread, 3) == []

@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from arbormem.errors import ConfigError
+
+#: (smallest, largest) of each number setting; None: no bound on that side.
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    # A full node groups two neighbours that are off the active path; with two
+    # children one of them always is on it, so nothing could ever be grouped.
+    "max_children": (3, None),
+    "split_threshold": (-1.0, 1.0),
+    "min_exchanges": (1, None),
+    "max_exchanges": (1, None),
+    "dense_weight": (0.0, 1.0),
+    "gap_minutes": (0.0, None),
+    "summary_words": (5, None),
+    "reorganize_idle_seconds": (0.0, None),
+}
+_WHOLE = ("max_children", "min_exchanges", "max_exchanges", "summary_words")
 
 
 @dataclass(frozen=True)
@@ -35,6 +53,27 @@ class TreeConfig:
     #: Seconds a thread must be idle before it is reorganised in the background
     #: (``None``: only when :meth:`Memory.reorganize` is called).
     reorganize_idle_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in _RANGES.items():
+            value = getattr(self, name)
+            if value is None and name == "reorganize_idle_seconds":
+                continue
+            kind = "a whole number" if name in _WHOLE else "a number"
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if ok and name in _WHOLE:
+                ok = isinstance(value, int)
+            if ok:
+                ok = math.isfinite(value) and (low is None or value >= low)
+                ok = ok and (high is None or value <= high)
+            if not ok:
+                bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+                raise ConfigError(f"tree setting {name} must be {kind} {bounds} (got {value!r})")
+        if self.max_exchanges < self.min_exchanges:
+            raise ConfigError(
+                f"tree setting max_exchanges ({self.max_exchanges}) is below "
+                f"min_exchanges ({self.min_exchanges})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
