@@ -204,6 +204,32 @@ def resolve(
     return default
 
 
+def to_whole(value: Any) -> int:
+    """A whole number from a setting: ``"12"``, ``12`` or ``12.0``. ``12.5`` and
+    ``True`` are refused rather than cut down to 12 and 1."""
+    if isinstance(value, bool):
+        raise TypeError(f"must be a whole number, got {value}")
+    if isinstance(value, float):
+        if not value.is_integer():  # NaN and infinities are not either
+            raise ValueError(f"must be a whole number, got {value}")
+        return int(value)
+    if isinstance(value, str):
+        return int(value.strip())
+    return int(value)
+
+
+def whole_at_least(low: int) -> Callable[[Any], int]:
+    """A converter for :func:`resolve`: a whole number of at least ``low``."""
+
+    def convert(value: Any) -> int:
+        number = to_whole(value)
+        if number < low:
+            raise ValueError(f"must be at least {low}, got {number}")
+        return number
+
+    return convert
+
+
 def to_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from arbormem.config import UNSET, resolve, store_settings
+from arbormem.config import UNSET, resolve, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
@@ -154,15 +154,27 @@ class Memory:
             "ARBORMEM_MAX_MESSAGE_BYTES",
             "max_message_bytes",
             MAX_MESSAGE_BYTES,
-            int,
+            whole_at_least(1),
+            field="max_message_bytes",
         )
+        ann_threshold = resolve(
+            ann_threshold,
+            "ARBORMEM_ANN_THRESHOLD",
+            "ann_threshold",
+            ANN_THRESHOLD,
+            whole_at_least(0),
+            field="ann_threshold",
+        )
+        # Every setting is read before the store opens: one that is refused leaves
+        # no new file behind and no connection open.
+        inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
+        if llm is UNSET:
+            from arbormem.llm import get_llm, resolve_llm_config
+
+            llm = get_llm(resolve_llm_config())
         self.backend = backend or open_backend(settings.db, synchronous=synchronous)
         self.path = getattr(self.backend, "path", settings.db)
-        inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
-        ann_threshold = resolve(
-            ann_threshold, "ARBORMEM_ANN_THRESHOLD", "ann_threshold", ANN_THRESHOLD, int
-        )
         folder = None if self.path == ":memory:" else Path(f"{self.path}.ann")
         self.vectors = VectorCache(self.backend, self.embedder, folder, ann_threshold)
         if isinstance(tree, TreeConfig):
@@ -177,10 +189,6 @@ class Memory:
             recall,
             tree=self.tree_recall if self.tree_config.enabled else None,
         )
-        if llm is UNSET:
-            from arbormem.llm import get_llm, resolve_llm_config
-
-            llm = get_llm(resolve_llm_config())
         self.llm = llm
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
         self._write_lock = threading.RLock()

@@ -333,22 +333,20 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
 
 
 def _window(value: Any) -> int:
+    from arbormem.config import to_whole
     from arbormem.context import MIN_BUDGET, REPLY_PRIMER
 
-    if isinstance(value, bool):
-        raise TypeError(f"must be a number of tokens, got {value}")
-    tokens = int(value)
+    tokens = to_whole(value)
     if tokens < MIN_BUDGET + REPLY_PRIMER + 1:
         raise ValueError(f"must be at least {MIN_BUDGET + REPLY_PRIMER + 1} tokens, got {tokens}")
     return tokens
 
 
 def _budget(value: Any) -> int:
+    from arbormem.config import to_whole
     from arbormem.context import MIN_BUDGET
 
-    if isinstance(value, bool):
-        raise TypeError(f"must be a number of tokens, got {value}")
-    tokens = int(value)
+    tokens = to_whole(value)
     if tokens < MIN_BUDGET:
         raise ValueError(f"must be at least {MIN_BUDGET} tokens to hold a prompt, got {tokens}")
     return tokens

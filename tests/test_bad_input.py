@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from arbormem import ConfigError, InputError, Memory, MessageTooLarge, StoreError
+from arbormem.embed import HashingEmbedder, get_embedder
 from arbormem.formats import read_conversation_file
 
 from .conftest import write_json
@@ -253,3 +254,49 @@ def test_an_import_index_past_the_integer_range_is_refused(memory: Memory) -> No
     data["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
     with pytest.raises(InputError, match="index"):
         Memory(":memory:", embedder="hash").import_(data)
+
+
+@pytest.mark.parametrize(
+    ("where", "setting"),
+    [
+        ("file", "ann_threshold = 2.5"),
+        ("file", "max_message_bytes = 0"),
+        ("file", "embedder_max_retries = 2.5"),
+        ("env", ("ARBORMEM_ANN_THRESHOLD", "1e3x")),
+        ("env", ("ARBORMEM_MAX_MESSAGE_BYTES", "-4")),
+    ],
+)
+def test_whole_number_settings_are_not_cut_down_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, setting: object
+) -> None:
+    # ann_threshold = 2.5 in the config file used to become 2; True became 1.
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("ARBORMEM_CONFIG", str(config))
+    if where == "file":
+        config.write_text(f"{setting}\n")
+        name = str(setting).split(" = ")[0]
+        embedder = "openai:text-embedding-3-small" if "embedder" in name else None
+    else:
+        config.write_text("")
+        name, value = setting  # type: ignore[misc]
+        monkeypatch.setenv(name, value)
+        embedder = None
+    with pytest.raises(ConfigError, match=name):
+        if embedder:
+            get_embedder(embedder)
+        else:
+            Memory(tmp_path / "m.db", embedder=HashingEmbedder(16))
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.parametrize("value", [2.5, True, -1])
+def test_a_whole_number_argument_is_refused_by_name(tmp_path: Path, value: object) -> None:
+    with pytest.raises(InputError, match="ann_threshold"):
+        Memory(tmp_path / "m.db", embedder=HashingEmbedder(16), ann_threshold=value)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="max_message_bytes"):
+        Memory(tmp_path / "m.db", embedder=HashingEmbedder(16), max_message_bytes=value)  # type: ignore[arg-type]
+
+
+def test_token_budgets_must_be_whole(memory: Memory) -> None:
+    with pytest.raises(InputError, match="whole number"):
+        memory.context("what is for dinner?", budget_tokens=600.5)  # type: ignore[arg-type]

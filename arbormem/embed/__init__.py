@@ -59,7 +59,7 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
                 "embedder 'openai:' needs a model name, e.g. openai:text-embedding-3-small "
                 "or openai:nomic-embed-text for Ollama"
             )
-        from arbormem.config import UNSET, resolve
+        from arbormem.config import UNSET, resolve, to_whole
 
         def seconds(value: object) -> float:
             number = float(value)  # type: ignore[arg-type]
@@ -68,7 +68,7 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
             return number
 
         def retries(value: object) -> int:
-            number = int(value)  # type: ignore[call-overload]
+            number = to_whole(value)
             if not 0 <= number <= 10:
                 raise ValueError("must be 0 to 10")
             return number
