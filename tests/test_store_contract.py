@@ -268,7 +268,10 @@ def test_a_message_stored_out_of_time_order_turns_off_row_ranges(tmp_path: Path)
     conn = sqlite3.connect(tmp_path / "order.db")
     conn.execute("UPDATE threads SET time_ordered = 1")
     conn.execute("ALTER TABLE threads DROP COLUMN time_ordered")
-    conn.execute("DELETE FROM schema_migrations WHERE version = 12")
+    conn.executescript(
+        "DROP TRIGGER threads_forgotten; DROP TRIGGER threads_rewritten; DROP TABLE store_clock"
+    )
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     conn.commit()
     conn.close()
     store = SQLiteBackend(tmp_path / "order.db")
@@ -483,6 +486,9 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         ALTER TABLE tree_state DROP COLUMN checked_version;
         DROP TABLE session_vectors;
         ALTER TABLE threads DROP COLUMN time_ordered;
+        DROP TRIGGER threads_forgotten;
+        DROP TRIGGER threads_rewritten;
+        DROP TABLE store_clock;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
@@ -522,6 +528,9 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
         INSERT INTO lexicon_stats VALUES ('pair', 2, 2);
         DROP TABLE session_vectors;
         ALTER TABLE threads DROP COLUMN time_ordered;
+        DROP TRIGGER threads_forgotten;
+        DROP TRIGGER threads_rewritten;
+        DROP TABLE store_clock;
         DELETE FROM schema_migrations WHERE version >= 10;
         """
     )
@@ -623,3 +632,42 @@ with Memory(sys.argv[1], embedder=HashingEmbedder(64)) as mem:
     assert out.stdout.strip() == "the spare key is under the blue flowerpot"
     with Memory(db, embedder=HashingEmbedder(64)) as mem:  # the default driver reads it
         assert mem.search("blue flowerpot", k=1)[0].message.content.startswith("the spare key")
+
+
+def test_the_change_mark_moves_with_every_add_and_forget_and_not_otherwise(
+    backend: Backend,
+) -> None:
+    a = backend.thread("alice", "bot", create=True)
+    b = backend.thread("bob", "bot", create=True)
+    assert a is not None and b is not None
+    marks = [backend.change_mark()]
+    rows = backend.append(a, [msg("kite one", "s1", 0), msg("kite two", "s1", 60)])
+    backend.append(b, [msg("boat one", "s1", 0)])
+    marks.append(backend.change_mark())
+    assert backend.lexical_search([a], "turn", ["kite"], 5)
+    assert backend.change_mark() == marks[-1]  # reading changes nothing
+    backend.delete_messages([rows[1].message.id], a)  # the newest row of a thread: max id drops
+    marks.append(backend.change_mark())
+    backend.delete_thread(b)
+    marks.append(backend.change_mark())
+    backend.thread("carol", "bot", create=True)  # an empty new thread adds no document
+    assert backend.change_mark() == marks[-1]
+    assert len(set(marks)) == len(marks), marks
+
+
+def test_migration_scripts_split_around_trigger_bodies() -> None:
+    from arbormem.store.schema import _statements
+
+    script = """
+    CREATE TABLE t (x INTEGER);
+    -- a comment line
+    CREATE TRIGGER t_added AFTER INSERT ON t
+    BEGIN
+        UPDATE t SET x = x + 1 WHERE x < 0;
+        DELETE FROM t WHERE x > 10;
+    END;
+    INSERT INTO t VALUES (1)
+    """
+    statements = _statements(script)
+    assert len(statements) == 3
+    assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END")

@@ -159,6 +159,9 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
         DELETE FROM vectors WHERE chash = (SELECT m.chash FROM messages m
             JOIN sessions s ON s.id = m.session_id WHERE s.key = 's4' LIMIT 1);
         ALTER TABLE threads DROP COLUMN time_ordered;
+        DROP TRIGGER threads_forgotten;
+        DROP TRIGGER threads_rewritten;
+        DROP TABLE store_clock;
         DELETE FROM schema_migrations WHERE version >= 11;
         """
     )

@@ -316,7 +316,8 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def change_mark(self) -> tuple[int, int]:
         """Something that changes whenever messages are added or removed anywhere in
-        the store: (highest message row number, sum of the threads' generations)."""
+        the store: (highest message row number, a count of forgets and rewrites).
+        It is read on every search, so it must cost the same however many threads."""
 
     @abc.abstractmethod
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:

@@ -286,6 +286,31 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        13,
+        "a store-wide counter of forgets and rewrites, for caches to compare cheaply",
+        """
+        -- Raised by every change that can lower a document count: a thread forgotten,
+        -- or its rows rewritten (its generation raised). Cached term statistics compare
+        -- it and the newest message id, instead of summing over every thread per search.
+        CREATE TABLE store_clock (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            ticks   INTEGER NOT NULL
+        );
+        INSERT INTO store_clock (id, ticks) VALUES (1, 0);
+        CREATE TRIGGER threads_forgotten AFTER DELETE ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER threads_rewritten AFTER UPDATE OF generation ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
@@ -433,11 +458,19 @@ def _apply(conn: sqlite3.Connection, path: str, before: int) -> None:
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration script into statements (no semicolons inside our SQL strings)."""
+    """Split a migration script into statements. A trigger's body holds semicolons
+    of its own: pieces are joined until SQLite says the statement is complete. (No
+    semicolons inside our SQL strings or comments.)"""
     out = []
+    pending = ""
     for part in sql.split(";"):
         lines = [ln for ln in part.splitlines() if not ln.strip().startswith("--")]
-        statement = "\n".join(lines).strip()
-        if statement:
-            out.append(statement)
+        pending += "\n".join(lines).strip() + ";"
+        if sqlite3.complete_statement(pending):
+            statement = pending[:-1].strip()
+            if statement:
+                out.append(statement)
+            pending = ""
+    if pending.strip("; \n"):
+        raise SchemaError(f"migration SQL ends inside a statement: {pending[:80]!r}")
     return out

@@ -962,8 +962,7 @@ class SQLiteBackend(Backend):
     def change_mark(self) -> tuple[int, int]:
         with self._reading() as conn:
             row = conn.execute(
-                "SELECT (SELECT MAX(id) FROM messages),"
-                " (SELECT TOTAL(generation) + COUNT(*) FROM threads)"
+                "SELECT (SELECT MAX(id) FROM messages), (SELECT ticks FROM store_clock)"
             ).fetchone()
         return int(row[0] or 0), int(row[1] or 0)
 
