@@ -72,6 +72,8 @@ DEFAULT_SESSION_GAP = timedelta(minutes=30)
 
 #: Batches up to this size count as live conversation (upkeep runs after them).
 LIVE_BATCH = 8
+#: With a progress callback, add_many stores (and reports) this many messages at a time.
+PROGRESS_STEP = 2_000
 DEFAULT_CONTEXT_BUDGET = 4000
 #: The most hits (and neighbours per hit) one search returns.
 MAX_RESULTS = 10_000
@@ -403,10 +405,22 @@ class Memory:
             decisions = self._llm_decisions(thread, prepared)
             with self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)
-                rows = self.backend.append(
-                    thread, prepared, vectors, self.embedder.model_id, defer_tail=live
-                )
-                self._after_append(thread, rows, vectors, decisions)
+                # Stored a part at a time, so a caller's progress bar moves while a
+                # large file goes in; still one transaction, all or nothing.
+                step = PROGRESS_STEP if progress is not None else len(prepared)
+                rows: list[Row] = []
+                for start in range(0, len(prepared), step):
+                    part = self.backend.append(
+                        thread,
+                        prepared[start : start + step],
+                        vectors,
+                        self.embedder.model_id,
+                        defer_tail=live,
+                    )
+                    self._after_append(thread, part, vectors, decisions)
+                    rows.extend(part)
+                    if progress is not None:
+                        progress(len(part))
             if vectors is not None and all(r.chash in vectors for r in rows):
                 try:
                     self.vectors.appended(
@@ -425,8 +439,6 @@ class Memory:
         if live:
             for session in dict.fromkeys(r.message.session for r in rows):
                 self._schedule_upkeep(thread, session)
-        if progress is not None:
-            progress(len(rows))
         return [r.message for r in rows]
 
     def _after_append(

@@ -476,3 +476,59 @@ def test_a_search_inside_a_write_transaction_sees_its_uncommitted_rows(db_path: 
         finally:
             recall.PARALLEL_FROM = old
         assert mem.backend.concurrent_reads()
+
+
+def _bulk(n: int) -> list[dict[str, object]]:
+    subjects = ["the garden", "a trip to Lisbon", "the new bike", "the peanut allergy"]
+    return [
+        {
+            "content": f"message {i} about {subjects[(i // 10) % 4]}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "timestamp": T0 + timedelta(minutes=3 * i + 200 * (i // 40)),
+        }
+        for i in range(n)
+    ]
+
+
+def test_a_progress_callback_sees_a_bulk_add_part_by_part_and_changes_nothing_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.memory as memory_module
+
+    with Memory(tmp_path / "whole.db", embedder=HashingEmbedder(64)) as mem:
+        mem.add_many(_bulk(130))
+        whole = (mem.tree(messages=False).to_dict(), mem.search("Lisbon bike", k=10))
+    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 25)
+    seen: list[int] = []
+    with Memory(tmp_path / "parts.db", embedder=HashingEmbedder(64)) as mem:
+        mem.add_many(_bulk(130), progress=seen.append)
+        parts = (mem.tree(messages=False).to_dict(), mem.search("Lisbon bike", k=10))
+    assert seen == [25, 25, 25, 25, 25, 5]
+    assert parts[0] == whole[0]
+    assert [(h.message.index, h.score) for h in parts[1]] == [
+        (h.message.index, h.score) for h in whole[1]
+    ]
+
+
+def test_a_bulk_add_failing_part_way_stores_no_part(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.memory as memory_module
+    from arbormem.errors import StoreError
+
+    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 25)
+    append = memory.backend.append
+    calls = []
+
+    def failing(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise StoreError("disk full")
+        return append(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory.backend, "append", failing)
+    with pytest.raises(StoreError, match="disk full"):
+        memory.add_many(_bulk(130), progress=lambda n: None)
+    monkeypatch.undo()
+    assert memory.messages() == []
+    assert memory.tree().children == []
