@@ -1015,3 +1015,22 @@ def test_the_narrowest_tree_allowed_keeps_the_width_rule(tmp_path: Path) -> None
         thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
         assert thread is not None
         assert mem.backend.check_tree(thread, 3) == []
+
+
+def test_a_huge_message_is_named_from_its_beginning() -> None:
+    from arbormem.models import Message
+    from arbormem.tree.summarize import DIGEST_CHARS, digest_messages
+
+    head = "We packed the kayak paddles and the kayak spray deck for the river. " * 250
+    tail = "Zebra herds crossed the zebra plains near the zebra reserve. " * 4000
+    assert len(head) < DIGEST_CHARS < len(head) + len(tail)
+    message = Message(
+        id="m1",
+        index=0,
+        role="user",
+        content=head + tail,
+        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        session="s1",
+    )
+    digest = digest_messages([message], {}, 1)
+    assert "Kayak" in digest.name and "Zebra" not in digest.name, digest.name

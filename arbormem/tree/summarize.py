@@ -25,6 +25,8 @@ from arbormem.models import Message
 from arbormem.text import analyze, term_of, tokens
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: Characters of each message read to name and summarise its topic.
+DIGEST_CHARS = 20_000
 # Chat filler and generic verbs: frequent in conversation, useless in a topic's name.
 _FILLERS = frozenset(
     term
@@ -167,7 +169,9 @@ class _Analysed:
     def of(cls, messages: Sequence[Message]) -> _Analysed:
         out = []
         for i, m in enumerate(messages):
-            for sentence in _SENTENCE.split(m.content.strip()):
+            # A topic is named from how its messages begin: a pasted megabyte of log
+            # would otherwise cost 15-30 times its size in token tuples.
+            for sentence in _SENTENCE.split(m.content[:DIGEST_CHARS].strip()):
                 if sentence:
                     out.append((i, sentence, [(t, term_of(t)) for t in tokens(sentence)]))
         return cls(out)
