@@ -444,6 +444,16 @@ class VectorCache:
                 self._catch_up(thread, entry, state.max_rowid)
             return entry
 
+    def prepare(self, thread: Thread) -> VectorIndex:
+        """Bring the thread's index up to date (building the approximate index once
+        the thread is past the threshold) and save it beside the database, so the
+        next search here or in another process starts at once."""
+        with self._lock:
+            entry = self._entry(thread)
+            if entry.dirty and isinstance(entry.index, AnnIndex):
+                self._save(thread, entry)
+            return entry.index
+
     def index(self, thread: Thread, state: ThreadState | None = None) -> VectorIndex:
         """The thread's index, brought up to date with the store first."""
         return self._entry(thread, state).index

@@ -265,3 +265,25 @@ def test_option_ranges_are_usage_errors(tmp_path: Path, env: dict[str, str]) -> 
     ):
         out = run_cli(*args, env=env)
         assert out.returncode == 2 and option in out.stderr, (args, out.stderr)
+
+
+def test_ingest_builds_the_search_indexes_the_first_search_would_have_built(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # Past ann_threshold vectors the first search of a thread built an approximate
+    # index on the spot (minutes at a million turns), without a word.
+    records = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i} about topic {i // 8}"}
+        for i in range(120)
+    ]
+    chat = write_json(tmp_path / "big.json", records)
+    env = {**env, "ARBORMEM_ANN_THRESHOLD": "50"}
+    out = run_cli("ingest", str(chat), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    index = json.loads(out.stdout)["search_index"]
+    assert (index["vectors"], index["approximate"]) == (120, True)
+    assert index["topics"] > 0
+    saved = json.loads((tmp_path / "cli.db.ann" / "thread-1.json").read_text())
+    assert saved["count"] == 120
+    found = run_cli("search", "note 77 topic 9", "-k", "1", "--json", env=env)
+    assert json.loads(found.stdout)[0]["content"] == "note 77 about topic 9"

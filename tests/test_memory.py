@@ -532,3 +532,13 @@ def test_a_bulk_add_failing_part_way_stores_no_part(
     monkeypatch.undo()
     assert memory.messages() == []
     assert memory.tree().children == []
+
+
+def test_prepare_search_on_a_scope_with_nothing_stored(memory: Memory) -> None:
+    out = memory.prepare_search(user="nobody")
+    assert {k: out[k] for k in ("vectors", "approximate", "topics")} == {
+        "vectors": 0,
+        "approximate": False,
+        "topics": 0,
+    }
+    assert memory.backend.thread("nobody", memory.scope.agent) is None  # nothing created

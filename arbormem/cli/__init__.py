@@ -19,6 +19,7 @@ from arbormem.cli.common import (
     echo_jsonl,
     handle_errors,
     progress_bar,
+    status,
 )
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -81,7 +82,9 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     """Add conversations from JSON, JSONL, OpenAI chat or LoCoMo files.
 
     Every file is checked completely, then all of them are stored in one
-    transaction: a bad record in any file stores nothing from any file.
+    transaction: a bad record in any file stores nothing from any file. Then
+    the search indexes the first search would build are built and saved
+    (minutes for a million turns; see Memory.prepare_search).
 
     \b
     Examples:
@@ -96,8 +99,12 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     label = parsed[0].path.name if len(parsed) == 1 else f"{len(parsed)} files"
     # One call: a record that fails a check (or clashes with the store) in the last
     # file must not leave the earlier files stored.
-    with opts.open() as mem, progress_bar(len(records), f"ingesting {label}") as advance:
-        stored = mem.add_many(records, session=session, progress=advance)
+    with opts.open() as mem:
+        with progress_bar(len(records), f"ingesting {label}") as advance:
+            stored = mem.add_many(records, session=session, progress=advance)
+        # What the first search would build on the spot (minutes for a big import).
+        with status("preparing the search indexes"):
+            prepared = mem.prepare_search()
     summary = []
     start = 0
     for conv in parsed:
@@ -112,7 +119,7 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
             }
         )
     if as_json:
-        echo_json({"files": summary})
+        echo_json({"files": summary, "search_index": prepared})
     else:
         for s in summary:
             click.echo(

@@ -72,6 +72,18 @@ def echo_jsonl(value: Any) -> None:
 
 
 @contextmanager
+def status(label: str) -> Iterator[None]:
+    """A spinner with a label on a terminal, for work with no count to show."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(label):
+        yield
+
+
+@contextmanager
 def progress_bar(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
     """A rich progress bar on a terminal; silent when stderr is not one."""
     if not sys.stderr.isatty():

@@ -271,6 +271,12 @@ class TreeRecall:
                 self._save(thread, cache.vectors)
             return cache
 
+    def prepare(self, thread: Thread) -> int:
+        """Gather every frozen topic's summary vector ahead of the first search (and
+        save them when many came from the store); returns how many there are."""
+        topic_ids = self._topics(thread).topic_ids
+        return 0 if topic_ids is None else len(topic_ids)
+
     # -- topic vectors saved between processes ---------------------------------------------
 
     def _file(self, thread: Thread) -> Path | None:
