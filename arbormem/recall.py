@@ -174,6 +174,11 @@ class Retriever:
             spent += df.get(term, 0)
         return kept, min(1.0, budget / spent) if spent else 1.0
 
+    def affordable_terms(self, key: str, terms: Sequence[str]) -> list[str]:
+        """The distinct terms a full-text search under ``key`` may look up within
+        the posting budget (see :meth:`_affordable`), rarest first."""
+        return self._affordable(key, list(dict.fromkeys(terms)), self.config.posting_budget)[0]
+
     def _years(self, threads: Sequence[Thread]) -> range:
         """The calendar years the threads' messages span (known from their facts)."""
         first = [f.earliest for t in threads if (f := self._facts.get(t.id)) and f.earliest]

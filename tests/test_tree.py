@@ -1034,3 +1034,31 @@ def test_a_huge_message_is_named_from_its_beginning() -> None:
     )
     digest = digest_messages([message], {}, 1)
     assert "Kayak" in digest.name and "Zebra" not in digest.name, digest.name
+
+
+def test_topic_paths_look_up_only_the_terms_the_posting_budget_affords(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arbormem.recall import RecallConfig
+
+    with Memory(
+        tmp_path / "m.db", embedder=HashingEmbedder(64), recall=RecallConfig(posting_budget=20)
+    ) as mem:
+        for i in range(60):
+            role = "user" if i % 2 == 0 else "assistant"
+            mem.add(
+                f"weather chat {i} about weather {'and the kayak trip' if i == 31 else ''}",
+                role=role,
+            )
+        searched: list[list[str]] = []
+        search = mem.backend.node_search
+
+        def spy(threads: object, key: str, terms: list[str], *args: object, **kw: object) -> object:
+            if key == "topic":
+                searched.append(list(terms))
+            return search(threads, key, terms, *args, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(mem.backend, "node_search", spy)
+        paths = mem.topic_paths("weather kayak", k=1, drill=False)
+        assert searched == [["kayak"]]  # "weather" is in every turn: past the budget
+        assert paths and paths[0].topic.first_index <= 31 <= paths[0].topic.last_index

@@ -474,11 +474,17 @@ class TreeRecall:
         *,
         k: int = 3,
         threshold: float = 0.3,
+        search_terms: Sequence[str] | None = None,
     ) -> list[TopicPath]:
-        """The best ``k`` branches for a query, shared ancestors merged."""
+        """The best ``k`` branches for a query, shared ancestors merged.
+
+        ``search_terms`` are the query's terms worth a full-text search of the
+        topics (the caller keeps their postings within a budget); all of them by
+        default."""
         terms = list(dict.fromkeys(analyze(query)))
+        wanted = terms if search_terms is None else list(search_terms)
         lexical: dict[int, float] = {}
-        hits = self.backend.node_search(threads, "topic", terms, 50) if terms else []
+        hits = self.backend.node_search(threads, "topic", wanted, 50) if wanted else []
         if hits:
             top = hits[0][1]
             lexical = {n: s / top for n, s in hits}

@@ -16,6 +16,7 @@ from typing import Any
 from arbormem.errors import InputError
 from arbormem.models import Message
 from arbormem.store.base import Backend, Filters, NodeRow, Thread
+from arbormem.text import analyze
 from arbormem.timeutil import format_timestamp
 from arbormem.tree.grow import TOPIC_KINDS, TreeGrower
 from arbormem.tree.navigate import TreeNavigator
@@ -180,7 +181,12 @@ class Trees:
         threshold: float,
         drill: bool = True,
     ) -> list[TopicPath]:
-        paths = self.recall.paths(threads, query, qvec, k=k, threshold=threshold)
+        # A long query of common words would read most of the topic index: only the
+        # terms that fit the search's posting budget are looked up (all are scored).
+        terms = self.retriever.affordable_terms("turn", analyze(query))
+        paths = self.recall.paths(
+            threads, query, qvec, k=k, threshold=threshold, search_terms=terms
+        )
         hits = None
         for path in paths:
             if path.sufficient or not drill:
