@@ -269,7 +269,8 @@ def test_a_message_stored_out_of_time_order_turns_off_row_ranges(tmp_path: Path)
     conn.execute("UPDATE threads SET time_ordered = 1")
     conn.execute("ALTER TABLE threads DROP COLUMN time_ordered")
     conn.executescript(
-        "DROP TRIGGER threads_forgotten; DROP TRIGGER threads_rewritten; DROP TABLE store_clock"
+        "DROP TRIGGER threads_forgotten; DROP TRIGGER threads_rewritten; DROP TABLE store_clock;"
+        "DROP INDEX messages_archived; DROP INDEX tree_nodes_archived"
     )
     conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     conn.commit()
@@ -489,6 +490,8 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         DROP TRIGGER threads_forgotten;
         DROP TRIGGER threads_rewritten;
         DROP TABLE store_clock;
+        DROP INDEX messages_archived;
+        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
@@ -531,6 +534,8 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
         DROP TRIGGER threads_forgotten;
         DROP TRIGGER threads_rewritten;
         DROP TABLE store_clock;
+        DROP INDEX messages_archived;
+        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 10;
         """
     )

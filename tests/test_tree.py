@@ -626,6 +626,16 @@ def test_trivial_exchanges_are_soft_archived_and_restorable(mem: Memory) -> None
     assert any(h.message.content == "ok" for h in mem.search("ok anything else", k=20))
 
 
+def test_the_full_text_search_leaves_archived_turns_out(mem: Memory) -> None:
+    add_a_trivial_exchange(mem)
+    thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
+    assert thread is not None
+    before = mem.backend.lexical_search([thread], "turn", ["ok"], 10)
+    assert len(before) == 1
+    assert mem.reorganize(prune_trivial_leaves=True)["pruned"] == 1
+    assert mem.backend.lexical_search([thread], "turn", ["ok"], 10) == []
+
+
 def test_archived_exchanges_stay_archived_through_export_and_import(
     mem: Memory, tmp_path: Path
 ) -> None:

@@ -162,6 +162,8 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
         DROP TRIGGER threads_forgotten;
         DROP TRIGGER threads_rewritten;
         DROP TABLE store_clock;
+        DROP INDEX messages_archived;
+        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 11;
         """
     )

@@ -311,6 +311,20 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        14,
+        "indexes of the archived messages and tree nodes alone",
+        """
+        -- Archived rows are few (pruned trivial exchanges). A search checks its best
+        -- full-text matches against these small indexes instead of reading each
+        -- match's row.
+        CREATE INDEX messages_archived ON messages (id) WHERE archived = 1;
+        CREATE INDEX tree_nodes_archived ON tree_nodes (id) WHERE archived = 1
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

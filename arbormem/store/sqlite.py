@@ -940,14 +940,16 @@ class SQLiteBackend(Backend):
             " AND rowid > ? ORDER BY r LIMIT ?",
             (fts_query(terms), after, limit + 16),
         ).fetchall()
-        live = {
+        archived = {
             int(i)
             for chunk, marks in _batches([r[0] for r in rows])
             for (i,) in conn.execute(
-                f"SELECT id FROM {rows_of} WHERE id IN ({marks}) AND archived = 0", chunk
+                f"SELECT id FROM {rows_of} INDEXED BY {rows_of}_archived"
+                f" WHERE archived = 1 AND id IN ({marks})",
+                chunk,
             )
         }
-        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] in live]
+        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
         return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
