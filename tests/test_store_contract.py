@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -12,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arbormem import Memory
-from arbormem.embed import HashingEmbedder
 from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
@@ -614,29 +613,45 @@ def test_a_write_the_file_refuses_is_a_store_error(tmp_path: Path) -> None:
     store.close()
 
 
-def test_python_s_own_sqlite_serves_when_no_newer_driver_is_installed(tmp_path: Path) -> None:
-    # pysqlite3-binary has wheels for Linux x86-64 only: elsewhere the store runs on
-    # the sqlite3 module, and a file written by one driver is read by the other.
+def test_the_sqlite351_driver_is_opt_in_and_reads_the_same_files(tmp_path: Path) -> None:
+    # Two SQLite copies in one process drop each other's locks, so the newer one is
+    # used only when asked for; a file written by one driver is read by the other.
+    pytest.importorskip("pysqlite3")
     script = """
 import sys
-sys.modules["pysqlite3"] = None  # as if the wheel were not installed
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.store.driver import sqlite3
-assert sqlite3.__name__ == "sqlite3", sqlite3.__name__
+print(sqlite3.__name__)
 with Memory(sys.argv[1], embedder=HashingEmbedder(64)) as mem:
     if sys.argv[2] == "write":
         mem.add("the spare key is under the blue flowerpot")
     print(mem.search("spare key", k=1)[0].message.content)
 """
     db = tmp_path / "m.db"
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(db), "write"], capture_output=True, text=True
+    runs = [
+        ({}, "write", "sqlite3"),
+        ({"ARBORMEM_SQLITE_DRIVER": "pysqlite3"}, "read", "pysqlite3.dbapi2"),
+    ]
+    for extra, mode, module in runs:
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(db), mode],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **extra},
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[:2] == [
+            module,
+            "the spare key is under the blue flowerpot",
+        ]
+    bad = subprocess.run(
+        [sys.executable, "-c", "import arbormem.store"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ARBORMEM_SQLITE_DRIVER": "sqlite4"},
     )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "the spare key is under the blue flowerpot"
-    with Memory(db, embedder=HashingEmbedder(64)) as mem:  # the default driver reads it
-        assert mem.search("blue flowerpot", k=1)[0].message.content.startswith("the spare key")
+    assert bad.returncode != 0 and "ARBORMEM_SQLITE_DRIVER='sqlite4'" in bad.stderr
 
 
 def test_the_change_mark_moves_with_every_add_and_forget_and_not_otherwise(
