@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -119,6 +119,7 @@ class Retriever:
         self._facts: dict[int, _ThreadFacts] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._closed = False
 
     def forget(self, thread: Thread) -> None:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
@@ -349,40 +350,50 @@ class Retriever:
     ) -> dict[str, Any]:
         """Run the candidate sources, side by side when asked and the store can read
         on other threads (see :data:`PARALLEL_FROM`). Every job has finished when
-        this returns, the failed ones included; the first failure (in job order) is
-        then raised."""
-        if not side_by_side or len(jobs) < 2 or not self.backend.concurrent_reads():
-            return {name: job() for name, job in jobs.items()}
+        this returns or raises; the failure of the first failing job (in job order)
+        is raised, and any other is logged."""
         names = list(jobs)
-        pool = self._executor()
-        futures = [pool.submit(jobs[name]) for name in names[:-1]]
+        pool = None
+        if side_by_side and len(jobs) > 1 and self.backend.concurrent_reads():
+            pool = self._executor()
+        futures: dict[str, Future[Any]] = {}
+        if pool is not None:
+            for name in names[:-1]:  # the last job runs on this thread
+                try:
+                    futures[name] = pool.submit(jobs[name])
+                except RuntimeError:  # interpreter exiting, or closed meanwhile
+                    break
         out: dict[str, Any] = {}
-        error: BaseException | None = None
-        try:
-            out[names[-1]] = jobs[names[-1]]()  # the last job runs on this thread
-        except BaseException as exc:
-            error = exc
-        for name, future in zip(names, futures):
+        failed: dict[str, BaseException] = {}
+        # This thread's share first (the last job, and any the pool would not take),
+        # then the workers' results.
+        for name in [n for n in names if n not in futures] + list(futures):
             try:
-                out[name] = future.result()
+                out[name] = futures[name].result() if name in futures else jobs[name]()
             except BaseException as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-        return {name: out[name] for name in names}
+                failed[name] = exc
+        out = {name: out[name] for name in names if name in out}
+        if failed:
+            first, *others = [name for name in names if name in failed]
+            for name in others:
+                log.debug("candidate source %s also failed: %r", name, failed[name])
+            raise failed[first]
+        return out
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executor(self) -> ThreadPoolExecutor | None:
+        """The worker pool (started on first use); None once closed."""
         with self._pool_lock:
-            if self._pool is None:
+            if self._pool is None and not self._closed:
                 self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="arbormem-recall")
             return self._pool
 
     def close(self) -> None:
-        """Stop the worker threads (started by the first search that used them)."""
+        """Stop the worker threads; later searches run their sources one by one."""
         with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def rank(
         self,

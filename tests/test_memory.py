@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import threading
 import time
@@ -542,3 +543,98 @@ def test_prepare_search_on_a_scope_with_nothing_stored(memory: Memory) -> None:
         "topics": 0,
     }
     assert memory.backend.thread("nobody", memory.scope.agent) is None  # nothing created
+
+
+def test_the_first_failing_source_in_order_is_the_error_raised(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.recall as recall
+
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+
+        def turn_fails(*args: object, **kwargs: object) -> object:
+            time.sleep(0.1)  # finishes after the dense source (run on this thread)
+            raise ValueError("turn search failed")
+
+        def dense_fails(*args: object, **kwargs: object) -> object:
+            raise KeyError("dense search failed")
+
+        monkeypatch.setattr(mem.backend, "lexical_search", turn_fails)
+        monkeypatch.setattr(mem.retriever, "_dense", dense_fails)
+        with pytest.raises(ValueError, match="turn search failed"):
+            mem.search("peanut allergy", k=5)
+
+
+_RACE = """
+import os, sys, tempfile, threading, time
+import arbormem.recall as recall
+from arbormem import Memory, StoreError
+from arbormem.embed import HashingEmbedder
+recall.PARALLEL_FROM = int(sys.argv[1])
+tmp = tempfile.mkdtemp()
+outcomes = set()
+for trial in range(15):
+    mem = Memory(os.path.join(tmp, f"m{trial}.db"), embedder=HashingEmbedder(64), tree=False)
+    mem.add_many([{"content": f"message {i} about the blue kite"} for i in range(30)])
+    go = threading.Event()
+    def loop():
+        go.wait()
+        try:
+            for _ in range(300):
+                mem.search("blue kite", k=3)
+            outcomes.add("done")
+        except StoreError as exc:
+            outcomes.add("closed" if "is closed" in str(exc) else repr(exc))
+    threads = [threading.Thread(target=loop) for _ in range(3)]
+    for t in threads:
+        t.start()
+    go.set()
+    time.sleep(0.003 * (trial % 5))
+    mem.close()
+    for t in threads:
+        t.join()
+print(sorted(outcomes))
+print(sum(t.name.startswith("arbormem-recall") for t in threading.enumerate()))
+"""
+
+
+@pytest.mark.parametrize("parallel_from", [0, 10**9])
+def test_closing_while_other_threads_search_refuses_them_cleanly(parallel_from: int) -> None:
+    # close() used to close reader connections under running searches: the
+    # interpreter crashed (SIGSEGV) in a few trials out of ten.
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _RACE, str(parallel_from)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    outcomes, workers = out.stdout.strip().splitlines()
+    assert set(ast.literal_eval(outcomes)) <= {"done", "closed"}, outcomes
+    assert workers == "0"  # no worker pool outlives close()
+
+
+def test_a_search_on_a_thread_outliving_the_main_thread_still_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = """
+import sys, threading, time
+import arbormem.recall as recall
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+recall.PARALLEL_FROM = 0
+mem = Memory(sys.argv[1], embedder=HashingEmbedder(64), tree=False)
+mem.add_many([{"content": f"message {i} about the blue kite"} for i in range(30)])
+def late():
+    time.sleep(0.3)  # after the main thread has returned
+    print(len(mem.search("blue kite", k=3)), flush=True)
+threading.Thread(target=late).start()
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "m.db")], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "3"

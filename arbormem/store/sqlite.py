@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -111,6 +112,11 @@ def _blob(vec: np.ndarray) -> bytes:
 #: largest size otherwise).
 WAL_KEEP_BYTES = 64 * 1024 * 1024
 
+#: Seconds close() waits for other threads' reads to end before closing anyway.
+CLOSE_WAIT = 10.0
+
+log = logging.getLogger(__name__)
+
 #: A turn's window key holds the turn and this many neighbours on each side (same session).
 WINDOW_RADIUS = 2
 
@@ -149,6 +155,10 @@ class SQLiteBackend(Backend):
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
+        #: Reads in flight per thread: close() waits for other threads' reads to end
+        #: before closing their connections (closing one mid-read crashed the process).
+        self._active: dict[int, int] = {}
+        self._idle = threading.Condition(threading.Lock())
         self._writer = self._connect()
         try:
             migrate(self._writer, self.path)
@@ -222,12 +232,25 @@ class SQLiteBackend(Backend):
             with self._lock:
                 yield self._writer
         else:
+            me = threading.get_ident()
+            with self._idle:
+                if self._closed:
+                    raise StoreError(f"{self.path} is closed")
+                self._active[me] = self._active.get(me, 0) + 1
             try:
                 yield self._read()
             except sqlite3.ProgrammingError as exc:
                 if self._closed:  # closed by another thread while this read ran
                     raise StoreError(f"{self.path} is closed") from exc
                 raise
+            finally:
+                with self._idle:
+                    left = self._active[me] - 1
+                    if left:
+                        self._active[me] = left
+                    else:
+                        del self._active[me]
+                    self._idle.notify_all()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -274,10 +297,22 @@ class SQLiteBackend(Backend):
             self._writer.execute("ROLLBACK")
 
     def close(self) -> None:
-        with self._lock:
+        with self._idle:
             if self._closed:
                 return
-            self._closed = True
+            self._closed = True  # reads not yet started are refused from here on
+            # Reads under way on other threads finish first (without the write lock,
+            # which a read opening its connection takes). A read left suspended (a
+            # generator another thread stopped iterating) is not waited for forever.
+            me = threading.get_ident()
+            deadline = time.monotonic() + CLOSE_WAIT
+            while any(t != me for t in self._active):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.warning("%s: closing with reads still under way", self.path)
+                    break
+                self._idle.wait(remaining)
+        with self._lock:
             if self._checkpointer is not None:
                 self._checkpointer.stop()
             for conn in self._readers:
