@@ -406,20 +406,16 @@ class Memory:
             decisions = self._llm_decisions(thread, prepared)
             with self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)
-                # Stored a part at a time, so a caller's progress bar moves while a
-                # large file goes in; still one transaction, all or nothing.
-                step = PROGRESS_STEP if progress is not None else len(prepared)
-                rows: list[Row] = []
-                for start in range(0, len(prepared), step):
-                    part = self.backend.append(
-                        thread,
-                        prepared[start : start + step],
-                        vectors,
-                        self.embedder.model_id,
-                        defer_tail=live,
-                    )
+                rows = self.backend.append(
+                    thread, prepared, vectors, self.embedder.model_id, defer_tail=live
+                )
+                # The tree grows a part at a time, so a caller's progress bar moves
+                # while a large file goes in. Every row is stored first: names weigh
+                # terms by the store's counts, which then include the whole batch.
+                step = PROGRESS_STEP if progress is not None else len(rows)
+                for start in range(0, len(rows), step):
+                    part = rows[start : start + step]
                     self._after_append(thread, part, vectors, decisions)
-                    rows.extend(part)
                     if progress is not None:
                         progress(len(part))
             if vectors is not None and all(r.chash in vectors for r in rows):

@@ -495,16 +495,22 @@ def test_a_progress_callback_sees_a_bulk_add_part_by_part_and_changes_nothing_st
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import arbormem.memory as memory_module
+    from arbormem.bench.synth import generate_turns
 
+    turns = [
+        {"content": t.content, "role": t.role, "speaker": t.speaker, "timestamp": t.timestamp}
+        for t in generate_turns(530, seed=3)
+    ]
     with Memory(tmp_path / "whole.db", embedder=HashingEmbedder(64)) as mem:
-        mem.add_many(_bulk(130))
-        whole = (mem.tree(messages=False).to_dict(), mem.search("Lisbon bike", k=10))
-    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 25)
+        mem.add_many(turns)
+        whole = (mem.tree(messages=False).to_dict(), mem.search("the vet and the dog", k=10))
+    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 100)
     seen: list[int] = []
     with Memory(tmp_path / "parts.db", embedder=HashingEmbedder(64)) as mem:
-        mem.add_many(_bulk(130), progress=seen.append)
-        parts = (mem.tree(messages=False).to_dict(), mem.search("Lisbon bike", k=10))
-    assert seen == [25, 25, 25, 25, 25, 5]
+        mem.add_many(turns, progress=seen.append)
+        parts = (mem.tree(messages=False).to_dict(), mem.search("the vet and the dog", k=10))
+    assert seen == [100, 100, 100, 100, 100, 30]
+    # Names included: they weigh terms by the store's counts, whole batch or parts.
     assert parts[0] == whole[0]
     assert [(h.message.index, h.score) for h in parts[1]] == [
         (h.message.index, h.score) for h in whole[1]
@@ -518,16 +524,16 @@ def test_a_bulk_add_failing_part_way_stores_no_part(
     from arbormem.errors import StoreError
 
     monkeypatch.setattr(memory_module, "PROGRESS_STEP", 25)
-    append = memory.backend.append
+    grow = memory.grower.grow
     calls = []
 
     def failing(*args: object, **kwargs: object) -> object:
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == 3:  # the third part's tree growth
             raise StoreError("disk full")
-        return append(*args, **kwargs)  # type: ignore[arg-type]
+        return grow(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory.backend, "append", failing)
+    monkeypatch.setattr(memory.grower, "grow", failing)
     with pytest.raises(StoreError, match="disk full"):
         memory.add_many(_bulk(130), progress=lambda n: None)
     monkeypatch.undo()
