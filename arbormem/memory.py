@@ -1008,14 +1008,16 @@ class Memory:
         after a large import, building it takes minutes (about 4.5 at a million
         turns on the reference machine), and the first search used to pay for it
         silently. This builds it now, with the topics' summary vectors, and saves it
-        beside the database. Returns ``{"vectors", "approximate", "topics",
-        "duration_secs"}``. ``arbormem ingest`` calls it after storing.
+        beside the database. Returns ``{"vectors", "approximate", "saved", "topics",
+        "duration_secs"}``; ``saved`` is False when the index could not be written (a
+        full disk: the next process builds it again). ``arbormem ingest`` calls it
+        after storing.
         """
         start = time.perf_counter()
         thread = self._thread(self._scope(user, agent))
-        out: dict[str, Any] = {"vectors": 0, "approximate": False, "topics": 0}
+        out: dict[str, Any] = {"vectors": 0, "approximate": False, "saved": True, "topics": 0}
         if thread is not None:
-            index = self.vectors.prepare(thread)
+            index, out["saved"] = self.vectors.prepare(thread)
             out["vectors"] = len(index)
             out["approximate"] = isinstance(index, AnnIndex)
             if self.tree_config.enabled:

@@ -444,15 +444,21 @@ class VectorCache:
                 self._catch_up(thread, entry, state.max_rowid)
             return entry
 
-    def prepare(self, thread: Thread) -> VectorIndex:
+    def prepare(self, thread: Thread) -> tuple[VectorIndex, bool]:
         """Bring the thread's index up to date (building the approximate index once
         the thread is past the threshold) and save it beside the database, so the
-        next search here or in another process starts at once."""
+        next search here or in another process starts at once. Returns the index
+        and whether it is saved; a save that fails (a full disk, a read-only
+        folder) is logged and costs only a rebuild in the next process."""
         with self._lock:
             entry = self._entry(thread)
             if entry.dirty and isinstance(entry.index, AnnIndex):
-                self._save(thread, entry)
-            return entry.index
+                try:
+                    self._save(thread, entry)
+                except Exception as exc:  # a cache: the messages are safe in the store
+                    log.warning("could not save the vector index of thread %s: %s", thread.id, exc)
+            saved = not (entry.dirty and isinstance(entry.index, AnnIndex))
+            return entry.index, saved
 
     def index(self, thread: Thread, state: ThreadState | None = None) -> VectorIndex:
         """The thread's index, brought up to date with the store first."""

@@ -287,3 +287,21 @@ def test_ingest_builds_the_search_indexes_the_first_search_would_have_built(
     assert saved["count"] == 120
     found = run_cli("search", "note 77 topic 9", "-k", "1", "--json", env=env)
     assert json.loads(found.stdout)[0]["content"] == "note 77 about topic 9"
+
+
+def test_ingest_succeeds_when_the_vector_index_cannot_be_saved(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # A failed save used to end the command with a traceback and exit status 1 after
+    # the messages were committed, and running it again stored them twice.
+    (tmp_path / "cli.db.ann").write_text("a file where the index folder goes")
+    records = [{"role": "user", "content": f"note {i} about topic {i // 8}"} for i in range(80)]
+    chat = write_json(tmp_path / "big.json", records)
+    env = {**env, "ARBORMEM_ANN_THRESHOLD": "50"}
+    out = run_cli("ingest", str(chat), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    index = json.loads(out.stdout)["search_index"]
+    assert (index["vectors"], index["approximate"], index["saved"]) == (80, True, False)
+    assert "could not be saved" in out.stderr
+    stats = run_cli("search", "note 33 topic 4", "-k", "1", "--json", env=env)
+    assert json.loads(stats.stdout)[0]["content"] == "note 33 about topic 4"

@@ -21,6 +21,7 @@ from arbormem.cli.common import (
     progress_bar,
     status,
 )
+from arbormem.errors import ArbormemError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -103,8 +104,19 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
         with progress_bar(len(records), f"ingesting {label}") as advance:
             stored = mem.add_many(records, session=session, progress=advance)
         # What the first search would build on the spot (minutes for a big import).
+        # The messages are stored by now: a failure here only costs the first search.
+        prepared: dict[str, Any] | None = None
         with status("preparing the search indexes"):
-            prepared = mem.prepare_search()
+            try:
+                prepared = mem.prepare_search()
+            except ArbormemError as exc:
+                click.echo(f"warning: search indexes not prepared: {exc}", err=True)
+        if prepared is not None and not prepared["saved"]:
+            click.echo(
+                "warning: the vector index could not be saved beside the database "
+                "(see the log); the next process to search builds it again",
+                err=True,
+            )
     summary = []
     start = 0
     for conv in parsed:
