@@ -1072,3 +1072,43 @@ def test_topic_paths_look_up_only_the_terms_the_posting_budget_affords(
         paths = mem.topic_paths("weather kayak", k=1, drill=False)
         assert searched == [["kayak"]]  # "weather" is in every turn: past the budget
         assert paths and paths[0].topic.first_index <= 31 <= paths[0].topic.last_index
+
+
+@pytest.mark.parametrize(
+    ("texts", "wanted"),
+    [
+        (
+            [
+                "We're flying to New York next month!",
+                "New York in spring is great, see Central Park.",
+                "Yes, New York has so much to see.",
+            ],
+            "New York",
+        ),
+        (
+            [
+                "I want to teach my kids about kindness.",
+                "Kindness is contagious; small acts of kindness matter.",
+                "We started a kindness jar at home.",
+            ],
+            "Kindness",
+        ),
+        (
+            ["Anything new? I baked sourdough bread.", "Anything new with the sourdough starter?"],
+            "Sourdough",
+        ),
+    ],
+)
+def test_vague_words_stay_out_of_names_but_names_and_nouns_built_on_them_do_not(
+    texts: list[str], wanted: str
+) -> None:
+    from arbormem.models import Message
+    from arbormem.tree.summarize import digest_messages
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    messages = [
+        Message(id=str(i), role="user", content=t, timestamp=at, session="s", index=i)
+        for i, t in enumerate(texts)
+    ]
+    name = digest_messages(messages, {}, 1000).name
+    assert wanted in name and "Anything" not in name, name

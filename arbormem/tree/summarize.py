@@ -139,7 +139,16 @@ _FILLERS = frozenset(
         "tried",
         "use",
         "used",
-        # Vague pronouns and words that name no subject ("Anything New", "Give Others").
+    ]
+    if (term := term_of(word))
+)
+
+
+# Vague words that name no subject ("Anything New", "Give Others"), matched as
+# written (lower case), not by stem: "kindness" and "meaning" stay, and so does a
+# word capitalised inside a sentence ("New York", "Little Women").
+_VAGUE = frozenset(
+    {
         "anything",
         "something",
         "everything",
@@ -175,8 +184,7 @@ _FILLERS = frozenset(
         "big",
         "little",
         "whole",
-    ]
-    if (term := term_of(word))
+    }
 )
 
 
@@ -245,7 +253,14 @@ def term_weights(
 ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     tf: Counter[str] = Counter()
     for _, _, pairs in analysed.sentences:
-        tf.update(t for _, t in pairs if t and t not in _FILLERS and not t.isdigit())
+        tf.update(
+            t
+            for i, (raw, t) in enumerate(pairs)
+            if t
+            and t not in _FILLERS
+            and not t.isdigit()
+            and not (raw.lower() in _VAGUE and (i == 0 or not raw[:1].isupper()))
+        )
     forms = _surface_forms(analysed)
     weights: dict[str, float] = {}
     for term, count in tf.items():
