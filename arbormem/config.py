@@ -14,6 +14,7 @@ means "off" where a setting can be switched off (an LLM, for instance).
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -205,17 +206,25 @@ def resolve(
 
 
 def to_whole(value: Any) -> int:
-    """A whole number from a setting: ``"12"``, ``12`` or ``12.0``. ``12.5`` and
-    ``True`` are refused rather than cut down to 12 and 1."""
-    if isinstance(value, bool):
+    """A whole number from a setting: ``"12"``, ``12``, ``12.0`` or a numpy number
+    holding one. ``12.5`` and ``True`` are refused rather than cut down to 12 and 1."""
+    if is_flag(value):
         raise TypeError(f"must be a whole number, got {value}")
-    if isinstance(value, float):
-        if not value.is_integer():  # NaN and infinities are not either
-            raise ValueError(f"must be a whole number, got {value}")
+    if isinstance(value, numbers.Integral):
         return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if not number.is_integer():  # NaN and infinities are not either
+            raise ValueError(f"must be a whole number, got {value}")
+        return int(number)
     if isinstance(value, str):
         return int(value.strip())
-    return int(value)
+    raise TypeError(f"must be a whole number, got {type(value).__name__}")
+
+
+def is_flag(value: Any) -> bool:
+    """True for booleans, Python's or numpy's (numbers that must not pass as 0 and 1)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
 
 
 def whole_at_least(low: int) -> Callable[[Any], int]:

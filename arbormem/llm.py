@@ -65,9 +65,11 @@ def _number(kind: type, low: float, *, strict: bool) -> Callable[[Any], Any]:
     """A converter to ``kind`` that rejects values below ``low`` (or equal, if ``strict``)."""
 
     def convert(value: Any) -> Any:
-        if kind is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError("must be a whole number")
-        number = kind(value)
+        from arbormem.config import is_flag, to_whole
+
+        if is_flag(value):
+            raise TypeError(f"must be a number, got {value}")
+        number = to_whole(value) if kind is int else kind(value)
         if not (number > low if strict else number >= low):  # also rejects NaN
             raise ValueError(f"must be {'greater than' if strict else 'at least'} {low:g}")
         return number

@@ -300,3 +300,30 @@ def test_a_whole_number_argument_is_refused_by_name(tmp_path: Path, value: objec
 def test_token_budgets_must_be_whole(memory: Memory) -> None:
     with pytest.raises(InputError, match="whole number"):
         memory.context("what is for dinner?", budget_tokens=600.5)  # type: ignore[arg-type]
+
+
+def test_numpy_numbers_are_taken_for_what_they_hold(tmp_path: Path) -> None:
+    import numpy as np
+
+    from arbormem.tree.config import TreeConfig
+
+    config = TreeConfig(max_children=np.int64(12), split_threshold=np.float32(0.25))
+    assert (config.max_children, type(config.max_children)) == (12, int)
+    assert TreeConfig(max_children=12.0).max_children == 12
+    with pytest.raises(ConfigError, match="max_children"):
+        TreeConfig(max_children=np.float64(12.5))
+    with pytest.raises(ConfigError, match="dense_weight"):
+        TreeConfig(dense_weight=np.True_)  # type: ignore[arg-type]
+    for bad in (np.float32(2.5), np.True_):
+        with pytest.raises(InputError, match="ann_threshold"):
+            Memory(tmp_path / "m.db", embedder=HashingEmbedder(16), ann_threshold=bad)
+    with Memory(
+        tmp_path / "m.db", embedder=HashingEmbedder(16), ann_threshold=np.int64(500)
+    ) as mem:
+        assert mem.vectors.ann_threshold == 500
+
+
+def test_a_refused_synchronous_setting_creates_no_folder(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="synchronous"):
+        Memory(tmp_path / "new" / "m.db", embedder=HashingEmbedder(16), synchronous="fast")
+    assert not (tmp_path / "new").exists()

@@ -139,15 +139,15 @@ class SQLiteBackend(Backend):
         self._memory = str(path) == ":memory:"
         # "~/memory.db" from a config file or a quoted flag reaches us unexpanded.
         self.path = str(path) if self._memory else str(Path(path).expanduser())
+        self._synchronous = str(synchronous).upper()
+        if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         if not self._memory:
             parent = Path(self.path).resolve().parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for {self.path}: {exc}") from exc
-        self._synchronous = synchronous.upper()
-        if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-            raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         self._timeout = timeout
         self._lock = threading.RLock()
         self._depth = 0

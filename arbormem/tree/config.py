@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from arbormem.config import is_flag
 from arbormem.errors import ConfigError
 
 #: (smallest, largest) of each number setting; None: no bound on that side.
@@ -60,15 +62,21 @@ class TreeConfig:
             if value is None and name == "reorganize_idle_seconds":
                 continue
             kind = "a whole number" if name in _WHOLE else "a number"
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if ok and name in _WHOLE:
-                ok = isinstance(value, int)
-            if ok:
-                ok = math.isfinite(value) and (low is None or value >= low)
-                ok = ok and (high is None or value <= high)
-            if not ok:
+            number: float | None = None
+            if isinstance(value, numbers.Real) and not is_flag(value):
+                number = float(value)
+                if name in _WHOLE and not number.is_integer():
+                    number = None
+            if (
+                number is None
+                or not math.isfinite(number)
+                or (low is not None and number < low)
+                or (high is not None and number > high)
+            ):
                 bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
                 raise ConfigError(f"tree setting {name} must be {kind} {bounds} (got {value!r})")
+            # numpy numbers and whole floats are kept as Python's own int and float.
+            object.__setattr__(self, name, int(value) if name in _WHOLE else float(value))
         if self.max_exchanges < self.min_exchanges:
             raise ConfigError(
                 f"tree setting max_exchanges ({self.max_exchanges}) is below "
