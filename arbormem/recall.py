@@ -72,8 +72,11 @@ class RecallConfig:
     #: Topics (with the tree on) whose turns all join the candidates.
     topic_candidates: int = 3
     #: Posting-list entries a full-text search may read (rare terms first; see
-    #: ``Retriever._affordable``); small threads never reach it.
-    posting_budget: int = 20_000
+    #: ``Retriever._affordable``); small threads never reach it. With 100,000
+    #: distractor turns per LoCoMo file, 5,000, 10,000 and 20,000 gave the same
+    #: recall@10 within .002; at a million turns 10,000 takes about a quarter off a
+    #: search's mean time against 20,000 (docs/benchmarks.md).
+    posting_budget: int = 10_000
     lexical: bool = True
     dense: bool = True
     #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
