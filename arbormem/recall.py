@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -367,14 +367,21 @@ class Retriever:
                 except RuntimeError:  # interpreter exiting, or closed meanwhile
                     break
         out: dict[str, Any] = {}
-        failed: dict[str, BaseException] = {}
+        failed: dict[str, Exception] = {}
         # This thread's share first (the last job, and any the pool would not take),
-        # then the workers' results.
-        for name in [n for n in names if n not in futures] + list(futures):
-            try:
-                out[name] = futures[name].result() if name in futures else jobs[name]()
-            except BaseException as exc:
-                failed[name] = exc
+        # then the workers' results. An interrupt (Ctrl-C) stops at once: the jobs
+        # not started are cancelled and the running ones waited for.
+        try:
+            for name in [n for n in names if n not in futures] + list(futures):
+                try:
+                    out[name] = futures[name].result() if name in futures else jobs[name]()
+                except Exception as exc:
+                    failed[name] = exc
+        except BaseException:
+            for future in futures.values():
+                future.cancel()
+            wait(list(futures.values()))
+            raise
         out = {name: out[name] for name in names if name in out}
         if failed:
             first, *others = [name for name in names if name in failed]

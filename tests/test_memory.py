@@ -578,7 +578,9 @@ import os, sys, tempfile, threading, time
 import arbormem.recall as recall
 from arbormem import Memory, StoreError
 from arbormem.embed import HashingEmbedder
+import arbormem.store.sqlite as sqlite_store
 recall.PARALLEL_FROM = int(sys.argv[1])
+sqlite_store.CLOSE_WAIT = float(sys.argv[2])  # 0: as if a read outlasted the wait
 tmp = tempfile.mkdtemp()
 outcomes = set()
 for trial in range(15):
@@ -606,15 +608,19 @@ print(sum(t.name.startswith("arbormem-recall") for t in threading.enumerate()))
 """
 
 
-@pytest.mark.parametrize("parallel_from", [0, 10**9])
-def test_closing_while_other_threads_search_refuses_them_cleanly(parallel_from: int) -> None:
+@pytest.mark.parametrize(("parallel_from", "close_wait"), [(0, 10), (10**9, 10), (0, 0)])
+def test_closing_while_other_threads_search_refuses_them_cleanly(
+    parallel_from: int, close_wait: float
+) -> None:
     # close() used to close reader connections under running searches: the
     # interpreter crashed (SIGSEGV) in a few trials out of ten.
     import subprocess
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-c", _RACE, str(parallel_from)], capture_output=True, text=True
+        [sys.executable, "-c", _RACE, str(parallel_from), str(close_wait)],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     outcomes, workers = out.stdout.strip().splitlines()
@@ -644,3 +650,28 @@ threading.Thread(target=late).start()
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "3"
+
+
+def test_an_interrupt_is_never_swallowed_by_a_failing_source(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.recall as recall
+
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+
+        def failing(*args: object, **kwargs: object) -> object:
+            raise ValueError("turn search failed")
+
+        def interrupted(*args: object, **kwargs: object) -> object:
+            raise KeyboardInterrupt  # Ctrl-C while this thread runs its source
+
+        monkeypatch.setattr(mem.backend, "lexical_search", failing)
+        monkeypatch.setattr(mem.retriever, "_dense", interrupted)
+        # The turn search comes first in job order, but an interrupt is not a failure
+        # to rank: it used to be logged at debug level and the ValueError raised.
+        with pytest.raises(KeyboardInterrupt):
+            mem.search("peanut allergy", k=5)
+        monkeypatch.undo()
+        assert mem.search("peanut allergy", k=3)

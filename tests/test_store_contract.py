@@ -691,3 +691,60 @@ def test_migration_scripts_split_around_trigger_bodies() -> None:
     statements = _statements(script)
     assert len(statements) == 3
     assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END")
+
+
+def test_close_lets_a_write_under_way_on_another_thread_finish(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    store = SQLiteBackend(tmp_path / "m.db")
+    t = store.thread("u", "a", create=True)
+    assert t is not None
+    result: dict[str, object] = {}
+    inside = threading.Event()
+
+    def write() -> None:
+        try:
+            with store.transaction():
+                store.append(t, [msg("kite one")])
+                inside.set()
+                time.sleep(0.3)  # close() begins meanwhile
+                with store.transaction():  # a nested part of the same write
+                    store.append(t, [msg("kite two", i=1)])
+                result["count"] = store.count(t)  # a read inside its own transaction
+        except Exception as exc:
+            result["error"] = exc
+
+    worker = threading.Thread(target=write)
+    worker.start()
+    inside.wait()
+    store.close()
+    worker.join()
+    assert result == {"count": 2}
+    reopened = SQLiteBackend(tmp_path / "m.db")
+    again = reopened.thread("u", "a")
+    assert again is not None and reopened.count(again) == 2
+    reopened.close()
+
+
+def test_a_thread_that_ends_takes_its_reader_connection_with_it(tmp_path: Path) -> None:
+    import gc
+    import threading
+
+    store = SQLiteBackend(tmp_path / "m.db")
+    t = store.thread("u", "a", create=True)
+    assert t is not None
+    store.append(t, [msg("kite one")])
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("counts open files through /proc")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):  # a server running each request on a new thread
+        worker = threading.Thread(target=lambda: store.lexical_search([t], "turn", ["kite"], 3))
+        worker.start()
+        worker.join()
+    gc.collect()
+    # Each reader connection holds the database and its WAL open: 50 threads used to
+    # leave about 100 more open files until close().
+    assert len(os.listdir("/proc/self/fd")) <= before + 4
+    assert store.lexical_search([t], "turn", ["kite"], 3)
+    store.close()

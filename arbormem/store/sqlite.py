@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,15 @@ def window_doc(parts: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _drop_reader(store: weakref.ref[SQLiteBackend], conn: sqlite3.Connection) -> None:
+    """Close the reader connection of a thread that has ended."""
+    backend = store()
+    if backend is not None:
+        backend._drop(conn)
+    else:
+        conn.close()
+
+
 class SQLiteBackend(Backend):
     """Messages, full-text index and vectors in one SQLite file."""
 
@@ -153,7 +163,10 @@ class SQLiteBackend(Backend):
         self._depth = 0
         self._owner: int | None = None
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        #: Reader connections by id, with the thread that reads through each. A
+        #: thread's connection is closed when the thread ends (see _read).
+        self._readers: dict[int, tuple[sqlite3.Connection, int]] = {}
+        self._readers_lock = threading.Lock()
         self._closed = False
         #: Reads in flight per thread: close() waits for other threads' reads to end
         #: before closing their connections (closing one mid-read crashed the process).
@@ -205,19 +218,39 @@ class SQLiteBackend(Backend):
                     raise
                 time.sleep(0.02)
 
+    def _owns_transaction(self) -> bool:
+        return bool(self._depth) and self._owner == threading.get_ident()
+
     def _read(self) -> sqlite3.Connection:
         """The connection to read with: the writer inside our own transaction, else per thread."""
+        if self._memory or self._owns_transaction():
+            # The thread that holds the write transaction finishes it even when
+            # close() has begun (close waits for it).
+            return self._writer
         if self._closed:
             raise StoreError(f"{self.path} is closed")
-        if self._memory or (self._depth and self._owner == threading.get_ident()):
-            return self._writer
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
+            with self._readers_lock:
+                if self._closed:
+                    conn.close()
+                    raise StoreError(f"{self.path} is closed")
+                self._readers[id(conn)] = (conn, threading.get_ident())
             self._local.conn = conn
-            with self._lock:
-                self._readers.append(conn)
+            # A thread that ends takes its connection with it: a server running each
+            # request on a new thread kept one open file per request it had served.
+            done = weakref.finalize(
+                threading.current_thread(), _drop_reader, weakref.ref(self), conn
+            )
+            done.atexit = False
         return conn
+
+    def _drop(self, conn: sqlite3.Connection) -> None:
+        with self._readers_lock:
+            if self._readers.pop(id(conn), None) is None:
+                return  # closed already
+        conn.close()
 
     def concurrent_reads(self) -> bool:
         # Each thread reads through its own connection, except inside this thread's
@@ -234,7 +267,7 @@ class SQLiteBackend(Backend):
         else:
             me = threading.get_ident()
             with self._idle:
-                if self._closed:
+                if self._closed and not self._owns_transaction():
                     raise StoreError(f"{self.path} is closed")
                 self._active[me] = self._active.get(me, 0) + 1
             try:
@@ -251,11 +284,18 @@ class SQLiteBackend(Backend):
                     else:
                         del self._active[me]
                     self._idle.notify_all()
+                if self._closed and not left:
+                    # close() gave up waiting for this read and left its connection open.
+                    conn = getattr(self._local, "conn", None)
+                    if conn is not None:
+                        self._drop(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._lock:
-            if self._closed:
+            # (Holding the lock, this thread owns any transaction under way: a nested
+            # one joins it even when close() has begun, and close waits for both.)
+            if self._closed and not self._depth:
                 raise StoreError(f"{self.path} is closed")
             if self._depth:
                 self._depth += 1
@@ -297,14 +337,15 @@ class SQLiteBackend(Backend):
             self._writer.execute("ROLLBACK")
 
     def close(self) -> None:
+        me = threading.get_ident()
         with self._idle:
             if self._closed:
                 return
             self._closed = True  # reads not yet started are refused from here on
             # Reads under way on other threads finish first (without the write lock,
             # which a read opening its connection takes). A read left suspended (a
-            # generator another thread stopped iterating) is not waited for forever.
-            me = threading.get_ident()
+            # generator another thread stopped iterating) is not waited for forever:
+            # its connection is then closed by that thread when the read ends.
             deadline = time.monotonic() + CLOSE_WAIT
             while any(t != me for t in self._active):
                 remaining = deadline - time.monotonic()
@@ -312,10 +353,15 @@ class SQLiteBackend(Backend):
                     log.warning("%s: closing with reads still under way", self.path)
                     break
                 self._idle.wait(remaining)
-        with self._lock:
+            busy = {t for t in self._active if t != me}
+        with self._lock:  # a write transaction under way ends first
             if self._checkpointer is not None:
                 self._checkpointer.stop()
-            for conn in self._readers:
+            with self._readers_lock:
+                idle = [c for c, t in self._readers.values() if t not in busy]
+                for conn in idle:
+                    del self._readers[id(conn)]
+            for conn in idle:
                 conn.close()
             self._writer.close()
 
