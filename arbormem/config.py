@@ -218,13 +218,19 @@ def to_whole(value: Any) -> int:
             raise ValueError(f"must be a whole number, got {value}")
         return int(number)
     if isinstance(value, str):
-        return int(value.strip())
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            return to_whole(float(text))  # "12.0" and "1e3", as 12.0 from TOML
     raise TypeError(f"must be a whole number, got {type(value).__name__}")
 
 
 def is_flag(value: Any) -> bool:
     """True for booleans, Python's or numpy's (numbers that must not pass as 0 and 1)."""
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
+    import numpy as np
+
+    return isinstance(value, (bool, np.bool_))
 
 
 def whole_at_least(low: int) -> Callable[[Any], int]:

@@ -119,9 +119,10 @@ class LLMConfig:
             raise ConfigError(f"LLM model must be a non-empty string (got {self.model!r})")
         for name in ("timeout", "max_retries", "backoff", "temperature", "context_window"):
             try:
-                _SETTINGS[name][1](getattr(self, name))
-            except (TypeError, ValueError) as exc:
+                value = _SETTINGS[name][1](getattr(self, name))
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(f"LLM {name}={getattr(self, name)!r}: {exc}") from None
+            object.__setattr__(self, name, value)  # 2.0 retries kept as 2, numpy as Python
 
 
 def _read_dotenv(env_file: str | Path | None) -> tuple[dict[str, str], Path | None]:

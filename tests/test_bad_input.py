@@ -327,3 +327,20 @@ def test_a_refused_synchronous_setting_creates_no_folder(tmp_path: Path) -> None
     with pytest.raises(StoreError, match="synchronous"):
         Memory(tmp_path / "new" / "m.db", embedder=HashingEmbedder(16), synchronous="fast")
     assert not (tmp_path / "new").exists()
+
+
+def test_numpy_booleans_and_whole_strings_in_llm_and_store_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from arbormem.llm import LLMConfig
+
+    with pytest.raises(ConfigError, match="timeout"):
+        LLMConfig(model="m", timeout=np.True_)  # type: ignore[arg-type]
+    config = LLMConfig(model="m", max_retries=2.0, context_window=np.int64(4096))  # type: ignore[arg-type]
+    assert (config.max_retries, type(config.max_retries)) == (2, int)
+    assert type(config.context_window) is int
+    monkeypatch.setenv("ARBORMEM_ANN_THRESHOLD", "1200.0")  # as 1200.0 from TOML is
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(16)) as mem:
+        assert mem.vectors.ann_threshold == 1200

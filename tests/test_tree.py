@@ -1112,3 +1112,23 @@ def test_vague_words_stay_out_of_names_but_names_and_nouns_built_on_them_do_not(
     ]
     name = digest_messages(messages, {}, 1000).name
     assert wanted in name and "Anything" not in name, name
+
+
+def test_a_vague_word_does_not_come_back_through_a_noun_sharing_its_stem() -> None:
+    from arbormem.models import Message
+    from arbormem.tree.summarize import digest_messages
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    texts = [
+        "She gave me a kind gesture, kind words and a kind smile.",
+        "Kindness matters, kindness at the shelter.",
+    ]
+    messages = [
+        Message(id=str(i), role="user", content=t, timestamp=at, session="s", index=i)
+        for i, t in enumerate(texts)
+    ]
+    digest = digest_messages(messages, {}, 100)
+    # "kindness" stems to "kind": its weight used to bring back the vague "kind",
+    # named ("Gesture Kind Words") and listed as a keyphrase.
+    assert "Kind " not in digest.name + " " and "kind" not in digest.keyphrases
+    assert "Kindness" in digest.keyphrases

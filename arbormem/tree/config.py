@@ -64,7 +64,10 @@ class TreeConfig:
             kind = "a whole number" if name in _WHOLE else "a number"
             number: float | None = None
             if isinstance(value, numbers.Real) and not is_flag(value):
-                number = float(value)
+                try:
+                    number = float(value)
+                except OverflowError:  # an int past float's range
+                    number = math.inf
                 if name in _WHOLE and not number.is_integer():
                     number = None
             if (

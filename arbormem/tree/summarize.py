@@ -217,8 +217,18 @@ class _Analysed:
             # would otherwise cost 15-30 times its size in token tuples.
             for sentence in _SENTENCE.split(m.content[:DIGEST_CHARS].strip()):
                 if sentence:
-                    out.append((i, sentence, [(t, term_of(t)) for t in tokens(sentence)]))
+                    out.append(
+                        (i, sentence, [(t, _term(t, j)) for j, t in enumerate(tokens(sentence))])
+                    )
         return cls(out)
+
+
+def _term(raw: str, position: int) -> str | None:
+    """The term of a token for naming, None for a vague word: one of :data:`_VAGUE`
+    written in lower case or opening its sentence ("new", but not "New York")."""
+    if raw.lower() in _VAGUE and (position == 0 or not raw[:1].isupper()):
+        return None
+    return term_of(raw)
 
 
 def _surface_forms(analysed: _Analysed) -> dict[str, dict[str, int]]:
@@ -253,14 +263,7 @@ def term_weights(
 ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     tf: Counter[str] = Counter()
     for _, _, pairs in analysed.sentences:
-        tf.update(
-            t
-            for i, (raw, t) in enumerate(pairs)
-            if t
-            and t not in _FILLERS
-            and not t.isdigit()
-            and not (raw.lower() in _VAGUE and (i == 0 or not raw[:1].isupper()))
-        )
+        tf.update(t for _, t in pairs if t and t not in _FILLERS and not t.isdigit())
     forms = _surface_forms(analysed)
     weights: dict[str, float] = {}
     for term, count in tf.items():
