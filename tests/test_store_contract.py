@@ -748,3 +748,62 @@ def test_a_thread_that_ends_takes_its_reader_connection_with_it(tmp_path: Path) 
     assert len(os.listdir("/proc/self/fd")) <= before + 4
     assert store.lexical_search([t], "turn", ["kite"], 3)
     store.close()
+
+
+_GC_CLOSE = """
+import gc, os, sys, tempfile, threading
+from arbormem.store.sqlite import SQLiteBackend
+
+class Job(threading.Thread):  # keeps its error: traceback -> frame -> self, a cycle
+    def run(self):
+        try:
+            store.thread("u", "a")
+            raise ValueError("x")
+        except ValueError as exc:
+            self.error = exc
+
+for k in range(1, 16):  # when the collector runs inside close() depends on k
+    store = SQLiteBackend(os.path.join(tempfile.mkdtemp(), "m.db"))
+    store.thread("u", "a")
+    gc.collect()
+    gc.disable()
+    job = Job()
+    job.start()
+    job.join()
+    del job  # dead, and freed only by the cyclic collector
+    gc.set_threshold(gc.get_count()[0] + k)
+    gc.enable()
+    store.close()
+print("closed")
+"""
+
+
+def test_close_survives_the_collector_freeing_a_reader_thread_inside_it() -> None:
+    # The finalizer that closes an ended thread's connection took the store's reader
+    # lock; run by the collector inside close(), which held it, it hung for ever.
+    out = subprocess.run(
+        [sys.executable, "-c", _GC_CLOSE], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "closed"
+
+
+def test_threads_python_did_not_start_keep_no_connection_between_reads(
+    tmp_path: Path,
+) -> None:
+    import _thread
+    import threading
+
+    store = SQLiteBackend(tmp_path / "m.db")
+    store.thread("u", "a", create=True)
+    for _ in range(20):  # threads a C extension or server might start
+        done = threading.Event()
+
+        def read(done: threading.Event = done) -> None:
+            store.thread("u", "a")
+            done.set()
+
+        _thread.start_new_thread(read, ())
+        assert done.wait(10)
+    assert len(store._readers) <= 1  # used to keep all 20 open until close()
+    store.close()

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -130,10 +131,12 @@ def window_doc(parts: Sequence[str]) -> str:
 
 
 def _drop_reader(store: weakref.ref[SQLiteBackend], conn: sqlite3.Connection) -> None:
-    """Close the reader connection of a thread that has ended."""
+    """Hand the reader connection of a thread that has ended to its store, which
+    closes it on its next new connection or on close. This runs inside the garbage
+    collector, possibly while that very store holds its locks: it takes none."""
     backend = store()
     if backend is not None:
-        backend._drop(conn)
+        backend._ended.append(conn)
     else:
         conn.close()
 
@@ -167,6 +170,8 @@ class SQLiteBackend(Backend):
         #: thread's connection is closed when the thread ends (see _read).
         self._readers: dict[int, tuple[sqlite3.Connection, int]] = {}
         self._readers_lock = threading.Lock()
+        #: Connections of ended threads, queued by their finalizers (see _drop_reader).
+        self._ended: collections.deque[sqlite3.Connection] = collections.deque()
         self._closed = False
         #: Reads in flight per thread: close() waits for other threads' reads to end
         #: before closing their connections (closing one mid-read crashed the process).
@@ -231,6 +236,7 @@ class SQLiteBackend(Backend):
             raise StoreError(f"{self.path} is closed")
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            self._close_ended()
             conn = self._connect()
             with self._readers_lock:
                 if self._closed:
@@ -240,11 +246,23 @@ class SQLiteBackend(Backend):
             self._local.conn = conn
             # A thread that ends takes its connection with it: a server running each
             # request on a new thread kept one open file per request it had served.
-            done = weakref.finalize(
-                threading.current_thread(), _drop_reader, weakref.ref(self), conn
-            )
-            done.atexit = False
+            # A thread Python did not start is never seen to end: its connection
+            # lasts one read (see _reading).
+            thread = threading.current_thread()
+            if isinstance(thread, threading._DummyThread):
+                self._local.once = True
+            else:
+                done = weakref.finalize(thread, _drop_reader, weakref.ref(self), conn)
+                done.atexit = False
         return conn
+
+    def _close_ended(self) -> None:
+        while self._ended:
+            try:
+                conn = self._ended.popleft()
+            except IndexError:
+                return
+            self._drop(conn)
 
     def _drop(self, conn: sqlite3.Connection) -> None:
         with self._readers_lock:
@@ -263,6 +281,8 @@ class SQLiteBackend(Backend):
         # An in-memory database has one connection, so readers queue behind writers.
         if self._memory:
             with self._lock:
+                if self._closed and not self._owns_transaction():
+                    raise StoreError(f"{self.path} is closed")
                 yield self._writer
         else:
             me = threading.get_ident()
@@ -284,9 +304,11 @@ class SQLiteBackend(Backend):
                     else:
                         del self._active[me]
                     self._idle.notify_all()
-                if self._closed and not left:
-                    # close() gave up waiting for this read and left its connection open.
+                if not left and (self._closed or getattr(self._local, "once", False)):
+                    # close() gave up waiting for this read and left its connection
+                    # open, or this thread keeps no connection between reads.
                     conn = getattr(self._local, "conn", None)
+                    self._local.conn = None
                     if conn is not None:
                         self._drop(conn)
 
@@ -357,6 +379,7 @@ class SQLiteBackend(Backend):
         with self._lock:  # a write transaction under way ends first
             if self._checkpointer is not None:
                 self._checkpointer.stop()
+            self._close_ended()
             with self._readers_lock:
                 idle = [c for c, t in self._readers.values() if t not in busy]
                 for conn in idle:
