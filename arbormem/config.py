@@ -14,6 +14,7 @@ means "off" where a setting can be switched off (an LLM, for instance).
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import os
 import sys
@@ -222,7 +223,16 @@ def to_whole(value: Any) -> int:
         try:
             return int(text)
         except ValueError:
-            return to_whole(float(text))  # "12.0" and "1e3", as 12.0 from TOML
+            pass
+        # "12.0" and "1e3", as 12.0 from TOML; read exactly, so "12.0000000000000001"
+        # is refused rather than rounded.
+        try:
+            exact = decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            raise ValueError(f"must be a whole number, got {value!r}") from None
+        if not exact.is_finite() or exact != exact.to_integral_value() or abs(exact) > 10**18:
+            raise ValueError(f"must be a whole number, got {value!r}")
+        return int(exact)
     raise TypeError(f"must be a whole number, got {type(value).__name__}")
 
 

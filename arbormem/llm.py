@@ -19,6 +19,7 @@ import abc
 import email.utils
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -70,7 +71,9 @@ def _number(kind: type, low: float, *, strict: bool) -> Callable[[Any], Any]:
         if is_flag(value):
             raise TypeError(f"must be a number, got {value}")
         number = to_whole(value) if kind is int else kind(value)
-        if not (number > low if strict else number >= low):  # also rejects NaN
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        if not (number > low if strict else number >= low):
             raise ValueError(f"must be {'greater than' if strict else 'at least'} {low:g}")
         return number
 

@@ -344,3 +344,19 @@ def test_numpy_booleans_and_whole_strings_in_llm_and_store_settings(
     monkeypatch.setenv("ARBORMEM_ANN_THRESHOLD", "1200.0")  # as 1200.0 from TOML is
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(16)) as mem:
         assert mem.vectors.ann_threshold == 1200
+
+
+@pytest.mark.parametrize("text", ["12.0000000000000001", "1e-400", "9007199254740993.5", "1e400"])
+def test_a_whole_number_written_as_text_is_read_exactly(text: str) -> None:
+    from arbormem.config import to_whole
+
+    with pytest.raises(ValueError, match="whole number"):
+        to_whole(text)
+    assert to_whole("9007199254740993.0") == 9007199254740993  # not rounded through a float
+
+
+def test_an_infinite_llm_timeout_is_refused() -> None:
+    from arbormem.llm import LLMConfig
+
+    with pytest.raises(ConfigError, match="finite"):
+        LLMConfig(model="m", timeout=float("inf"))
