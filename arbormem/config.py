@@ -206,9 +206,21 @@ def resolve(
     return default
 
 
+#: The largest whole number a setting may be written as in decimal or exponent form.
+_WHOLE_LIMIT = 10**18
+
+
 def to_whole(value: Any) -> int:
     """A whole number from a setting: ``"12"``, ``12``, ``12.0`` or a numpy number
-    holding one. ``12.5`` and ``True`` are refused rather than cut down to 12 and 1."""
+    holding one, of at most 10**18 either way. ``12.5`` and ``True`` are refused
+    rather than cut down to 12 and 1."""
+    number = _whole(value)
+    if abs(number) > _WHOLE_LIMIT:
+        raise ValueError(f"must be a whole number of at most {_WHOLE_LIMIT}, got {value!r}")
+    return number
+
+
+def _whole(value: Any) -> int:
     if is_flag(value):
         raise TypeError(f"must be a whole number, got {value}")
     if isinstance(value, numbers.Integral):
@@ -230,7 +242,11 @@ def to_whole(value: Any) -> int:
             exact = decimal.Decimal(text)
         except decimal.InvalidOperation:
             raise ValueError(f"must be a whole number, got {value!r}") from None
-        if not exact.is_finite() or exact != exact.to_integral_value() or abs(exact) > 10**18:
+        # The size first, with no arithmetic: a huge exponent would overflow the
+        # default decimal context when rounded.
+        if not exact.is_finite() or exact.copy_abs() > _WHOLE_LIMIT:
+            raise ValueError(f"must be a whole number of at most {_WHOLE_LIMIT}, got {value!r}")
+        if exact != exact.to_integral_value():
             raise ValueError(f"must be a whole number, got {value!r}")
         return int(exact)
     raise TypeError(f"must be a whole number, got {type(value).__name__}")

@@ -71,7 +71,7 @@ def _number(kind: type, low: float, *, strict: bool) -> Callable[[Any], Any]:
         if is_flag(value):
             raise TypeError(f"must be a number, got {value}")
         number = to_whole(value) if kind is int else kind(value)
-        if not math.isfinite(number):
+        if isinstance(number, float) and not math.isfinite(number):
             raise ValueError("must be a finite number")
         if not (number > low if strict else number >= low):
             raise ValueError(f"must be {'greater than' if strict else 'at least'} {low:g}")
@@ -174,7 +174,7 @@ def resolve_llm_config(
         if explicit is not UNSET:
             try:
                 value = None if explicit is None else convert(explicit)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(f"LLM setting {name}={explicit!r}: {exc}") from None
         elif os.environ.get(env) or env not in dotenv:
             # the environment first, else (no .env value either) the config file
@@ -182,7 +182,7 @@ def resolve_llm_config(
         else:
             try:
                 value = convert(dotenv[env])
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(f"{dotenv_path}: {env}={dotenv[env]!r}: {exc}") from None
         if value is not None:  # None for a number means "the default"
             values[name] = value

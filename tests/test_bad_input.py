@@ -360,3 +360,15 @@ def test_an_infinite_llm_timeout_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="finite"):
         LLMConfig(model="m", timeout=float("inf"))
+
+
+def test_huge_numbers_in_settings_are_config_errors_not_crashes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from arbormem.llm import resolve_llm_config
+
+    with pytest.raises(ConfigError, match="context_window"):
+        resolve_llm_config(model="m", context_window="1" + "0" * 400)
+    monkeypatch.setenv("ARBORMEM_LLM_MAX_RETRIES", "1e999999999999999999")
+    with pytest.raises(ConfigError, match="ARBORMEM_LLM_MAX_RETRIES"):
+        resolve_llm_config(model="m")
