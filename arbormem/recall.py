@@ -35,7 +35,7 @@ from arbormem.errors import EmbedderError
 from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
-from arbormem.store.base import Backend, Filters, Row, Thread
+from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
 from arbormem.termstats import TermStats
 from arbormem.text import analyze, query_terms, words
 from arbormem.tree.recall import TreeRecall
@@ -134,11 +134,12 @@ class Retriever:
             return dict(cfg.weights)
         return dict(TREE_WEIGHTS if self.tree is not None else FLAT_WEIGHTS)
 
-    def _question(self, threads: Sequence[Thread], query: str) -> Question:
+    def _question(
+        self, threads: Sequence[Thread], states: Sequence[ThreadState], query: str
+    ) -> Question:
         names: list[str] = []
         now: datetime | None = None
-        for thread in threads:
-            state = self.backend.state(thread)
+        for thread, state in zip(threads, states):
             facts = self._facts.get(thread.id)
             if facts is None or facts.generation != state.generation:
                 facts = _ThreadFacts(generation=state.generation)
@@ -209,7 +210,8 @@ class Retriever:
         With ``every_feature=False`` features whose weight is zero may be left at 0.
         """
         cfg = config or self.config
-        question = self._question(threads, query)
+        states = [self.backend.state(t) for t in threads]
+        question = self._question(threads, states, query)
         budget = cfg.posting_budget
         allowed = None
         if filters is not None and not filters.empty:
@@ -217,7 +219,6 @@ class Retriever:
         # The sources below read different indexes and need nothing from each other:
         # they run side by side (see _gather), and their candidates join in this order.
         jobs: dict[str, Callable[[], Any]] = {}
-        states = [self.backend.state(t) for t in threads]
         if cfg.lexical and question.terms:
             turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
             last = max(st.max_rowid for st in states)
@@ -382,7 +383,6 @@ class Retriever:
                 future.cancel()
             wait(list(futures.values()))
             raise
-        out = {name: out[name] for name in names if name in out}
         if failed:
             first, *others = [name for name in names if name in failed]
             for name in others:

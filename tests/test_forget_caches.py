@@ -83,7 +83,7 @@ def test_a_new_thread_in_a_forgotten_threads_place_starts_clean(tmp_path: Path) 
     assert m.topic_paths("swordfish password") == []
     new = m.backend.thread("alice", "bot")
     assert new is not None
-    question = m.retriever._question([new], "what did Jonas do last week?")
+    question = m.retriever._question([new], [m.backend.state(new)], "what did Jonas do last week?")
     assert set(question.names) == {"Jonas"}
     assert question.ranges[0].start.year == 2025
     m.close()

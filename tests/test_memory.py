@@ -6,6 +6,7 @@ import ast
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -406,6 +407,17 @@ def _conversation(mem: Memory) -> None:
         mem.add(f"turn {i} about {topics[i % 4]} and day {i % 9}", speaker=["Ana", "Bo"][i % 2])
 
 
+@pytest.fixture
+def pooled(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """A memory of a short conversation whose searches use the worker pool."""
+    import arbormem.recall as recall
+
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
+        _conversation(mem)
+        yield mem
+
+
 def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -439,28 +451,25 @@ def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
 
 
 def test_a_failing_source_fails_the_search_after_the_others_finish(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    pooled: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.recall as recall
     from arbormem.errors import StoreError
 
-    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
-    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
-        _conversation(mem)
-        finished: list[str] = []
-        search = mem.backend.lexical_search
+    mem = pooled
+    finished: list[str] = []
+    search = mem.backend.lexical_search
 
-        def flaky(threads: object, key: str, *args: object, **kwargs: object) -> object:
-            if key == "turn":
-                raise StoreError("disk went away")
-            time.sleep(0.2)
-            finished.append(key)
-            return search(threads, key, *args, **kwargs)  # type: ignore[arg-type]
+    def flaky(threads: object, key: str, *args: object, **kwargs: object) -> object:
+        if key == "turn":
+            raise StoreError("disk went away")
+        time.sleep(0.2)
+        finished.append(key)
+        return search(threads, key, *args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(mem.backend, "lexical_search", flaky)
-        with pytest.raises(StoreError, match="disk went away"):
-            mem.search("peanut allergy", k=5)
-        assert finished == ["window"]
+    monkeypatch.setattr(mem.backend, "lexical_search", flaky)
+    with pytest.raises(StoreError, match="disk went away"):
+        mem.search("peanut allergy", k=5)
+    assert finished == ["window"]
 
 
 def test_a_search_inside_a_write_transaction_sees_its_uncommitted_rows(db_path: Path) -> None:
@@ -552,25 +561,21 @@ def test_prepare_search_on_a_scope_with_nothing_stored(memory: Memory) -> None:
 
 
 def test_the_first_failing_source_in_order_is_the_error_raised(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    pooled: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.recall as recall
+    mem = pooled
 
-    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
-    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
-        _conversation(mem)
+    def turn_fails(*args: object, **kwargs: object) -> object:
+        time.sleep(0.1)  # finishes after the dense source (run on this thread)
+        raise ValueError("turn search failed")
 
-        def turn_fails(*args: object, **kwargs: object) -> object:
-            time.sleep(0.1)  # finishes after the dense source (run on this thread)
-            raise ValueError("turn search failed")
+    def dense_fails(*args: object, **kwargs: object) -> object:
+        raise KeyError("dense search failed")
 
-        def dense_fails(*args: object, **kwargs: object) -> object:
-            raise KeyError("dense search failed")
-
-        monkeypatch.setattr(mem.backend, "lexical_search", turn_fails)
-        monkeypatch.setattr(mem.retriever, "_dense", dense_fails)
-        with pytest.raises(ValueError, match="turn search failed"):
-            mem.search("peanut allergy", k=5)
+    monkeypatch.setattr(mem.backend, "lexical_search", turn_fails)
+    monkeypatch.setattr(mem.retriever, "_dense", dense_fails)
+    with pytest.raises(ValueError, match="turn search failed"):
+        mem.search("peanut allergy", k=5)
 
 
 _RACE = """
@@ -653,25 +658,21 @@ threading.Thread(target=late).start()
 
 
 def test_an_interrupt_is_never_swallowed_by_a_failing_source(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    pooled: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.recall as recall
+    mem = pooled
 
-    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
-    with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
-        _conversation(mem)
+    def failing(*args: object, **kwargs: object) -> object:
+        raise ValueError("turn search failed")
 
-        def failing(*args: object, **kwargs: object) -> object:
-            raise ValueError("turn search failed")
+    def interrupted(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt  # Ctrl-C while this thread runs its source
 
-        def interrupted(*args: object, **kwargs: object) -> object:
-            raise KeyboardInterrupt  # Ctrl-C while this thread runs its source
-
-        monkeypatch.setattr(mem.backend, "lexical_search", failing)
-        monkeypatch.setattr(mem.retriever, "_dense", interrupted)
-        # The turn search comes first in job order, but an interrupt is not a failure
-        # to rank: it used to be logged at debug level and the ValueError raised.
-        with pytest.raises(KeyboardInterrupt):
-            mem.search("peanut allergy", k=5)
-        monkeypatch.undo()
-        assert mem.search("peanut allergy", k=3)
+    monkeypatch.setattr(mem.backend, "lexical_search", failing)
+    monkeypatch.setattr(mem.retriever, "_dense", interrupted)
+    # The turn search comes first in job order, but an interrupt is not a failure
+    # to rank: it used to be logged at debug level and the ValueError raised.
+    with pytest.raises(KeyboardInterrupt):
+        mem.search("peanut allergy", k=5)
+    monkeypatch.undo()
+    assert mem.search("peanut allergy", k=3)

@@ -19,6 +19,8 @@ from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.schema import LATEST
 from arbormem.text import analyze
 
+from .conftest import UNDO_SCHEMA_13_14
+
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 BACKENDS: dict[str, Callable[[Path], Backend]] = {
@@ -267,10 +269,7 @@ def test_a_message_stored_out_of_time_order_turns_off_row_ranges(tmp_path: Path)
     conn = sqlite3.connect(tmp_path / "order.db")
     conn.execute("UPDATE threads SET time_ordered = 1")
     conn.execute("ALTER TABLE threads DROP COLUMN time_ordered")
-    conn.executescript(
-        "DROP TRIGGER threads_forgotten; DROP TRIGGER threads_rewritten; DROP TABLE store_clock;"
-        "DROP INDEX messages_archived; DROP INDEX tree_nodes_archived"
-    )
+    conn.executescript(UNDO_SCHEMA_13_14)
     conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     conn.commit()
     conn.close()
@@ -475,6 +474,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
     store.close()
     # Put the store back at schema version 6: the old vector layout, nothing added since.
     conn = sqlite3.connect(path)
+    conn.executescript(UNDO_SCHEMA_13_14)
     conn.executescript(
         """
         CREATE TABLE old (model TEXT NOT NULL, chash TEXT NOT NULL, dim INTEGER NOT NULL,
@@ -486,11 +486,6 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
         ALTER TABLE tree_state DROP COLUMN checked_version;
         DROP TABLE session_vectors;
         ALTER TABLE threads DROP COLUMN time_ordered;
-        DROP TRIGGER threads_forgotten;
-        DROP TRIGGER threads_rewritten;
-        DROP TABLE store_clock;
-        DROP INDEX messages_archived;
-        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 7;
         """
     )
@@ -522,6 +517,7 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
     store.close()
     # Put the store back at schema version 9, with the pair index it had then.
     conn = sqlite3.connect(path)
+    conn.executescript(UNDO_SCHEMA_13_14)
     conn.executescript(
         """
         CREATE VIRTUAL TABLE pair_fts USING fts5 (terms, tokenize = "unicode61 tokenchars '_'");
@@ -530,11 +526,6 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
         INSERT INTO lexicon_stats VALUES ('pair', 2, 2);
         DROP TABLE session_vectors;
         ALTER TABLE threads DROP COLUMN time_ordered;
-        DROP TRIGGER threads_forgotten;
-        DROP TRIGGER threads_rewritten;
-        DROP TABLE store_clock;
-        DROP INDEX messages_archived;
-        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 10;
         """
     )

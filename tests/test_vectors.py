@@ -12,6 +12,8 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.vectors import AnnIndex, ExactIndex
 
+from .conftest import UNDO_SCHEMA_13_14
+
 TOPICS = [
     "garden tomatoes compost",
     "car engine brakes",
@@ -153,17 +155,13 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
     # A store from before the sums gets them on upgrade, but not for a session with a
     # message that has no vector.
     conn = sqlite3.connect(path)
+    conn.executescript(UNDO_SCHEMA_13_14)
     conn.executescript(
         """
         DROP TABLE session_vectors;
         DELETE FROM vectors WHERE chash = (SELECT m.chash FROM messages m
             JOIN sessions s ON s.id = m.session_id WHERE s.key = 's4' LIMIT 1);
         ALTER TABLE threads DROP COLUMN time_ordered;
-        DROP TRIGGER threads_forgotten;
-        DROP TRIGGER threads_rewritten;
-        DROP TABLE store_clock;
-        DROP INDEX messages_archived;
-        DROP INDEX tree_nodes_archived;
         DELETE FROM schema_migrations WHERE version >= 11;
         """
     )

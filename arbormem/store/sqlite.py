@@ -274,7 +274,7 @@ class SQLiteBackend(Backend):
         # Each thread reads through its own connection, except inside this thread's
         # own write transaction, whose uncommitted rows other connections cannot see.
         # An in-memory database has a single connection.
-        return not self._memory and not (self._depth and self._owner == threading.get_ident())
+        return not self._memory and not self._owns_transaction()
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
