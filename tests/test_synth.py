@@ -10,6 +10,7 @@ from itertools import groupby, islice, pairwise
 
 import pytest
 
+from arbormem.bench import synth
 from arbormem.bench.synth import (
     MAX_WORDS,
     MIN_WORDS,
@@ -126,10 +127,29 @@ def test_queries_are_deterministic_questions_about_the_speakers() -> None:
     names = ["Priya", "Tomas", "Wanjiru"]
     queries = generate_queries(200, seed=1, names=names)
     assert queries == generate_queries(200, seed=1, names=names)
-    assert len(queries) == 200 and len(set(queries)) > 120
+    assert len(queries) == 200 and len(set(queries)) == 200
     assert sum(q.endswith("?") for q in queries) > 100
     mentioned = {n for q in queries for n in names if n in q}
     assert mentioned == set(names)
+
+
+def test_queries_never_repeat_and_an_impossible_count_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two people leave the fewest different questions; a latency run must still
+    # time as many different searches as it reports.
+    pair = ["Priya", "Tomas"]
+    queries = generate_queries(1_000, seed=3, names=pair)
+    assert len(set(queries)) == 1_000
+    assert generate_queries(10, seed=3, names=pair) == queries[:10]
+    # Templates that can make only two queries: asking for three is refused.
+    monkeypatch.setattr(synth, "_QUERY_TEMPLATES", ("vet appointment", "vet bill"))
+    assert sorted(generate_queries(2, names=pair)) == ["vet appointment", "vet bill"]
+    with pytest.raises(ValueError, match="only 2 different queries"):
+        generate_queries(3, names=pair)
+    with pytest.raises(ValueError, match="non-negative"):
+        generate_queries(-1)
+    assert generate_queries(0) == []
 
 
 @pytest.mark.slow

@@ -1338,18 +1338,31 @@ def generate_queries(
     names: Sequence[str] | None = None,
     exclude_names: Collection[str] = (),
 ) -> list[str]:
-    """``n`` recall queries in the style of the generated chat, for latency runs.
+    """``n`` different recall queries in the style of the generated chat, for
+    latency runs.
 
     Mostly questions about a person (drawn from ``names``, else the built-in
-    pool), some keyword searches; deterministic for a seed.
+    pool), some keyword searches; deterministic for a seed. No query repeats: a
+    repeated one would time the caches it warmed, not a search. Raises
+    ``ValueError`` when the templates cannot make ``n`` different queries.
     """
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
     gen = _Generator(seed + 7_919, names if names and len(names) > 1 else None, exclude_names)
     people = gen.speakers
     templates = gen.keep(_QUERY_TEMPLATES)
-    out = []
-    for _ in range(n):
+    out: dict[str, None] = {}
+    misses = 0  # draws in a row that made nothing new
+    while len(out) < n:
+        if misses > 5_000:
+            raise ValueError(
+                f"only {len(out):,} different queries could be made, {n:,} were asked for:"
+                " ask for fewer, or give more names"
+            )
         fill: dict[str, Any] = _Fill(gen, gen.rng.choice(people), gen.rng.choice(people))
         fill["name"] = fill["me"]
         gen.segment = {}
-        out.append(gen.rng.choice(templates).format_map(fill))
-    return out
+        query = gen.rng.choice(templates).format_map(fill)
+        misses = misses + 1 if query in out else 0
+        out[query] = None
+    return list(out)
