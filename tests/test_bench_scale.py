@@ -60,6 +60,23 @@ def test_bench_scale_can_store_one_session_per_call() -> None:
     assert result["config"]["batches"].startswith("one add_many per generated session")
 
 
+def test_benches_use_the_embedder_named_in_the_config_file(tmp_path: Path) -> None:
+    # No --embedder and no variable: the config file decides, as it does for Memory.
+    config = tmp_path / "config.toml"
+    config.write_text('embedder = "hash:64"\n')
+    env = {"ARBORMEM_CONFIG": str(config)}
+    scale = run_cli("bench", "scale", "--turns", "200", "--queries", "3", "--json", env=env)
+    assert scale.returncode == 0, scale.stderr
+    assert json.loads(scale.stdout)["config"]["embedder"] == "hash/64"
+    path = write_json(tmp_path / "conv.json", tiny_locomo())
+    locomo = run_cli("bench", "locomo", str(path), "--systems", "dense", "--json", env=env)
+    assert locomo.returncode == 0, locomo.stderr
+    assert json.loads(locomo.stdout)["systems"]["dense"]["config"]["embedder"] == "hash/64"
+    context = run_cli("bench", "context", "--messages", "50", "--queries", "2", "--json", env=env)
+    assert context.returncode == 0, context.stderr
+    assert json.loads(context.stdout)["config"]["embedder"] == "hash/64"
+
+
 def test_sizes_read_like_people_write_them() -> None:
     assert [parse_size(s) for s in ("2000", "10_000", "10,000", "10k", "1M", "2.5k")] == [
         2000,

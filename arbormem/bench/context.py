@@ -94,6 +94,7 @@ def run(
             if progress and n % 20 == 0:
                 progress(f"context {n}/{queries}")
         used_budget = ctx.budget
+        model = mem.embedder.model_id
     return {
         "messages": messages,
         "queries": queries,
@@ -105,7 +106,7 @@ def run(
         "target_p95_ms": TARGET_P95_MS,
         "token_counter": counter,
         "ingest_s": round(ingest_s, 2),
-        "config": {"seed": seed, "embedder": embedder or "default", "llm": None},
+        "config": {"seed": seed, "embedder": model, "llm": None},
     }
 
 

@@ -37,10 +37,18 @@ __all__ = [
 
 
 def get_embedder(spec: str | Embedder | None = None) -> Embedder:
-    """Build an embedder from a spec string (see the module docstring)."""
+    """Build an embedder from a spec string (see the module docstring).
+
+    With no spec, the configured one: ``ARBORMEM_EMBEDDER``, else ``embedder``
+    in the config file, else ``wordllama``, as :class:`~arbormem.Memory` does.
+    """
     if isinstance(spec, Embedder):
         return spec
-    spec = (spec or DEFAULT_EMBEDDER).strip()
+    if spec is None or not spec.strip():
+        from arbormem.config import UNSET, resolve
+
+        spec = resolve(UNSET, "ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, str)
+    spec = spec.strip() or DEFAULT_EMBEDDER
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
     if kind == "wordllama":
