@@ -806,6 +806,32 @@ def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thr
     assert not saved[0].exists()
 
 
+def test_damaged_saved_topic_vectors_are_read_again_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import arbormem.tree.recall as tree_recall
+
+    monkeypatch.setattr(tree_recall, "SAVE_AFTER", 1)
+    db = tmp_path / "t.db"
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        for day, topic in enumerate(["garden", "car", "trip", "garden"]):
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        expected = [(p.topic.id, p.topic.summary) for p in mem.topic_paths("tomato compost", k=2)]
+    (saved,) = tmp_path.glob("t.db.ann/topics-*.npz")
+    whole = saved.read_bytes()
+    # A flipped byte (the zip's checksum catches it) and a file cut short: both used
+    # to fail every topic search with zipfile.BadZipFile.
+    flipped = bytearray(whole)
+    flipped[len(whole) // 2] ^= 0xFF
+    for damaged in (bytes(flipped), whole[: len(whole) // 2]):
+        saved.write_bytes(damaged)
+        caplog.clear()
+        with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+            found = mem.topic_paths("tomato compost", k=2)
+            assert [(p.topic.id, p.topic.summary) for p in found] == expected
+        assert "unusable" in caplog.text
+
+
 def test_node_briefs_agree_with_the_stored_nodes(tmp_path: Path) -> None:
     with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many(exchanges("garden", T0, "s1"))

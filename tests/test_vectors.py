@@ -200,6 +200,46 @@ def test_a_saved_index_out_of_step_with_its_description_is_rebuilt(tmp_path: Pat
             assert "guitar" in mem.search("guitar chords", k=1)[0].message.content
 
 
+DAMAGED_INDEX_SEARCH = """
+import sys
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+with Memory(sys.argv[1], embedder=HashingEmbedder(64), ann_threshold=100, tree=False,
+            llm=None) as mem:
+    print(mem.search("guitar chords", k=1)[0].message.content)
+"""
+
+
+def test_damaged_bytes_inside_a_saved_index_are_caught_before_it_is_searched(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "bytes.db"
+    settings = {"embedder": HashingEmbedder(64), "ann_threshold": 100, "tree": False, "llm": None}
+    with Memory(db, **settings) as mem:  # type: ignore[arg-type]
+        fill(mem, 2_000)
+        mem.prepare_search()
+    index = saved_index(db)
+    data = bytearray(index.read_bytes())
+    # Same size and count: 8 KB of the graph's links overwritten. usearch followed
+    # them out of bounds: the process died (SIGSEGV) or every search raised.
+    at = len(data) * 7 // 10
+    data[at : at + 8192] = np.random.default_rng(7).integers(0, 256, 8192, np.uint8).tobytes()
+    index.write_bytes(bytes(data))
+    # In a child process, so a crash fails the test instead of killing the run.
+    out = subprocess.run(
+        [sys.executable, "-c", DAMAGED_INDEX_SEARCH, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "guitar" in out.stdout
+    assert "damaged" in out.stderr  # the warning says why it was rebuilt
+
+
 def test_each_save_writes_its_own_file(tmp_path: Path) -> None:
     db = tmp_path / "own.db"
     settings = {"embedder": HashingEmbedder(64), "ann_threshold": 100, "tree": False, "llm": None}

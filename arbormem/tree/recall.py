@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -298,7 +299,8 @@ class TreeRecall:
                 keys, matrix = saved["chash"], saved["matrix"]
             if len(keys) != len(matrix):
                 raise ValueError(f"{len(keys)} keys for {len(matrix)} vectors")
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            # BadZipFile: a file cut short, or bytes that fail the zip's own checksum.
             log.warning("saved topic vectors %s unusable, reading the store: %s", path, exc)
             return SummaryVectors()
         return SummaryVectors({str(k): i for i, k in enumerate(keys.tolist())}, matrix)
