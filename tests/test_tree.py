@@ -819,11 +819,18 @@ def test_damaged_saved_topic_vectors_are_read_again_from_the_store(
         expected = [(p.topic.id, p.topic.summary) for p in mem.topic_paths("tomato compost", k=2)]
     (saved,) = tmp_path.glob("t.db.ann/topics-*.npz")
     whole = saved.read_bytes()
-    # A flipped byte (the zip's checksum catches it) and a file cut short: both used
-    # to fail every topic search with zipfile.BadZipFile.
+    # A flipped byte (the zip's checksum catches it) and a file cut short used to fail
+    # every topic search with zipfile.BadZipFile.
     flipped = bytearray(whole)
     flipped[len(whole) // 2] ^= 0xFF
-    for damaged in (bytes(flipped), whole[: len(whole) // 2]):
+    # Damage in the zip's directory reads as an unknown compression method, or as an
+    # encrypted member: NotImplementedError and RuntimeError, not BadZipFile.
+    entry = whole.find(b"PK\x01\x02")
+    method = bytearray(whole)
+    method[entry + 10 : entry + 12] = (99).to_bytes(2, "little")
+    encrypted = bytearray(whole)
+    encrypted[entry + 8] |= 1
+    for damaged in (bytes(flipped), whole[: len(whole) // 2], bytes(method), bytes(encrypted)):
         saved.write_bytes(damaged)
         caplog.clear()
         with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:

@@ -9,6 +9,11 @@ import click
 
 from arbormem.cli.common import StoreOptions, handle_errors
 
+EMBEDDER_HELP = (
+    "Embedder spec [default: the global --embedder or ARBORMEM_EMBEDDER, else "
+    "`embedder` in the config file, else wordllama]."
+)
+
 
 @click.group()
 def bench() -> None:
@@ -83,7 +88,7 @@ def _table(result: dict[str, Any]) -> None:
     show_default=True,
     help="Token budget of the context for budget_recall.",
 )
-@click.option("--embedder", help="Embedder spec [default: the global --embedder, or wordllama].")
+@click.option("--embedder", help=EMBEDDER_HELP)
 @click.option(
     "--distractors",
     default=0,
@@ -279,7 +284,7 @@ bench.add_command(context_command())
 
 @bench.command("fit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--embedder", help="Embedder spec [default: the global --embedder, or wordllama].")
+@click.option("--embedder", help=EMBEDDER_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -297,10 +296,12 @@ class TreeRecall:
                 if str(saved["model"]) != self.embedder.model_id:
                     return SummaryVectors()
                 keys, matrix = saved["chash"], saved["matrix"]
-            if len(keys) != len(matrix):
-                raise ValueError(f"{len(keys)} keys for {len(matrix)} vectors")
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            # BadZipFile: a file cut short, or bytes that fail the zip's own checksum.
+            if keys.ndim != 1 or matrix.shape != (len(keys), self.embedder.dimensions):
+                raise ValueError(f"{keys.shape} keys for vectors of shape {matrix.shape}")
+        except Exception as exc:
+            # Only a cache: whatever is wrong with it (a file cut short, bytes failing the
+            # zip's checksum, a damaged header read as an unknown compression method or
+            # as encrypted), the store has the vectors.
             log.warning("saved topic vectors %s unusable, reading the store: %s", path, exc)
             return SummaryVectors()
         return SummaryVectors({str(k): i for i, k in enumerate(keys.tolist())}, matrix)
