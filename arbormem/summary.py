@@ -9,8 +9,12 @@ batches, after a reply (never while the user waits):
   5,000 characters of meaningful content (a meaningful message is a user or
   assistant message of at least three words that is not a tool call);
 * the batch is merged into the existing summary: by the LLM when one is
-  configured, extractively otherwise;
-* on any failure the previous summary stays.
+  configured, extractively otherwise, and extractively when the LLM fails or
+  answers garbage (a model that is down must not freeze the summary while
+  older messages leave the prompt);
+* the LLM is sent at most ``LLM_INPUT_CHARS`` of new messages, the newest:
+  older ones in a long backlog are folded in extractively first;
+* if even the extractive merge fails, the previous summary stays.
 
 The text and the index it covers are stored with the session and restored on
 resume; an index beyond the history (after messages were forgotten) is clamped.
@@ -31,6 +35,8 @@ from arbormem.tree.summarize import digest_messages
 log = logging.getLogger(__name__)
 
 MAX_WORDS = 400
+#: Characters of new messages one LLM summary call is sent (about 3,000 tokens).
+LLM_INPUT_CHARS = 12_000
 
 LLM_PROMPT = (
     "You keep a running summary of a conversation for an assistant's memory. Merge the new "
@@ -124,7 +130,21 @@ def _validate(value: Any) -> str:
 
 
 def llm_merge(llm: Any, previous: str, batch: Sequence[Message], policy: SummaryPolicy) -> str:
-    lines = "\n".join(f"{m.speaker or m.role}: {m.content}" for m in meaningful(batch))
+    useful = meaningful(batch)
+    # The newest messages that fit the call; a backlog (a bulk import followed by live
+    # chat) sent whole grew every prompt until the model refused them all.
+    newest: list[str] = []
+    size = 0
+    for m in reversed(useful):
+        line = f"{m.speaker or m.role}: {m.content}"
+        if newest and size + len(line) > LLM_INPUT_CHARS:
+            break
+        newest.append(line[:LLM_INPUT_CHARS])
+        size += len(line) + 1
+    older = useful[: len(useful) - len(newest)]
+    if older:
+        previous = extractive_merge(previous, older, policy)
+    lines = "\n".join(reversed(newest))
     prompt = [
         {"role": "system", "content": LLM_PROMPT},
         {
@@ -166,8 +186,7 @@ def update(
         try:
             return SummaryState(llm_merge(llm, state.text, batch, policy), upto)
         except LLMError as exc:
-            log.info("LLM summary failed, keeping the previous summary: %s", exc)
-            return state
+            log.info("LLM summary failed, summarising without it: %s", exc)
     try:
         return SummaryState(extractive_merge(state.text, batch, policy), upto)
     except Exception as exc:  # a summary is a convenience: never lose the previous one

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -200,7 +201,7 @@ def test_pressure_on_the_model_window_compresses_the_oldest_turns(mem: Memory) -
     assert ctx.prompt_tokens <= 1100
 
 
-def test_llm_summary_and_its_failures_keep_the_previous_summary(tmp_path: Path) -> None:
+def test_llm_summary_failures_fall_back_to_the_extractive_summary(tmp_path: Path) -> None:
     from arbormem.llm import LLMConfig, get_llm
 
     with FakeOpenAI() as server:
@@ -213,6 +214,7 @@ def test_llm_summary_and_its_failures_keep_the_previous_summary(tmp_path: Path) 
             thread = mem.backend.thread("default", "default")
             state = mem.working.load(thread, "s1", "conversation")
             assert state.summary.text == "- The user plans a vegetable garden."
+            covered = state.summary.upto
             for bad in (
                 Reply("no json here"),
                 Reply(None),
@@ -222,7 +224,11 @@ def test_llm_summary_and_its_failures_keep_the_previous_summary(tmp_path: Path) 
                 server.default = bad
                 chat(mem, 6, start=100 + len(server.requests))
                 after = mem.working.load(thread, "s1", "conversation")
-                assert after.summary.text == "- The user plans a vegetable garden."
+                # The model's summary stays, and the messages that left the window are
+                # folded in without it: a model that is down used to freeze the summary.
+                assert after.summary.text.startswith("- The user plans a vegetable garden.")
+                assert after.summary.upto > covered and "\n- [" in after.summary.text
+                covered = after.summary.upto
             assert len(mem.messages(session="s1")) == 40 + 4 * 12
 
 
@@ -364,6 +370,43 @@ def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
         lines = ctx.section("recall").text.splitlines()
         assert "Maya: Leo is allergic to peanuts." in lines
         assert "assistant: Noted: a nut-free menu for Leo." in lines
+
+
+def test_an_llm_summary_call_gets_the_newest_messages_of_a_long_backlog() -> None:
+    from arbormem.models import Message
+    from arbormem.summary import LLM_INPUT_CHARS, llm_merge
+
+    # 200 messages of about 300 characters left the window at once (a bulk import
+    # followed by live chat): sent whole, the prompt was 60,000 characters.
+    batch = [
+        Message(
+            id=str(i),
+            role="user",
+            content=f"Note {i}: we compared {i} quotes for the kitchen " + "tiles " * 40,
+            timestamp=T0,
+            session="s",
+            index=i,
+        )
+        for i in range(200)
+    ]
+
+    class Recorder:
+        prompt: ClassVar[list[dict[str, str]]] = []
+
+        def complete_json(
+            self, prompt: list[dict[str, str]], validate: object, **kw: object
+        ) -> str:
+            Recorder.prompt = prompt
+            return "- Kitchen quotes compared."
+
+    merged = llm_merge(Recorder(), "", batch, SummaryPolicy())
+    sent = Recorder.prompt[-1]["content"]
+    new = sent.split("New messages:\n", 1)[1]
+    assert len(new) <= LLM_INPUT_CHARS
+    assert "Note 199:" in new and "Note 0:" not in new  # the newest, in order
+    # The older ones reached the model as the extractive summary it merges into.
+    existing = sent.split("New messages:", 1)[0]
+    assert existing.startswith("Existing summary:\n- [") and merged == "- Kitchen quotes compared."
 
 
 def test_a_summary_stays_within_its_words_and_characters() -> None:
