@@ -95,10 +95,27 @@ def _content_of(obj: Mapping[str, Any], where: Where, extra: dict[str, Any]) -> 
                 others.append(part)
         if others:
             extra["parts"] = others
-        return "\n".join(t for t in texts if t)
-    if content is None and obj.get("tool_calls"):
-        return json.dumps(obj["tool_calls"], ensure_ascii=False, sort_keys=True)
+        text = "\n".join(t for t in texts if t)
+        if not text.strip() and obj.get("tool_calls"):
+            return _calls(obj)
+        if not text.strip() and others:
+            # An image or audio part alone: kept whole in the metadata, named in the text
+            # so the message is stored (and found) rather than refused as empty.
+            kinds = [
+                str(p.get("type", "part")) if isinstance(p, Mapping) else "part" for p in others
+            ]
+            return " ".join(f"[{kind}]" for kind in kinds)
+        return text
+    blank = content is None or (isinstance(content, str) and not content.strip())
+    if blank and obj.get("tool_calls"):
+        # Assistant messages that only call tools: "content" is null or "" depending on
+        # the serialiser; the calls are the message.
+        return _calls(obj)
     return content
+
+
+def _calls(obj: Mapping[str, Any]) -> str:
+    return json.dumps(obj["tool_calls"], ensure_ascii=False, sort_keys=True)
 
 
 def record_from_object(obj: Any, where: Where, session: str | None = None) -> Record:

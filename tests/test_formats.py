@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from arbormem import Memory
+from arbormem.errors import InputError
 from arbormem.formats import evidence_ids, parse_locomo, read_conversation_file
 
 from .conftest import tiny_locomo, write_json
@@ -61,6 +64,31 @@ def test_openai_chat_object_with_parts_and_tool_calls(tmp_path: Path, memory: Me
     assert stored[1].metadata["parts"][0]["type"] == "image_url"
     assert json.loads(stored[2].content)[0]["function"]["name"] == "look"
     assert stored[3].role == "tool" and stored[3].metadata["tool_call_id"] == "c1"
+
+
+def test_tool_calls_with_empty_content_and_image_only_messages_are_stored(
+    tmp_path: Path, memory: Memory
+) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    image = {"type": "image_url", "image_url": {"url": "http://x/y.png"}}
+    path = write_json(
+        tmp_path / "openai.json",
+        {
+            "messages": [
+                {"role": "user", "content": [image]},
+                # Many serialisers write "" (not null) beside the calls.
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "assistant", "content": [], "tool_calls": [call]},
+            ]
+        },
+    )
+    stored = memory.add_many(read_conversation_file(path).records, session="s")
+    assert stored[0].content == "[image_url]" and stored[0].metadata["parts"] == [image]
+    assert json.loads(stored[1].content) == [call] == json.loads(stored[2].content)
+    # A message that is blank and nothing else is still refused, by name.
+    write_json(path, {"messages": [{"role": "user", "content": "  "}]})
+    with pytest.raises(InputError, match=r"messages\[0\]\.content.*is empty"):
+        memory.add_many(read_conversation_file(path).records, session="t")
 
 
 def test_jsonl_messages_and_fine_tuning_conversations(tmp_path: Path, memory: Memory) -> None:
