@@ -27,7 +27,14 @@ from arbormem.config import UNSET, resolve, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
-from arbormem.ingest import MAX_MESSAGE_BYTES, Where, check_metadata, normalize_role, prepare
+from arbormem.ingest import (
+    MAX_MESSAGE_BYTES,
+    Where,
+    check_metadata,
+    check_name,
+    normalize_role,
+    prepare,
+)
 from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall import RecallConfig, Retriever
 from arbormem.store import (
@@ -384,7 +391,13 @@ class Memory:
                     field=r.where.field("id"),
                 )
             given.add(p.id)
-        explicit = [r.session if r.session is not None else session for r in records]
+        # Named as export writes them and import reads them back: stripped, never blank.
+        explicit = [
+            None
+            if (name := r.session if r.session is not None else session) is None
+            else check_name(name if isinstance(name, str) else str(name), "session", r.where)
+            for r in records
+        ]
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)

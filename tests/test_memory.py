@@ -272,6 +272,23 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
         assert other.export(everything=True)["threads"] == dump["threads"]
 
 
+def test_session_names_are_ones_an_export_can_bring_back(memory: Memory, tmp_path: Path) -> None:
+    # A blank name used to be stored as given, and its export could not be imported
+    # ("must be a non-empty string"); padding came back stripped.
+    for blank in ("", "   "):
+        with pytest.raises(InputError, match=r"session.*non-empty"):
+            memory.add("hello", session=blank)
+        with pytest.raises(InputError, match=r"messages\[1\]\.session"):
+            memory.add_many([{"content": "a"}, {"content": "b", "session": blank}])
+    assert memory.messages() == []  # nothing of a refused batch was stored
+    memory.add("padded", session=" trip ", timestamp=T0)
+    memory.add("numbered", session=7, timestamp=T0)  # type: ignore[arg-type]
+    assert [m.session for m in memory.messages()] == ["trip", "7"]
+    with Memory(tmp_path / "back.db", embedder=HashingEmbedder(64)) as other:
+        other.import_(memory.export())
+        assert other.export()["threads"] == memory.export()["threads"]
+
+
 def test_import_keeps_positions_after_forgetting(memory: Memory, tmp_path: Path) -> None:
     msgs = memory.add_many([{"content": f"m{i}", "timestamp": T0} for i in range(4)], session="s")
     memory.forget(msgs[1].id)
