@@ -27,7 +27,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from arbormem.embed.base import Embedder
+from arbormem.embed.base import Embedder, l2_normalize
 from arbormem.store.base import Backend, Thread, ThreadState
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class ExactIndex(VectorIndex):
 
 
 class AnnIndex(VectorIndex):
-    """Approximate nearest neighbours (usearch HNSW, float16 storage, cosine).
+    """Approximate nearest neighbours (usearch HNSW, int8 storage, cosine).
 
     Takes over from :class:`ExactIndex` when a thread outgrows
     ``ANN_THRESHOLD`` vectors; searches in about a millisecond whatever the
@@ -190,7 +190,7 @@ class AnnIndex(VectorIndex):
         self._index = Index(
             ndim=dim,
             metric="cos",
-            dtype="f16",
+            dtype="i8",
             connectivity=16,
             expansion_add=64,
             expansion_search=160,
@@ -231,8 +231,10 @@ class AnnIndex(VectorIndex):
             return np.zeros(0, dtype=bool), out
         found = np.asarray(self._index.contains(ids), dtype=bool)
         if found.any():
-            got = self._index.get(ids[found], dtype="f32")
-            out[found] = np.asarray(got, dtype=np.float32).reshape(-1, self.dim)
+            got = np.asarray(self._index.get(ids[found], dtype="f32"), dtype=np.float32)
+            # Stored as int8, each component is rounded: back to unit length, so dot
+            # products with the query stay cosines.
+            out[found] = l2_normalize(got.reshape(-1, self.dim))
         return found, out
 
     def scores(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:

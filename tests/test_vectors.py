@@ -119,7 +119,8 @@ def test_a_saved_index_of_another_store_at_the_same_path_is_not_used(tmp_path: P
         rows = mem.backend.rows([1])
         found, vec = index.get(np.asarray([1]))
         expected = mem.embedder.embed(rows[1].message.text)
-        assert found[0] and np.allclose(vec[0], expected, atol=1e-3)
+        # The new store's text, not the old one's (int8 storage: equal up to rounding).
+        assert found[0] and float(vec[0] @ expected) > 0.999
 
 
 def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
