@@ -31,6 +31,7 @@ from typing import Any
 from arbormem.config import UNSET
 from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
 from arbormem.errors import InputError, LLMError, NotFound
+from arbormem.ingest import check_content
 from arbormem.llm import LLMClient
 from arbormem.models import Message
 from arbormem.modes import MODES, resolve_mode
@@ -177,7 +178,12 @@ class ChatSession:
         with ``error`` set and only the input stored. An interruption
         (``KeyboardInterrupt`` while the prompt is built, from the network wait
         or from ``on_delta``) stores the input the same way, then propagates.
+        Input the store would refuse raises its :class:`~arbormem.errors.InputError`
+        before anything is sent.
         """
+        # Input the store would refuse (too large, empty, not text) is refused before the
+        # model is asked: it used to answer, and then nothing of the turn was stored.
+        check_content(text, max_bytes=self.memory.max_message_bytes)
         typed_at = self.clock()
         started = time.perf_counter()
         try:

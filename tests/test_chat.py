@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from arbormem import Memory
+from arbormem import InputError, Memory
 from arbormem.bench.chat import ScriptedChatLLM, scripted_reply, user_turns
 from arbormem.chat import ChatSession
 from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
@@ -334,6 +334,20 @@ def test_a_failed_reply_keeps_the_message_and_the_chat_goes_on(
     assert after.ok and after.reply == ANSWER
     assert chat.stats()["failed_turns"] == 1 and chat.stats()["turns"] == 2
     assert len(mem.messages()) == 3
+
+
+def test_input_the_store_refuses_is_refused_before_the_model_is_asked(
+    db_path: Path, llm: OpenAIChatClient, server: FakeOpenAI
+) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(64), llm=None, max_message_bytes=2000) as mem:
+        chat = ChatSession(mem, llm)
+        for bad in ("x" * 3000, "   "):
+            with pytest.raises(InputError, match="content"):
+                chat.turn(bad)
+        # The model was never called (it used to answer, then nothing was stored).
+        assert server.requests == [] and llm.usage.snapshot()["total"]["calls"] == 0
+        assert chat.stats()["turns"] == 0 and mem.messages() == []
+        assert chat.turn("A short question?").ok
 
 
 def test_an_interrupted_reply_keeps_the_message(
