@@ -38,6 +38,7 @@ from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
 from arbormem.termstats import TermStats
 from arbormem.text import analyze, query_terms, words
+from arbormem.timeexpr import in_year
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
@@ -558,9 +559,7 @@ def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, dateti
     spans = []
     for year in years:
         try:
-            spans.append(
-                (start.replace(year=year), end.replace(year=year + (end.year - start.year)))
-            )
-        except ValueError:
+            spans.append((in_year(start, year), in_year(end, year + end.year - start.year)))
+        except ValueError:  # past the calendar
             continue
     return spans

@@ -9,7 +9,9 @@ with the distance outside, so recall can favour turns from the right time.
 Understood: ``3 May 2023``, ``May 3, 2023``, ``3rd of May``, ``May 2023``,
 ``in May``, ``in 2022``, ISO dates, ``yesterday``, ``today``, ``last/this/next
 week|weekend|month|year``, weekday names with last/next, ``N days|weeks|months|
-years ago``, ``early/mid/late <month>``, and ``before/after <date>``.
+years ago``, ``early/mid/late <month>``. A date after ``before``, ``until`` or
+``by`` also covers the month before it; after ``after`` or ``since``, the month
+after it.
 """
 
 from __future__ import annotations
@@ -182,12 +184,12 @@ def _relative_ranges(groups: tuple[Any, ...], today: datetime) -> list[DateRange
             )
         else:  # a weekday
             target = _WEEKDAYS.index(unit)
-            delta = (today.weekday() - target) % 7 or 7
-            day = (
-                today - timedelta(days=delta)
-                if step <= 0
-                else today + timedelta(days=(target - today.weekday()) % 7 or 7)
-            )
+            if step == 0:  # "this friday": the one in the current Monday-to-Sunday week
+                day = today + timedelta(days=target - today.weekday())
+            elif step < 0:  # "last friday" on a Friday is a week back
+                day = today - timedelta(days=(today.weekday() - target) % 7 or 7)
+            else:
+                day = today + timedelta(days=(target - today.weekday()) % 7 or 7)
             out.append(DateRange(day, day))
     elif count:
         n = int(count) if count.isdigit() else _NUMBERS[count]
@@ -196,6 +198,29 @@ def _relative_ranges(groups: tuple[Any, ...], today: datetime) -> list[DateRange
         slack = timedelta(days=max(1, days // 7))
         out.append(DateRange(center - slack, center + slack))
     return out
+
+
+#: Words that make a date one side of the range asked about ("before May 2023").
+_BEFORE = frozenset(["before", "until", "till", "by"])
+_AFTER = frozenset(["after", "since"])
+_SIDE = re.compile(r"\b(before|until|till|by|after|since)\s+$")
+#: How far "before X" and "after X" reach past X: things asked about "two weeks
+#: before August 11" or "since March" are mostly close to it, and an open-ended range
+#: would make every turn on that side match (and read every row of it).
+SIDE_DAYS = 31
+
+
+def _one_side(text: str, m: re.Match[str], rng: DateRange) -> DateRange:
+    """``rng`` reaching ``SIDE_DAYS`` back when the date follows "before", forward when
+    it follows "after" or "since" (the word may open the match, as in "before May")."""
+    first = m.group(0).split(None, 1)[0]
+    side = _SIDE.search(text, max(0, m.start() - 8), m.start())
+    word = first if first in _BEFORE | _AFTER else (side.group(1) if side else None)
+    if word in _BEFORE:
+        return DateRange(rng.start - timedelta(days=SIDE_DAYS), rng.end, rng.year_known)
+    if word in _AFTER:
+        return DateRange(rng.start, rng.end + timedelta(days=SIDE_DAYS), rng.year_known)
+    return rng
 
 
 def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
@@ -207,6 +232,7 @@ def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
                 continue
             try:
                 rng = _absolute_range(kind, m.groups())
+                rng = _one_side(text, m, rng) if rng is not None else None
             except (ValueError, OverflowError):  # past the calendar (year 0, 10000)
                 rng = None
             if rng is not None:
@@ -235,6 +261,17 @@ def find_ranges(text: str, now: datetime | None = None) -> list[DateRange]:
     return ranges
 
 
+def in_year(when: datetime, year: int) -> datetime:
+    """``when`` moved to ``year``; 29 February becomes the 28th in a common year.
+
+    Ranges with no year are written in the leap year 2000, so February ends on the
+    29th: moved by ``replace`` alone, "February" failed in three years of four."""
+    try:
+        return when.replace(year=year)
+    except ValueError:
+        return when.replace(year=year, day=28)
+
+
 def closeness(
     when: datetime, ranges: list[DateRange], *, scale_days: float = 10.0, lag_days: int = 7
 ) -> float:
@@ -247,13 +284,9 @@ def closeness(
         years = [r.start.year] if r.year_known else [day.year - 1, day.year, day.year + 1]
         for year in years:
             try:
-                start = r.start if r.year_known else r.start.replace(year=year)
-                end = (
-                    r.end
-                    if r.year_known
-                    else r.end.replace(year=year + (r.end.year - r.start.year))
-                )
-            except ValueError:  # 29 February in another year
+                start = r.start if r.year_known else in_year(r.start, year)
+                end = r.end if r.year_known else in_year(r.end, year + r.end.year - r.start.year)
+            except ValueError:  # past the calendar (year 0, 10000)
                 continue
             try:
                 end = end + timedelta(days=lag_days)

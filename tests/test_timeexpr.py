@@ -1,0 +1,70 @@
+"""Time expressions in questions: the date ranges they name and how close a date is."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from arbormem.timeexpr import SIDE_DAYS, DateRange, closeness, find_ranges
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=timezone.utc)
+
+
+def only(text: str, now: datetime | None = None) -> DateRange:
+    (found,) = find_ranges(text, now)
+    return found
+
+
+@pytest.mark.parametrize("year", [2021, 2022, 2023, 2024])
+def test_a_month_without_a_year_matches_february_in_every_year(year: int) -> None:
+    # Written in the leap year 2000, February ended on the 29th and could not be moved
+    # to a common year: "February" matched nothing three years in four.
+    for question in ("What did we plant in February?", "Where did she go in late February?"):
+        assert closeness(day(year, 2, 25), find_ranges(question)) == 1.0
+    assert closeness(day(year, 2, 15), find_ranges("in February")) == 1.0
+    assert closeness(day(year, 6, 15), find_ranges("in February")) < 0.01
+
+
+@pytest.mark.parametrize(
+    ("today", "expected"),
+    [
+        (day(2024, 3, 1), day(2024, 3, 1)),  # a Friday: today
+        (day(2024, 2, 26), day(2024, 3, 1)),  # the Monday before: later this week
+        (day(2024, 3, 3), day(2024, 3, 1)),  # the Sunday after: earlier this week
+    ],
+)
+def test_this_weekday_is_the_one_in_the_current_week(today: datetime, expected: datetime) -> None:
+    assert only("what happens this friday?", today) == DateRange(expected, expected)
+
+
+def test_last_and_next_weekday_never_mean_today() -> None:
+    friday = day(2024, 3, 1)
+    assert only("last friday", friday).start == day(2024, 2, 23)
+    assert only("next friday", friday).start == day(2024, 3, 8)
+    assert only("last monday", friday).start == day(2024, 2, 26)
+
+
+def test_before_and_after_reach_a_month_to_their_side_of_the_date() -> None:
+    before = only("What did I cook before May 2023?")
+    assert (before.start, before.end) == (day(2023, 3, 31), day(2023, 5, 31))
+    assert closeness(day(2023, 4, 12), [before]) == 1.0  # used to be 0.0 ...
+    assert closeness(day(2023, 1, 10), [before]) < 0.01  # ... and a far one still is
+    puppy = only("the puppy she got two weeks before August 11, 2023")
+    assert (puppy.start, puppy.end) == (day(2023, 7, 11), day(2023, 8, 11))
+    since = only("what changed since march 2022")
+    assert since.start == day(2022, 3, 1) and (since.end - day(2022, 3, 31)).days == SIDE_DAYS
+    # No side word: the date alone, as before.
+    assert only("on 3 May 2023") == DateRange(day(2023, 5, 3), day(2023, 5, 3))
+
+
+def test_month_and_year_edges() -> None:
+    assert only("last month", day(2024, 1, 15)) == DateRange(day(2023, 12, 1), day(2023, 12, 31))
+    assert only("next month", day(2023, 12, 5)) == DateRange(day(2024, 1, 1), day(2024, 1, 31))
+    assert only("in February 2024") == DateRange(day(2024, 2, 1), day(2024, 2, 29))
+    assert only("in February 2023") == DateRange(day(2023, 2, 1), day(2023, 2, 28))
+    # Not a day: the month it names is what is left.
+    assert find_ranges("on 30 February 2023") == [DateRange(day(2023, 2, 1), day(2023, 2, 28))]
+    assert find_ranges("tomorrow", day(9999, 12, 31)) == []  # past the calendar
