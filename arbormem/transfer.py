@@ -77,6 +77,7 @@ def plan_import(
         raise InputError("must be a list", source=name, field="threads")
     plan: list[tuple[Scope, list[NewMessage], set[str]]] = []
     seen_ids: set[str] = set()
+    planned_next: dict[Scope, int] = {}  # per scope: the first index after this plan's
     skipped = 0
     for ti, t in enumerate(threads):
         where_t = f"threads[{ti}]"
@@ -140,6 +141,8 @@ def plan_import(
         # and do not collide; otherwise the messages are appended in their order.
         existing = backend.thread(scope.user, scope.agent)
         next_free = backend.state(existing).next_index if existing else 0
+        # An earlier entry of this file for the same scope comes first.
+        next_free = max(next_free, planned_next.get(scope, 0))
         given = [n.index for n in msgs if n.index is not None]
         if (
             len(given) != len(msgs)
@@ -148,6 +151,9 @@ def plan_import(
         ):
             for n in msgs:
                 n.index = None
+            planned_next[scope] = next_free + len(msgs)
+        elif given:
+            planned_next[scope] = max(given) + 1
         plan.append((scope, msgs, archived))
     return plan, skipped
 

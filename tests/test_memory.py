@@ -289,6 +289,20 @@ def test_session_names_are_ones_an_export_can_bring_back(memory: Memory, tmp_pat
         assert other.export()["threads"] == memory.export()["threads"]
 
 
+def test_one_file_may_list_a_scope_twice(memory: Memory, tmp_path: Path) -> None:
+    # Two exports of one scope merged into one file: both entries kept index 0 and the
+    # import failed on the store's own check, naming no file or field.
+    memory.add("first", session="a", timestamp=T0)
+    first = memory.export()
+    with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64)) as other:
+        other.add("second", session="b", timestamp=T0)
+        second = other.export()
+    merged = {**first, "threads": first["threads"] + second["threads"]}
+    with Memory(tmp_path / "c.db", embedder=HashingEmbedder(64)) as target:
+        assert target.import_(merged) == {"threads": 2, "messages": 2, "skipped": 0}
+        assert [(m.content, m.index) for m in target.messages()] == [("first", 0), ("second", 1)]
+
+
 def test_import_keeps_positions_after_forgetting(memory: Memory, tmp_path: Path) -> None:
     msgs = memory.add_many([{"content": f"m{i}", "timestamp": T0} for i in range(4)], session="s")
     memory.forget(msgs[1].id)
