@@ -417,7 +417,7 @@ class Memory:
             # transaction, where another process's writes are visible.
             self._assign_sessions(thread, prepared, explicit)
             decisions = self._llm_decisions(thread, prepared)
-            with self.backend.transaction():
+            with self.grower.dropped_on_failure(), self.backend.transaction():
                 self._assign_sessions(thread, prepared, explicit)
                 rows = self.backend.append(
                     thread, prepared, vectors, self.embedder.model_id, defer_tail=live
@@ -988,7 +988,7 @@ class Memory:
         # background must not wait for it (an in-memory store has a single connection).
         for scope, _, _ in plan:
             self._thread(scope)
-        with self._write_lock, self.backend.transaction():
+        with self._write_lock, self.grower.dropped_on_failure(), self.backend.transaction():
             for scope, msgs, archived in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None

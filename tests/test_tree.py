@@ -1165,3 +1165,47 @@ def test_a_vague_word_does_not_come_back_through_a_noun_sharing_its_stem() -> No
     # named ("Gesture Kind Words") and listed as a keyphrase.
     assert "Kind " not in digest.name + " " and "kind" not in digest.keyphrases
     assert "Kindness" in digest.keyphrases
+
+
+ANOTHER_WRITER = """
+import sys
+from datetime import datetime, timezone
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+with Memory(sys.argv[1], embedder=HashingEmbedder(64), llm=None) as mem:
+    mem.add("tomato seedlings need water", timestamp=datetime(2026, 1, 5, 9, 2, tzinfo=timezone.utc))
+"""
+
+
+def test_a_rolled_back_batch_leaves_no_stale_tree_behind(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "stale.db"
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add("planning the garden beds", timestamp=T0)
+        mem.add("sure, let's plan", role="assistant", timestamp=T0 + timedelta(seconds=5))
+
+        def interrupted(done: int) -> None:
+            raise KeyboardInterrupt
+
+        batch = [
+            {
+                "content": f"car engine message {i} rattles belts",
+                "role": ["user", "assistant"][i % 2],
+                "timestamp": T0 + timedelta(seconds=60 + i),
+            }
+            for i in range(6)
+        ]
+        with pytest.raises(KeyboardInterrupt):
+            mem.add_many(batch, progress=interrupted)  # grows the tree, then rolls back
+        assert len(mem.messages()) == 2
+        # Another process reaches the tree version the rolled-back batch had claimed.
+        subprocess.run([sys.executable, "-c", ANOTHER_WRITER, str(db)], check=True, timeout=120)
+        mem.add("and compost too", role="assistant", timestamp=T0 + timedelta(minutes=3))
+        mem.add("what about mulch", timestamp=T0 + timedelta(minutes=4))
+        thread = mem.backend.thread("default", "default")
+        assert thread is not None
+        # The batch's tree, never stored, was taken as current: counts and leaves broke.
+        assert mem.backend.check_tree(thread, mem.tree_config.max_children) == []
+        assert len(mem.messages()) == 5

@@ -55,7 +55,7 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
     backend = grower.backend
     model = grower.embedder.model_id
     replayed = 0
-    with backend.transaction():
+    with grower.dropped_on_failure(), backend.transaction():
         backend.delete_nodes(thread)
         backend.set_tree_state(thread, TreeState())
         grower.forget_cursor(thread)

@@ -32,7 +32,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -163,6 +164,19 @@ class TreeGrower:
             self._cursors.clear()
         else:
             self._cursors.pop(thread.id, None)
+
+    @contextmanager
+    def dropped_on_failure(self) -> Iterator[None]:
+        """Wrap a transaction that grows trees. Cursors change in memory as a tree
+        grows; if the transaction fails and rolls back they describe a tree that was
+        never stored, and one whose version another process then reaches was taken
+        as current (a review's repro: a corrupt tree). They are dropped instead, and
+        the next write reads them from the store."""
+        try:
+            yield
+        except BaseException:
+            self.forget_cursor()
+            raise
 
     def _load_cursor(self, thread: Thread, state: TreeState) -> Cursor:
         cur = Cursor(thread=thread, version=state.version, next_seq=state.next_seq)
