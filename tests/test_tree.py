@@ -498,6 +498,39 @@ def test_reorganize_merges_related_branches_logs_and_undoes(mem: Memory) -> None
     assert mem.tree_log()[0]["undone_at"] is not None
 
 
+def test_archiving_and_restoring_do_not_block_an_undo_but_forgetting_does(
+    mem: Memory,
+) -> None:
+    plan = ["trip", "garden", "trip", "car", "trip", "garden"]
+    for day, topic in enumerate(plan):
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        mem.add_many(
+            [
+                {"content": "thanks!", "timestamp": T0 + timedelta(days=day, hours=1)},
+                {
+                    "role": "assistant",
+                    "content": "any time!",
+                    "timestamp": T0 + timedelta(days=day, hours=1, seconds=5),
+                },
+            ],
+            session=f"s{day}",
+        )
+    first = mem.reorganize(similarity_threshold=0.5)
+    assert first["merged"] >= 1
+    pruned = mem.reorganize(similarity_threshold=0.99, prune_trivial_leaves=True)
+    assert pruned["pruned"] >= 1
+    # Both raise the thread's generation, which undo used to read as "messages were
+    # forgotten since": neither reorganisation could then be undone.
+    assert mem.restore_archived() > 0
+    assert mem.undo_reorganize(pruned["log_id"])["already"] is False
+    assert mem.undo_reorganize(first["log_id"])["already"] is False
+    again = mem.reorganize(similarity_threshold=0.5)
+    assert again["merged"] >= 1
+    mem.forget(mem.messages()[0].id)  # a message the reorganisation saw
+    with pytest.raises(TreeError, match="forgotten since"):
+        mem.undo_reorganize(again["log_id"])
+
+
 def _shape(node: dict) -> list:
     kids = node.get("children", [])
     return [(c["kind"], c["first_index"], c["last_index"], _shape(c)) for c in kids]

@@ -409,8 +409,9 @@ class Backend(abc.ABC):
     # -- extension state (tree, summaries...) ----------------------------------------
 
     @abc.abstractmethod
-    def count(self, thread: Thread) -> int:
-        """How many messages the thread holds."""
+    def count(self, thread: Thread, *, upto: int | None = None) -> int:
+        """How many messages the thread holds (with ``upto``: of those whose row
+        number is at most ``upto``, which only a forget can lower)."""
 
     @abc.abstractmethod
     def iter_rows(self, thread: Thread, batch: int = 5000) -> Iterator[Row]:

@@ -837,8 +837,15 @@ class SQLiteBackend(Backend):
             return ThreadState(-1, 0, 0)
         return ThreadState(int(row[0]), int(row[1] or 0), int(row[2]))
 
-    def count(self, thread: Thread) -> int:
+    def count(self, thread: Thread, *, upto: int | None = None) -> int:
         with self._reading() as conn:
+            if upto is not None:
+                return int(
+                    conn.execute(
+                        "SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id <= ?",
+                        (thread.id, upto),
+                    ).fetchone()[0]
+                )
             row = conn.execute(
                 "SELECT COALESCE(SUM(message_count), 0) FROM sessions WHERE thread_id = ?",
                 (thread.id,),

@@ -300,9 +300,14 @@ class Reorganizer:
                 parents = self.backend.tree_nodes(thread, ids=plan.archive)
                 touched.update(n.parent_id for n in parents if n.parent_id is not None)
             self.grower._refresh_upwards(thread, touched)
-            # Undo needs the messages as they are now (archiving included): a forget in
-            # between may give the ids of the nodes named here to others.
-            undo.insert(0, {"op": "since", "generation": self.backend.state(thread).generation})
+            # Undo needs the messages that are here now: a forget in between may give the
+            # ids of the nodes named here to others. Only a forget lowers the number of
+            # messages up to the last row (archiving and restoring do not; they raise the
+            # generation, which used to be the mark and refused those undos).
+            upto = self.backend.state(thread).max_rowid
+            undo.insert(
+                0, {"op": "since", "upto": upto, "count": self.backend.count(thread, upto=upto)}
+            )
             stats = {
                 "merged": merged,
                 "pruned": len(plan.archive),
@@ -362,7 +367,11 @@ class Reorganizer:
                 "messages since; restore archived exchanges with Memory.restore_archived()"
             )
         marks = [op for op in entry.undo if op["op"] == "since"]
-        if marks and marks[0]["generation"] != self.backend.state(thread).generation:
+        if marks and (
+            self.backend.count(thread, upto=marks[0]["upto"]) != marks[0]["count"]
+            if "upto" in marks[0]
+            else marks[0]["generation"] != self.backend.state(thread).generation  # older logs
+        ):
             raise TreeError(
                 f"reorganisation {log_id} cannot be undone: messages were forgotten since, "
                 "and the nodes it moved may no longer be the same"
