@@ -1049,6 +1049,10 @@ def test_pictures_escape_what_their_languages_would_read() -> None:
     assert 'n2 [label="Crème \\"Brûlée\\" <i>x</i> #35; a\\\\b next\\n0-3"];' in dot
     mermaid = to_mermaid(root)
     assert 'n2["Crème #34;Brûlée#34; #60;i#62;x#60;/i#62; #35;35; a\\b next<br/>0-3"]' in mermaid
+    # A label opening with a backtick is Markdown to Mermaid, and failed to parse.
+    ticked = TopicNode(3, "topic", "`cargo build` flags", "", 4, 5, None, None, 2, True)
+    root.children.append(ticked)
+    assert 'n3["#96;cargo build#96; flags<br/>4-5"]' in to_mermaid(root)
 
 
 def test_an_llm_topic_description_is_cleaned_and_bounded() -> None:

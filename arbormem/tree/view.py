@@ -238,10 +238,11 @@ def _picture_label(node: TopicNode) -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    # Mermaid reads '#...;' as an entity and a label's '<...>' as HTML: both (and the
-    # quote that would end the label) are written as numeric entities.
+    # Mermaid reads '#...;' as an entity, a label's '<...>' as HTML and a label that
+    # opens with a backtick as Markdown (an LLM's "`cargo build` flags" failed to
+    # parse): all of them, and the quote that would end the label, become entities.
     text = text.replace("#", "#35;")
-    for ch in '&"<>':
+    for ch in '&"<>`':
         text = text.replace(ch, f"#{ord(ch)};")
     return text
 
