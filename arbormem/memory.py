@@ -88,6 +88,25 @@ MAX_RESULTS = 10_000
 DEFAULT_CONTEXT_WINDOW = 8192
 
 
+#: Message positions are stored as 64-bit integers.
+MAX_POSITION = 2**62
+
+
+def _query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("must be a non-empty string", field="query")
+    return query
+
+
+def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
+    """A whole-number argument within [low, high], or an InputError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {value!r}", field=name)
+    if not low <= value <= high:
+        raise InputError(f"must be from {low} to {high:,}, got {value}", field=name)
+    return value
+
+
 def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -566,13 +585,9 @@ class Memory:
         widens it to every agent of that user, never to another user.
         ``neighbors=n`` attaches the n turns before and after each hit.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("must be a non-empty string", field="query")
-        for name, value, low in (("k", k, 1), ("neighbors", neighbors, 0)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"must be an integer, got {value!r}", field=name)
-            if not low <= value <= MAX_RESULTS:
-                raise InputError(f"must be from {low} to {MAX_RESULTS:,}, got {value}", field=name)
+        _query(query)
+        _count("k", k, 1)
+        _count("neighbors", neighbors, 0)
         scope = self._scope(user, agent)
         filters = Filters(
             sessions=_as_tuple(session, "session"),
@@ -605,6 +620,9 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
+        for name, value in (("start", start), ("end", end), ("limit", limit)):
+            if value is not None:
+                _count(name, value, 0, MAX_POSITION)
         thread = self._thread(self._scope(user, agent), wait=False)
         if thread is None:
             return []
@@ -918,6 +936,16 @@ class Memory:
         with ``drill``, a path whose summary does not cover the query carries the
         topic's best turns (multi-resolution).
         """
+        _query(query)
+        _count("k", k, 1)
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not -1.0 <= threshold <= 1.0
+        ):
+            raise InputError(
+                f"must be a similarity from -1 to 1, got {threshold!r}", field="threshold"
+            )
         threads = self._threads(self._scope(user, agent), all_agents)
         if not threads or not self.tree_config.enabled:
             return []

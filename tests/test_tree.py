@@ -1246,3 +1246,26 @@ def test_a_rolled_back_batch_leaves_no_stale_tree_behind(tmp_path: Path) -> None
         # The batch's tree, never stored, was taken as current: counts and leaves broke.
         assert mem.backend.check_tree(thread, mem.tree_config.max_children) == []
         assert len(mem.messages()) == 5
+
+
+def test_topic_paths_and_messages_refuse_bad_arguments_by_name(mem: Memory) -> None:
+    mem.add_many(exchanges("garden", T0, "s1"))
+    # k=-1 used to return every path but the last; 2.5 and None raised TypeError and
+    # AttributeError; a position past 64 bits raised OverflowError.
+    for kwargs, field in (
+        ({"k": -1}, "k"),
+        ({"k": 2.5}, "k"),
+        ({"k": True}, "k"),
+        ({"threshold": 2.0}, "threshold"),
+        ({"threshold": "high"}, "threshold"),
+    ):
+        with pytest.raises(InputError, match=f"^'?{field}"):
+            mem.topic_paths("tomato", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="query"):
+        mem.topic_paths(None)  # type: ignore[arg-type]
+    for name in ("start", "end", "limit"):
+        with pytest.raises(InputError, match=name):
+            mem.messages(**{name: 2**70})
+        with pytest.raises(InputError, match=name):
+            mem.messages(**{name: -1})
+    assert len(mem.messages(start=2, end=4)) == 2 and mem.topic_paths("tomato", k=1)
