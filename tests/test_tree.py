@@ -1269,3 +1269,34 @@ def test_topic_paths_and_messages_refuse_bad_arguments_by_name(mem: Memory) -> N
         with pytest.raises(InputError, match=name):
             mem.messages(**{name: -1})
     assert len(mem.messages(start=2, end=4)) == 2 and mem.topic_paths("tomato", k=1)
+
+
+def test_a_rebuild_never_leaves_an_archived_message_in_a_live_exchange(tmp_path: Path) -> None:
+    db = tmp_path / "mixed.db"
+    long = " ".join(["the tomato seedlings need repotting into larger pots"] * 4)
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add(long + "?", timestamp=T0)
+        mem.add("Yes: " + long + ".", role="assistant", timestamp=T0 + timedelta(seconds=10))
+        mem.add("thanks for the kumquat tip!", timestamp=T0 + timedelta(seconds=20))
+        mem.add(
+            "you're welcome, enjoy the kumquat!",
+            role="assistant",
+            timestamp=T0 + timedelta(seconds=30),
+        )
+        for day in range(1, 6):
+            mem.add(long.replace("tomato", "car"), timestamp=T0 + timedelta(days=day))
+            mem.add(long, role="assistant", timestamp=T0 + timedelta(days=day, seconds=10))
+        assert mem.reorganize(similarity_threshold=1.0, prune_trivial_leaves=True)["pruned"]
+        assert not [h for h in mem.search("kumquat", k=10) if "kumquat" in h.message.content]
+        mem.forget(mem.messages()[1].id)  # the garden answer: its question stands alone
+    # A narrower tree is rebuilt from the messages on open. Replaying joined the lone
+    # question and the archived thanks in one live exchange; the thanks stayed hidden
+    # from search and restore_archived could not bring them back.
+    with Memory(db, embedder=HashingEmbedder(64), llm=None, tree=TreeConfig(max_children=3)) as mem:
+        mem.search("kumquat")  # opens the thread, which starts the check
+        assert any("width rule" in p.reason for p in mem.tree_problems)  # rebuilt
+        found = [h.message.content for h in mem.search("kumquat", k=10)]
+        assert sum("kumquat" in text for text in found) == 2
+        thread = mem.backend.thread("default", "default")
+        assert thread is not None
+        assert mem.backend.archived_leaves(thread, partly=True) == []

@@ -1696,13 +1696,14 @@ class SQLiteBackend(Backend):
         out.sort(key=lambda r: r.message.index)
         return out
 
-    def archived_leaves(self, thread: Thread) -> list[int]:
+    def archived_leaves(self, thread: Thread, *, partly: bool = False) -> list[int]:
+        having = "MIN(archived) = 0 AND MAX(archived) = 1" if partly else "MIN(archived) = 1"
         with self._reading() as conn:
             return [
                 int(r[0])
                 for r in conn.execute(
                     "SELECT leaf_id FROM messages WHERE thread_id = ? AND leaf_id IS NOT NULL"
-                    " GROUP BY leaf_id HAVING MIN(archived) = 1",
+                    f" GROUP BY leaf_id HAVING {having}",
                     (thread.id,),
                 )
             ]

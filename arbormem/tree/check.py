@@ -73,7 +73,14 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
         archived = backend.archived_leaves(thread)
         if archived:
             backend.set_archived(thread, archived, True)
-            grower.reindex_above(thread, archived)
+        # After a forget, replaying can join an archived exchange's messages to a live
+        # one in one leaf: they come back into recall (hiding the live message would
+        # lose it, and leaving them hidden in a live leaf made them unrestorable).
+        mixed = backend.archived_leaves(thread, partly=True)
+        if mixed:
+            backend.set_archived(thread, mixed, False)
+        if archived or mixed:
+            grower.reindex_above(thread, archived + mixed)
             grower.forget_cursor(thread)  # its topics' content held the archived words
     return replayed
 

@@ -144,7 +144,10 @@ class Trees:
     def restore_archived(self, thread: Thread) -> int:
         """Bring every archived exchange of the thread back into recall."""
         with self._write_lock, self.backend.transaction():
-            leaves = self.backend.archived_leaves(thread)
+            # Partly archived leaves too: a store written before rebuilds mended them.
+            leaves = self.backend.archived_leaves(thread) + self.backend.archived_leaves(
+                thread, partly=True
+            )
             restored = self.backend.set_archived(thread, leaves, False) if leaves else 0
             self.grower.reindex_above(thread, leaves)
         self.recall.invalidate(thread)
