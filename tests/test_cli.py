@@ -289,6 +289,46 @@ def test_ingest_builds_the_search_indexes_the_first_search_would_have_built(
     assert json.loads(found.stdout)[0]["content"] == "note 77 about topic 9"
 
 
+INTERRUPTED_PREPARE = """
+import sys
+import arbormem.memory
+
+def interrupted(self):
+    raise KeyboardInterrupt  # Ctrl-C while the indexes are built
+
+arbormem.memory.Memory.prepare_search = interrupted
+from arbormem.cli import main
+sys.argv = ["arbormem", *sys.argv[1:]]
+main()
+"""
+
+
+def test_ctrl_c_while_preparing_the_indexes_says_the_messages_are_stored(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    import subprocess
+    import sys
+
+    chat = write_json(tmp_path / "chat.json", [{"role": "user", "content": "hello there"}])
+    out = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_PREPARE, "ingest", str(chat)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    # It used to print "Aborted!" and exit 1; running the ingest again stored it twice.
+    assert out.returncode == 0, out.stderr
+    assert "the 1 messages are stored" in out.stderr and "1 messages" in out.stdout
+    assert json.loads(run_cli("stats", "--json", env=env).stdout)["messages"] == 1
+
+
+def test_a_blank_session_option_is_a_usage_error(tmp_path: Path, env: dict[str, str]) -> None:
+    chat = write_json(tmp_path / "chat.json", [{"role": "user", "content": "hello there"}])
+    out = run_cli("ingest", "--session", " ", str(chat), env=env)
+    assert out.returncode == 2 and "--session" in out.stderr and "chat.json" not in out.stderr
+
+
 def test_ingest_succeeds_when_the_vector_index_cannot_be_saved(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -69,11 +69,19 @@ def main() -> None:
 # -- ingest --------------------------------------------------------------------------
 
 
+def _named(value: str | None, option: str) -> str | None:
+    """An option naming something (a session): blank is a usage error, not the file's."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be blank", param_hint=option)
+    return value
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--session",
     "-s",
+    callback=lambda ctx, param, value: _named(value, "--session"),
     help="Session for messages that do not name one [default: a new session after an idle gap].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -111,6 +119,14 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
                 prepared = mem.prepare_search()
             except ArbormemError as exc:
                 click.echo(f"warning: search indexes not prepared: {exc}", err=True)
+            except KeyboardInterrupt:
+                # Not a failed ingest: "Aborted!" here made people run it again, and
+                # every message was stored twice.
+                click.echo(
+                    f"interrupted: the {len(stored):,} messages are stored; the search "
+                    "indexes were not prepared, so the first search builds them",
+                    err=True,
+                )
         if prepared is not None and not prepared["saved"]:
             click.echo(
                 "warning: the vector index could not be saved beside the database "
