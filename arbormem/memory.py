@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -955,6 +956,16 @@ class Memory:
 
     # -- export and import -------------------------------------------------------------------
 
+    def _store_file(self, path: Path) -> bool:
+        """Whether ``path`` is the database or one of its companions (WAL, index folder)."""
+        store = getattr(self.backend, "path", None)
+        if not isinstance(store, (str, os.PathLike)) or str(store) == ":memory:":
+            return False
+        base = Path(store).resolve()
+        target = path.resolve()
+        companions = {base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))}
+        return target in companions or base.with_name(base.name + ".ann") in target.parents
+
     def export(
         self,
         dest: str | os.PathLike[str] | None = None,
@@ -982,7 +993,15 @@ class Memory:
         }
         if dest is not None:
             path = Path(dest)
-            tmp = path.with_name(path.name + ".tmp")
+            if self._store_file(path):
+                # Replacing the database with its own export destroyed the store.
+                raise InputError(
+                    "is this store's own file",
+                    source=str(path),
+                    hint="export to another file",
+                )
+            # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
+            tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
             try:
                 tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
                 tmp.replace(path)

@@ -224,6 +224,25 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
     assert not (tmp_path / "missing-folder").exists()
 
 
+def test_export_never_writes_over_the_store_or_a_file_named_like_its_temporary(
+    memory: Memory, db_path: Path
+) -> None:
+    memory.add("keep me")
+    for target in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}.ann") / "x.json"):
+        # Exporting onto the database replaced it: every later command failed with
+        # "file is not a database".
+        with pytest.raises(InputError, match="this store's own file"):
+            memory.export(target)
+    assert [m.content for m in memory.messages()] == ["keep me"]
+    out = db_path.with_name("out.json")
+    bystander = out.with_name("out.json.tmp")
+    bystander.write_text("someone else's file")
+    memory.export(out)
+    assert bystander.read_text() == "someone else's file"
+    assert json.loads(out.read_text())["threads"][0]["sessions"]
+    assert sorted(p.name for p in out.parent.glob("out.json*")) == ["out.json", "out.json.tmp"]
+
+
 def test_a_context_budget_setting_too_small_names_the_variable(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
