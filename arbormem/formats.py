@@ -77,6 +77,17 @@ def parse_json(text: str, source: str) -> Any:
             line=exc.lineno,
             hint="fix the JSON syntax at that position",
         ) from None
+    except RecursionError:
+        raise _too_deep(source) from None
+
+
+def _too_deep(source: str, line: int | None = None) -> InputError:
+    return InputError(
+        "nested too deeply to read (arrays or objects inside one another thousands of times)",
+        source=source,
+        line=line,
+        hint="this is not a conversation file; check it is the file you meant",
+    )
 
 
 # -- chat messages ------------------------------------------------------------------
@@ -345,6 +356,8 @@ def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
                 line=lineno,
                 hint="each line must be one complete JSON object",
             ) from None
+        except RecursionError:
+            raise _too_deep(source, lineno) from None
         if (
             isinstance(obj, Mapping)
             and isinstance(obj.get("messages"), list)

@@ -127,13 +127,16 @@ def check_metadata(value: Any, where: Where = Where()) -> dict[str, Any]:
             field=where.field("metadata"),
         )
     try:
-        json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        # NaN and Infinity are not JSON: stored, they made every --json output and
+        # every export unreadable to strict parsers (JavaScript's JSON.parse).
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InputError(
             f"is not JSON-serialisable: {exc}",
             source=where.source,
             line=where.line,
             field=where.field("metadata"),
+            hint="use null or a string where a number is NaN or infinite",
         ) from None
     return dict(value)
 

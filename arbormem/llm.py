@@ -307,7 +307,7 @@ def parse_json_answer(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
             continue
     # JSON inside prose: the longest object or array that decodes wins, so a
     # stray "[1]" in a sentence does not beat the real answer after it.
@@ -317,7 +317,7 @@ def parse_json_answer(text: str) -> Any:
             continue  # inside a value already decoded
         try:
             value, end = decoder.raw_decode(body, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if end - match.start() > best_len:
             best, best_len = value, end - match.start()

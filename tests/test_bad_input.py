@@ -34,6 +34,15 @@ def _count(memory: Memory) -> int:
             "'messages[1].metadata': must be an object",
         ),
         ({"role": "user", "content": "hi", "speaker": ""}, "'messages[1].speaker'"),
+        # Stored, NaN made every --json output and export invalid JSON.
+        (
+            {"role": "user", "content": "hi", "metadata": {"x": float("nan")}},
+            "'messages[1].metadata': is not JSON-serialisable",
+        ),
+        (
+            {"role": "user", "content": "hi", "metadata": {"x": [float("inf")]}},
+            "'messages[1].metadata': is not JSON-serialisable",
+        ),
         ({"content": "bad \ud800 surrogate"}, "not valid UTF-8"),
     ],
 )
@@ -91,6 +100,20 @@ def test_malformed_jsonl_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_conversation_file(path)
     assert f"{path} line 3" in str(err.value)
+
+
+def test_json_nested_past_the_stack_is_an_input_error(tmp_path: Path) -> None:
+    # It ended ingest and import in a RecursionError traceback.
+    deep = "[" * 100_000 + "]" * 100_000
+    for name, text, where in (
+        ("deep.json", deep, "deep.json"),
+        ("deep.jsonl", '{"content": "hi"}\n' + deep, "deep.jsonl line 2"),
+    ):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(InputError, match="nested too deeply") as err:
+            read_conversation_file(path)
+        assert where in str(err.value)
 
 
 def test_jsonl_field_errors_name_the_line(tmp_path: Path, memory: Memory) -> None:

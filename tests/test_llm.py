@@ -161,7 +161,13 @@ def test_an_empty_answer_is_an_llm_error(
 
 
 @pytest.mark.parametrize(
-    "answer", ['{"topic": "bikes"', "I think the topic is bikes.", "{'topic': 'bikes'}"]
+    "answer",
+    [
+        '{"topic": "bikes"',
+        "I think the topic is bikes.",
+        "{'topic': 'bikes'}",
+        "[" * 50_000 + "]" * 50_000,  # deeper than Python's stack
+    ],
 )
 def test_malformed_json_is_an_llm_error_naming_the_feature(
     answering: Callable[..., LLMClient], answer: str
