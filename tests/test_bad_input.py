@@ -266,6 +266,28 @@ def test_export_never_writes_over_the_store_or_a_file_named_like_its_temporary(
     assert sorted(p.name for p in out.parent.glob("out.json*")) == ["out.json", "out.json.tmp"]
 
 
+def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    import sqlite3
+
+    from arbormem.errors import StoreError
+
+    other = tmp_path / "notes.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('buy milk')")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    # Opening it used to switch it to WAL and add arbormem's tables to it.
+    with pytest.raises(StoreError, match="another program's SQLite database"):
+        Memory(other, llm=None)
+    assert other.read_bytes() == before and not Path(f"{other}-wal").exists()
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()  # an empty file is anyone's: it becomes a store
+    with Memory(empty, llm=None) as mem:
+        assert mem.messages() == []
+
+
 def test_a_context_budget_setting_too_small_names_the_variable(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

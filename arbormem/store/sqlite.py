@@ -70,6 +70,14 @@ def _load_json(text: str) -> dict[str, Any]:
 T = TypeVar("T")
 
 
+def _foreign(conn: sqlite3.Connection) -> bool:
+    """Whether the database holds tables but no sign of being arbormem's."""
+    tables, ours = conn.execute(
+        "SELECT COUNT(*), TOTAL(name = 'schema_migrations') FROM sqlite_master WHERE type = 'table'"
+    ).fetchone()
+    return bool(tables) and not ours
+
+
 def _batches(items: Sequence[T], size: int = 500) -> Iterator[tuple[list[T], str]]:
     """``items`` in slices that stay under SQLite's limit on bound parameters, each
     with its ``?,?,...`` placeholders for an ``IN (...)`` clause."""
@@ -177,7 +185,7 @@ class SQLiteBackend(Backend):
         #: before closing their connections (closing one mid-read crashed the process).
         self._active: dict[int, int] = {}
         self._idle = threading.Condition(threading.Lock())
-        self._writer = self._connect()
+        self._writer = self._connect(first=True)
         try:
             migrate(self._writer, self.path)
         except sqlite3.DatabaseError as exc:
@@ -192,11 +200,19 @@ class SQLiteBackend(Backend):
 
     # -- connections -----------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, first: bool = False) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
+            if first and not self._memory and _foreign(conn):
+                # Opening it would switch it to WAL and add arbormem's tables: a mistyped
+                # --db once changed another program's database that way.
+                conn.close()
+                raise StoreError(
+                    f"{self.path} is another program's SQLite database (it has tables, none "
+                    "of them arbormem's); give arbormem a file of its own"
+                )
             if not self._memory:
                 mode = self._wal(conn)
                 if str(mode).lower() != "wal":
