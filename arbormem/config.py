@@ -282,6 +282,18 @@ def to_bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def scope_name(value: Any) -> str:
+    """A user or agent id: text that is not blank and has no surrounding spaces (an
+    empty id was stored as given, and `agent = true` in a file became "True")."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if value != value.strip():
+        raise ValueError(f"must have no spaces around it, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     """Where the store is and the default scope (resolved once by :func:`store_settings`)."""
@@ -300,7 +312,7 @@ def store_settings(
 
     return StoreSettings(
         db=str(resolve(db, "ARBORMEM_DB", "db", str(default_db_path()), str)),
-        user=resolve(user, "ARBORMEM_USER", "user", DEFAULT_USER, str),
-        agent=resolve(agent, "ARBORMEM_AGENT", "agent", DEFAULT_AGENT, str),
+        user=resolve(user, "ARBORMEM_USER", "user", DEFAULT_USER, scope_name, field="user"),
+        agent=resolve(agent, "ARBORMEM_AGENT", "agent", DEFAULT_AGENT, scope_name, field="agent"),
         embedder=resolve(embedder, "ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, str),
     )

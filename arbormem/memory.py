@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from arbormem.config import UNSET, resolve, store_settings, whole_at_least
+from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
@@ -276,6 +276,12 @@ class Memory:
     # -- scope helpers -----------------------------------------------------------------
 
     def _scope(self, user: str | None, agent: str | None) -> Scope:
+        for field, value in (("user", user), ("agent", agent)):
+            if value is not None:
+                try:
+                    scope_name(value)
+                except ValueError as exc:
+                    raise InputError(str(exc), field=field) from None
         return Scope(user or self.scope.user, agent or self.scope.agent)
 
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:

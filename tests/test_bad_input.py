@@ -288,6 +288,39 @@ def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path)
         assert mem.messages() == []
 
 
+def test_user_and_agent_ids_must_be_names(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arbormem.embed import HashingEmbedder
+    from arbormem.errors import ConfigError
+
+    from .conftest import run_cli
+
+    # An empty id was stored as given ("scope: /default"); `agent = true` became "True".
+    for kwargs, fragment in (
+        ({"user": ""}, "'user': must not be blank"),
+        ({"agent": True}, "'agent': must be text"),
+        ({"user": " bob"}, "'user': must have no spaces around it"),
+    ):
+        with pytest.raises(InputError, match=fragment):
+            Memory(db_path, embedder=HashingEmbedder(8), llm=None, **kwargs)  # type: ignore[arg-type]
+    with (
+        Memory(db_path, embedder=HashingEmbedder(8), llm=None) as mem,
+        pytest.raises(InputError, match="'agent': must not be blank"),
+    ):
+        mem.search("x", agent=" ")
+    config = tmp_path / "config.toml"
+    config.write_text("agent = true\n")
+    with monkeypatch.context() as patched:
+        patched.setenv("ARBORMEM_CONFIG", str(config))
+        with pytest.raises(ConfigError, match=r"agent.*must be text"):
+            Memory(db_path, embedder=HashingEmbedder(8), llm=None)
+    out = run_cli("--user", "", "stats", env={"ARBORMEM_DB": str(db_path)})
+    assert out.returncode != 0 and "user" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("stats", env={"ARBORMEM_DB": str(db_path), "ARBORMEM_CONFIG": str(config)})
+    assert out.returncode != 0 and "agent" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_a_context_budget_setting_too_small_names_the_variable(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
