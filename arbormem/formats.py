@@ -288,10 +288,18 @@ def _parse_locomo_conversation(
             for extra in ("img_url", "query", "blip_caption"):
                 if extra in turn:
                     meta[extra] = turn[extra]
+            speaker = turn.get("speaker", speaker_a)
+            if not isinstance(speaker, str) or not speaker.strip():
+                # null was stored as the speaker "None" (and its turn given to speaker_b).
+                raise InputError(
+                    f"must be the speaker's name, got {speaker!r}",
+                    source=source,
+                    field=f"{where}.speaker",
+                )
             turns.append(
                 LocomoTurn(
                     dia_id=str(turn.get("dia_id", f"D{number}:{i + 1}")),
-                    speaker=str(turn.get("speaker", speaker_a)),
+                    speaker=speaker,
                     content=content,
                     session=number,
                     timestamp=when,

@@ -216,8 +216,9 @@ def test_ctrl_c_during_a_reply_stops_it_and_keeps_the_message(
 def test_no_llm_configured_prints_how_to_configure_one(tmp_path: Path) -> None:
     db = tmp_path / "never.db"
     result = run_cli("chat", env={"ARBORMEM_DB": str(db), "ARBORMEM_EMBEDDER": "hash"})
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    # On stderr, with status 1: it used to print to stdout and exit 0, as if it had run.
+    assert result.returncode == 1 and result.stdout == ""
+    out = result.stderr
     for needle in (
         "ARBORMEM_LLM_MODEL",
         "OPENAI_BASE_URL",

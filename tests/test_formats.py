@@ -139,6 +139,16 @@ def test_locomo_both_shapes(tmp_path: Path) -> None:
     assert len(parsed[0].qa) == 4
 
 
+def test_a_locomo_turn_without_a_speaker_name_is_refused_by_field(tmp_path: Path) -> None:
+    # null was stored as the speaker "None", and the turn given to the other speaker.
+    for bad in (None, "", 7):
+        conv = tiny_locomo()
+        conv["session_1"][1]["speaker"] = bad
+        path = write_json(tmp_path / "conv.json", conv)
+        with pytest.raises(InputError, match=r"'session_1\[1\]\.speaker': must be the speaker"):
+            read_conversation_file(path)
+
+
 def test_evidence_ids_split_packed_entries() -> None:
     assert evidence_ids(["D8:6; D9:17", "D1:2", "garbage", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
     assert evidence_ids("D3:4,D3:5") == ["D3:4", "D3:5"]

@@ -272,7 +272,8 @@ def chat(
     config = resolve_llm_config(model=model or UNSET, base_url=base_url or UNSET)
     llm = get_llm(config)
     if llm is None:
-        click.echo(NO_LLM)
-        return
+        # A chat cannot run without a model: scripts must see it failed.
+        click.echo(NO_LLM, err=True)
+        raise SystemExit(1)
     with _open(opts, llm) as mem:
         Terminal(ChatSession(mem, llm, session=session, mode=mode, budget=budget)).run()
