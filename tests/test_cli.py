@@ -262,6 +262,11 @@ def test_option_ranges_are_usage_errors(tmp_path: Path, env: dict[str, str]) -> 
         (["tree", "-d", "0"], "--depth"),
         (["bench", "scale", "--turns", "1k", "--queries", "0"], "--queries"),
         (["bench", "locomo", str(tmp_path), "--systems", ","], "--systems"),
+        # Options the action would ignore (the last export, or --undo, used to win).
+        (["tree", "--json", "--mermaid"], "--json or --mermaid"),
+        (["reorganize", "--log", "--undo", "1"], "--log"),
+        (["reorganize", "--undo", "1", "--prune-trivial"], "--prune-trivial"),
+        (["reorganize", "--undo", "1", "--threshold", "0.7"], "--threshold"),
     ):
         out = run_cli(*args, env=env)
         assert out.returncode == 2 and option in out.stderr, (args, out.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
 
@@ -12,9 +13,9 @@ from arbormem.cli.common import StoreOptions, echo_json, handle_errors
 @click.option("--messages", "-m", is_flag=True, help="Show the messages of every exchange.")
 @click.option("--depth", "-d", type=click.IntRange(min=1), help="Show only this many levels.")
 @click.option("--no-leaves", is_flag=True, help="Show topics only, not exchanges.")
-@click.option("--json", "fmt", flag_value="json", help="Export the tree as JSON.")
-@click.option("--mermaid", "fmt", flag_value="mermaid", help="Export a Mermaid graph.")
-@click.option("--dot", "fmt", flag_value="dot", help="Export a Graphviz DOT graph.")
+@click.option("--json", "as_json", is_flag=True, help="Export the tree as JSON.")
+@click.option("--mermaid", is_flag=True, help="Export a Mermaid graph.")
+@click.option("--dot", is_flag=True, help="Export a Graphviz DOT graph.")
 @click.pass_obj
 @handle_errors
 def tree(
@@ -23,7 +24,9 @@ def tree(
     messages: bool,
     depth: int | None,
     no_leaves: bool,
-    fmt: str | None,
+    as_json: bool,
+    mermaid: bool,
+    dot: bool,
 ) -> None:
     """Print the topic tree of the scope's conversation.
 
@@ -35,6 +38,11 @@ def tree(
       arbormem tree --mermaid > tree.mmd
       arbormem tree --dot | dot -Tpng > tree.png
     """
+    chosen = [name for name, on in (("json", as_json), ("mermaid", mermaid), ("dot", dot)) if on]
+    if len(chosen) > 1:
+        # The last one used to win without a word.
+        raise click.UsageError(f"choose one export: --{' or --'.join(chosen)}")
+    fmt = chosen[0] if chosen else None
     with opts.open(existing=True) as mem:
         if fmt:
             click.echo(
@@ -81,10 +89,10 @@ def tree(
 @click.option("--undo", "undo_id", type=int, help="Undo the logged reorganisation with this id.")
 @click.option("--log", "show_log", is_flag=True, help="List past reorganisations and rebuilds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.pass_obj
+@click.pass_context
 @handle_errors
 def reorganize(
-    opts: StoreOptions,
+    ctx: click.Context,
     threshold: float,
     prune_trivial: bool,
     undo_id: int | None,
@@ -100,6 +108,19 @@ def reorganize(
       arbormem reorganize --log
       arbormem reorganize --undo 3
     """
+    opts: StoreOptions = ctx.obj
+    # Options the chosen action would ignore are refused (they used to be dropped).
+    merging = [
+        f"--{name.replace('_', '-')}"
+        for name in ("threshold", "prune_trivial")
+        if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+    ]
+    if show_log and (undo_id is not None or merging):
+        raise click.UsageError(
+            "--log lists past runs: it takes no --undo, --threshold or --prune-trivial"
+        )
+    if undo_id is not None and merging:
+        raise click.UsageError(f"--undo takes no {' or '.join(merging)}")
     with opts.open(existing=True) as mem:
         if show_log:
             entries = mem.tree_log()
