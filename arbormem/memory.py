@@ -86,6 +86,9 @@ PROGRESS_STEP = 2_000
 DEFAULT_CONTEXT_BUDGET = 4000
 #: The most hits (and neighbours per hit) one search returns.
 MAX_RESULTS = 10_000
+#: Turns attached on each side of a hit: k x 2 x this many messages are read (100 hits
+#: with 10,000 neighbours each exhausted 3 GB).
+MAX_NEIGHBORS = 100
 DEFAULT_CONTEXT_WINDOW = 8192
 
 
@@ -594,7 +597,7 @@ class Memory:
         """
         _query(query)
         _count("k", k, 1)
-        _count("neighbors", neighbors, 0)
+        _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
         scope = self._scope(user, agent)
         filters = Filters(
             sessions=_as_tuple(session, "session"),

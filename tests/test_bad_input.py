@@ -217,6 +217,7 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
         ({"k": 10**20}, "'k'"),
         ({"k": 0}, "'k'"),
         ({"neighbors": -1}, "'neighbors'"),
+        ({"neighbors": 101}, "'neighbors': must be from 0 to 100"),
         ({"k": "3"}, "'k'"),
         ({"session": 3}, "'session'"),
         ({"role": [None]}, "'role'"),

@@ -171,7 +171,8 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     "-n",
     default=0,
     show_default=True,
-    help="Attach this many turns before and after each hit.",
+    type=click.IntRange(0, 100),
+    help="Attach this many turns before and after each hit (at most 100).",
 )
 @click.option("--all-agents", is_flag=True, help="Search every agent of the user.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
