@@ -257,6 +257,25 @@ def test_reading_commands_never_create_a_store(tmp_path: Path, env: dict[str, st
     assert not typo.parent.exists()
 
 
+def test_a_failed_ingest_or_import_leaves_no_new_store_behind(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    bad = write_json(tmp_path / "bad.json", [{"role": "user", "content": "hi", "timestamp": "x"}])
+    typo = tmp_path / "new-folder" / "deeper" / "typo.db"
+    for args in (["ingest", str(bad)], ["import", str(bad)]):
+        out = run_cli("--db", str(typo), *args, env=env)
+        assert out.returncode == 1, out.stderr
+        # The empty store it left made 'sessions' on that path say "No sessions."
+        assert not (tmp_path / "new-folder").exists(), args
+        again = run_cli("--db", str(typo), "sessions", env=env)
+        assert again.returncode == 1 and "no store at" in again.stderr
+    # A store that existed before is kept, whatever the failure.
+    good = write_json(tmp_path / "good.json", [{"role": "user", "content": "hello"}])
+    assert run_cli("--db", str(typo), "ingest", str(good), env=env).returncode == 0
+    assert run_cli("--db", str(typo), "ingest", str(bad), env=env).returncode == 1
+    assert typo.exists()
+
+
 def test_option_ranges_are_usage_errors(tmp_path: Path, env: dict[str, str]) -> None:
     for args, option in (
         (["reorganize", "--threshold", "-1"], "--threshold"),

@@ -108,7 +108,7 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
     label = parsed[0].path.name if len(parsed) == 1 else f"{len(parsed)} files"
     # One call: a record that fails a check (or clashes with the store) in the last
     # file must not leave the earlier files stored.
-    with opts.open() as mem:
+    with opts.removed_if_failed(), opts.open() as mem:
         with progress_bar(len(records), f"ingesting {label}") as advance:
             stored = mem.add_many(records, session=session, progress=advance)
         # What the first search would build on the spot (minutes for a big import).
@@ -414,7 +414,7 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
     Example:
       arbormem --db new.db import backup.json
     """
-    with opts.open() as mem:
+    with opts.removed_if_failed(), opts.open() as mem:
         counts = mem.import_(source)
     if as_json:
         echo_json(counts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +48,48 @@ class StoreOptions:
             agent=self.agent if self.agent is not None else UNSET,
             embedder=self.embedder if self.embedder is not None else UNSET,
         )
+
+    @contextmanager
+    def removed_if_failed(self) -> Iterator[None]:
+        """Around a command that may create the store (ingest, import): if it fails and
+        the store it created holds no message, the store's files and the folders made
+        for it go again. A failed ingest at a mistyped --db left an empty store there,
+        and later read commands on that path found it instead of saying "no store"."""
+        from arbormem.config import UNSET, store_settings
+
+        db = store_settings(self.db if self.db is not None else UNSET).db
+        path = Path(db).expanduser()
+        if db == ":memory:" or path.exists():
+            yield
+            return
+        made = [p for p in path.parents if not p.exists()]  # nearest first
+        try:
+            yield
+        except BaseException:
+            if path.exists() and _holds_no_message(path):
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                shutil.rmtree(f"{path}.ann", ignore_errors=True)
+                for folder in made:
+                    try:
+                        folder.rmdir()
+                    except OSError:  # not empty: something else is in it now
+                        break
+            raise
+
+
+def _holds_no_message(path: Path) -> bool:
+    """Whether an arbormem store is empty (False when it cannot be read: keep it)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
 
 
 def handle_errors(fn: F) -> F:
