@@ -71,14 +71,26 @@ def parse_json(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        hint = "fix the JSON syntax at that position"
+        if exc.msg == "Extra data" and _one_object_a_line(text):
+            hint = "it looks like JSON Lines (one object a line): name the file .jsonl"
         raise InputError(
             f"malformed JSON: {exc.msg} (column {exc.colno})",
             source=source,
             line=exc.lineno,
-            hint="fix the JSON syntax at that position",
+            hint=hint,
         ) from None
     except RecursionError:
         raise _too_deep(source) from None
+
+
+def _one_object_a_line(text: str) -> bool:
+    """Whether the first two non-blank lines are each a JSON object."""
+    lines = [line for line in text.split("\n", 20)[:20] if line.strip()][:2]
+    try:
+        return len(lines) == 2 and all(isinstance(json.loads(x), dict) for x in lines)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _too_deep(source: str, line: int | None = None) -> InputError:

@@ -94,6 +94,13 @@ def test_malformed_json_names_file_and_line(tmp_path: Path) -> None:
     assert str(path) in str(err.value) and "line 3" in str(err.value)
 
 
+def test_json_lines_in_a_json_file_are_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "user", "content": "yo"}\n')
+    with pytest.raises(InputError, match=r"line 2.*name the file \.jsonl"):
+        read_conversation_file(path)
+
+
 def test_malformed_jsonl_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "chat.jsonl"
     path.write_text('{"role": "user", "content": "hi"}\n\n{"role": "user", "content": }\n')
