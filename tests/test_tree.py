@@ -1300,3 +1300,32 @@ def test_a_rebuild_never_leaves_an_archived_message_in_a_live_exchange(tmp_path:
         thread = mem.backend.thread("default", "default")
         assert thread is not None
         assert mem.backend.archived_leaves(thread, partly=True) == []
+
+
+def test_archived_small_talk_reaches_no_topic_path_or_prompt(mem: Memory) -> None:
+    long = " ".join(["the tomato seedlings need repotting into larger pots"] * 4)
+    for e in range(4):
+        at = T0 + timedelta(minutes=2 * e)
+        mem.add(long + "?", timestamp=at)
+        mem.add("Yes: " + long + ".", role="assistant", timestamp=at + timedelta(seconds=10))
+    for e in range(4):
+        at = T0 + timedelta(days=1, minutes=2 * e)
+        mem.add(f"Ha, the kumquat party was fun {e}!", timestamp=at)
+        mem.add(
+            "Kumquat party indeed, glad you enjoyed it.",
+            role="assistant",
+            timestamp=at + timedelta(seconds=10),
+        )
+    for e in range(2):
+        at = T0 + timedelta(days=2, minutes=2 * e)
+        mem.add(long.replace("tomato", "car") + "?", timestamp=at)
+        mem.add("Sure: " + long + ".", role="assistant", timestamp=at + timedelta(seconds=10))
+    assert mem.reorganize(similarity_threshold=0.99, prune_trivial_leaves=True)["pruned"] == 4
+    assert not [h for h in mem.search("kumquat party", k=5) if "umquat" in h.message.content]
+    # The topic of the archived exchanges kept its name and summary in recall: its
+    # path, and the prompt, quoted what search no longer returned.
+    assert not [p for p in mem.topic_paths("kumquat party", k=3) if "umquat" in p.render()]
+    question = "what about the kumquat party?"
+    assert "umquat" not in mem.context(question).text.replace(question, "")
+    assert mem.restore_archived() == 8
+    assert [p for p in mem.topic_paths("kumquat party", k=3) if "umquat" in p.render()]

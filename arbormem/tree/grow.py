@@ -713,7 +713,9 @@ class TreeGrower:
                 max_words=self.config.summary_words,
                 group=node.kind == "group",
             )
-        messages = self.node_messages(thread, node)
+        # Archived exchanges are out of recall, and a summary is recalled: they name a
+        # topic only when it holds nothing else (it is then archived itself).
+        messages = self.node_messages(thread, node, live=True) or self.node_messages(thread, node)
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
@@ -769,7 +771,16 @@ class TreeGrower:
             for node in self.backend.tree_nodes(thread, ids=ids) if ids else []:
                 if node.kind == "topic":
                     self._index_segment(thread, node)
+                    self._mark_archived(thread, node)
                 pending.add(node.parent_id)
+
+    def _mark_archived(self, thread: Thread, node: NodeRow) -> None:
+        """A topic is archived when every exchange under it is: recall then leaves out
+        its name and summary too (they quoted the archived words)."""
+        archived = not self.subtree_leaves(thread, node, live=True)
+        if node.archived != archived:
+            node.archived = archived
+            self.backend.put_nodes(thread, [node])
 
     def _index_segment(self, thread: Thread, node: NodeRow) -> None:
         """Index the whole content of a topic that holds leaves, for turn ranking
@@ -886,6 +897,7 @@ class TreeGrower:
                 node.child_count = len(kids)
                 if node.kind == "topic":
                     self._index_segment(thread, node)
+                    node.archived = not self.subtree_leaves(thread, node, live=True)
                 if node.frozen:
                     node.origin = "heuristic"  # an LLM summary may quote what was forgotten
                     self.name_node(thread, node, kids)
