@@ -1329,3 +1329,24 @@ def test_archived_small_talk_reaches_no_topic_path_or_prompt(mem: Memory) -> Non
     assert "umquat" not in mem.context(question).text.replace(question, "")
     assert mem.restore_archived() == 8
     assert [p for p in mem.topic_paths("kumquat party", k=3) if "umquat" in p.render()]
+
+
+def test_undo_is_refused_once_forgotten_nodes_ids_went_to_new_ones(mem: Memory) -> None:
+    def add(topic: str, day: int, session: str, n: int = 4, hours: int = 0) -> None:
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day, hours=hours), session)[: 2 * n])
+
+    add("trip", 0, "s0")
+    add("garden", 1, "s1")
+    add("car", 2, "s2")
+    add("trip", 2, "s2", hours=3)
+    add("garden", 3, "s3")
+    done = mem.reorganize(similarity_threshold=0.5)
+    assert done["merged"] >= 1
+    mem.forget(session="s3")
+    mem.forget(session="s2")
+    # As many messages again: SQLite hands the freed row and node ids to the new ones,
+    # the count of old messages is back where it was, and undo moved the new nodes.
+    for day in range(4, 10):
+        add("garden", day, f"s{day}", n=2)
+    with pytest.raises(TreeError, match="forgotten since"):
+        mem.undo_reorganize(done["log_id"])

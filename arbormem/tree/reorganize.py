@@ -306,7 +306,13 @@ class Reorganizer:
             # generation, which used to be the mark and refused those undos).
             upto = self.backend.state(thread).max_rowid
             undo.insert(
-                0, {"op": "since", "upto": upto, "count": self.backend.count(thread, upto=upto)}
+                0,
+                {
+                    "op": "since",
+                    "upto": upto,
+                    "count": self.backend.count(thread, upto=upto),
+                    "seqs": self._seqs(thread, undo),
+                },
             )
             stats = {
                 "merged": merged,
@@ -352,6 +358,17 @@ class Reorganizer:
             {"op": "group", "node": group.id, "parent": parent.id, "children": [n.id for n in run]}
         ]
 
+    def _seqs(self, thread: Thread, ops: list[dict[str, Any]]) -> dict[str, int]:
+        """The creation number of every node the undo operations name, by id."""
+        ids: set[int] = set()
+        for op in ops:
+            for key in ("node", "parent"):
+                if op.get(key) is not None:
+                    ids.add(int(op[key]))
+            ids.update(int(i) for i in op.get("children", []) + op.get("leaves", []))
+        found = self.backend.tree_nodes(thread, ids=sorted(ids)) if ids else []
+        return {str(n.id): n.seq for n in found}
+
     def undo(self, thread: Thread, log_id: int) -> dict[str, Any]:
         """Put the tree back as it was before a logged reorganisation."""
         entries = self.backend.tree_log(thread, log_id)
@@ -369,6 +386,10 @@ class Reorganizer:
         marks = [op for op in entry.undo if op["op"] == "since"]
         if marks and (
             self.backend.count(thread, upto=marks[0]["upto"]) != marks[0]["count"]
+            # Ids are reused once the newest rows go: forgetting the newest sessions and
+            # adding as many messages again gave the nodes named here to new ones,
+            # which undo then moved. A node's seq is never reused.
+            or ("seqs" in marks[0] and self._seqs(thread, entry.undo) != marks[0]["seqs"])
             if "upto" in marks[0]
             else marks[0]["generation"] != self.backend.state(thread).generation  # older logs
         ):
