@@ -1350,3 +1350,44 @@ def test_undo_is_refused_once_forgotten_nodes_ids_went_to_new_ones(mem: Memory) 
         add("garden", day, f"s{day}", n=2)
     with pytest.raises(TreeError, match="forgotten since"):
         mem.undo_reorganize(done["log_id"])
+
+
+def test_an_archived_topic_on_the_active_path_comes_back_with_a_live_exchange(
+    tmp_path: Path,
+) -> None:
+    src = Memory(tmp_path / "src.db", embedder=HashingEmbedder(64), llm=None)
+    for e in range(3):
+        at = T0 + timedelta(minutes=2 * e)
+        src.add(f"Ha, the kumquat party was fun {e}!", timestamp=at, session="s0")
+        src.add(
+            "Kumquat party indeed, glad you enjoyed it.",
+            role="assistant",
+            timestamp=at + timedelta(seconds=10),
+            session="s0",
+        )
+    long = " ".join(["the tomato seedlings need repotting into larger pots"] * 4)
+    for e in range(2):
+        at = T0 + timedelta(days=1, minutes=2 * e)
+        src.add(long + "?", timestamp=at, session="s1")
+        src.add("Yes: " + long + ".", role="assistant", timestamp=at + timedelta(seconds=10))
+    src.reorganize(similarity_threshold=0.99, prune_trivial_leaves=True)
+    src.forget(session="s1")
+    src.export(tmp_path / "x.json")
+    src.close()
+    # Imported, the archived small talk is the active path, and its topics archived.
+    with Memory(tmp_path / "dst.db", embedder=HashingEmbedder(64), llm=None) as dst:
+        dst.import_(tmp_path / "x.json")
+    talk = " ".join(["glad you enjoyed the kumquat party, it was fun indeed"] * 3)
+    at = T0 + timedelta(minutes=30)
+    with Memory(tmp_path / "dst.db", embedder=HashingEmbedder(64), llm=None) as dst:
+        dst.add(talk + "?", timestamp=at, session="s0")
+        dst.add("Sure, " + talk + ".", role="assistant", timestamp=at + timedelta(seconds=10))
+        # The new live exchange joined an archived topic, which stayed archived: its
+        # path was out of recall.
+        assert dst.topic_paths("kumquat party", k=3)
+        thread = dst.backend.thread("default", "default")
+        assert thread is not None
+        assert dst.restore_archived() == 6
+        dst.add(talk + "!", timestamp=at + timedelta(minutes=5), session="s0")
+        # The next add wrote the cursor's stale copies back, archived again.
+        assert not [n for n in dst.backend.tree_nodes(thread, kinds=["topic"]) if n.archived]

@@ -540,6 +540,9 @@ class TreeGrower:
         m = row.message
         assert cur.leaf is not None
         for node in [*cur.path, cur.leaf]:
+            # A live message makes an archived topic (all of whose exchanges had been
+            # archived) live again: it kept recall from finding the new exchange's topic.
+            node.archived = False
             node.last_index = max(node.last_index, m.index)
             node.first_index = min(node.first_index, m.index)
             node.last_at = max(node.last_at, m.timestamp)

@@ -137,6 +137,9 @@ class Trees:
             ]
             archived = self.backend.set_archived(thread, whole, True) if whole else 0
             self.grower.reindex_above(thread, whole)
+        # The cursor holds copies of the active path's nodes, whose flags just changed:
+        # written back by the next add, they undid this.
+        self.grower.forget_cursor(thread)
         self.recall.invalidate(thread)
         self.vectors.invalidate(thread)
         return archived
@@ -150,6 +153,7 @@ class Trees:
             )
             restored = self.backend.set_archived(thread, leaves, False) if leaves else 0
             self.grower.reindex_above(thread, leaves)
+        self.grower.forget_cursor(thread)  # see archive()
         self.recall.invalidate(thread)
         self.vectors.invalidate(thread)
         return restored
