@@ -1001,7 +1001,7 @@ class Memory:
             "threads": [export_thread(self.backend, t) for t in threads],
         }
         if dest is not None:
-            path = Path(dest)
+            path = Path(dest).expanduser()
             if self._store_file(path):
                 # Replacing the database with its own export destroyed the store.
                 raise InputError(

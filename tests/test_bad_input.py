@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -265,6 +266,19 @@ def test_export_never_writes_over_the_store_or_a_file_named_like_its_temporary(
         with pytest.raises(InputError, match="this store's own file"):
             memory.export(target)
     assert [m.content for m in memory.messages()] == ["keep me"]
+    # A store opened by a relative path, then a change of working folder.
+    elsewhere = db_path.parent / "elsewhere"
+    elsewhere.mkdir()
+    here = Path.cwd()
+    os.chdir(db_path.parent)
+    try:
+        with Memory(db_path.name, embedder=HashingEmbedder(8), llm=None) as relative:
+            os.chdir(elsewhere)
+            with pytest.raises(InputError, match="this store's own file"):
+                relative.export(db_path)
+    finally:
+        os.chdir(here)
+    assert not (elsewhere / db_path.name).exists()
     out = db_path.with_name("out.json")
     bystander = out.with_name("out.json.tmp")
     bystander.write_text("someone else's file")

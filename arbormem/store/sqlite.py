@@ -159,7 +159,9 @@ class SQLiteBackend(Backend):
     ) -> None:
         self._memory = str(path) == ":memory:"
         # "~/memory.db" from a config file or a quoted flag reaches us unexpanded.
-        self.path = str(path) if self._memory else str(Path(path).expanduser())
+        # Absolute: a process that changes its working folder must still name (and
+        # recognise, see Memory.export) the same file.
+        self.path = str(path) if self._memory else str(Path(path).expanduser().absolute())
         self._synchronous = str(synchronous).upper()
         if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
