@@ -31,7 +31,7 @@ from typing import Any
 from arbormem.config import UNSET
 from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
 from arbormem.errors import InputError, LLMError, NotFound
-from arbormem.ingest import check_content
+from arbormem.ingest import check_content, check_name
 from arbormem.llm import LLMClient
 from arbormem.models import Message
 from arbormem.modes import MODES, resolve_mode
@@ -162,7 +162,9 @@ class ChatSession:
         self.budget = budget
         self.system_prompt = system_prompt
         self.clock = clock
-        self.session: str = session or memory.current_session()
+        # Named as add stores it (stripped): " trip " used to start with no history.
+        named = check_name(session, "session") if session is not None else None
+        self.session: str = named or memory.current_session()
         self.counter = default_counter()
         self._totals = _Totals()
         self._history: int | None = None  # tokens of every stored message, counted lazily

@@ -111,6 +111,19 @@ def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
     return value
 
 
+def _session_name(value: Any, field: str = "session") -> str | None:
+    """A session named by a caller, as add stores names: stripped, never blank (a
+    padded name found nothing once add began to strip it)."""
+    if value is None:
+        return None
+    return check_name(value if isinstance(value, str) else str(value), field)
+
+
+def _sessions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    names = _as_tuple(value, "session")
+    return None if names is None else tuple(str(_session_name(n)) for n in names)
+
+
 def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -280,18 +293,24 @@ class Memory:
 
     def _scope(self, user: str | None, agent: str | None) -> Scope:
         for field, value in (("user", user), ("agent", agent)):
-            if value is not None:
-                try:
-                    scope_name(value)
-                except ValueError as exc:
-                    raise InputError(str(exc), field=field) from None
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"must be text, got {type(value).__name__}", field=field)
         return Scope(user or self.scope.user, agent or self.scope.agent)
 
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
         """The scope's thread, its tree checked once per process (see
         :class:`~arbormem.tree.check.OpenChecks`); ``wait=False`` for reads, which
         do not wait for the check."""
-        thread = self.backend.thread(scope.user, scope.agent, create=create)
+        thread = self.backend.thread(scope.user, scope.agent)
+        if thread is None and create:
+            # New ids must be names; threads stored under blank or padded ids by
+            # earlier versions stay readable, and can be forgotten.
+            for field, value in (("user", scope.user), ("agent", scope.agent)):
+                try:
+                    scope_name(value)
+                except ValueError as exc:
+                    raise InputError(str(exc), field=field) from None
+            thread = self.backend.thread(scope.user, scope.agent, create=True)
         if thread is not None and self.tree_config.enabled:
             self._checks.ensure(thread, wait=wait)
         return thread
@@ -600,7 +619,7 @@ class Memory:
         _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
         scope = self._scope(user, agent)
         filters = Filters(
-            sessions=_as_tuple(session, "session"),
+            sessions=_sessions(session),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
             roles=_roles(role),
@@ -630,6 +649,7 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
+        session = _session_name(session)
         for name, value in (("start", start), ("end", end), ("limit", limit)):
             if value is not None:
                 _count(name, value, 0, MAX_POSITION)
@@ -679,6 +699,7 @@ class Memory:
 
         Returns counts of what went.
         """
+        session = _session_name(session)
         if message_id is not None and session is not None:
             raise InputError("give a message id or a session, not both", field="forget")
         scope = self._scope(user, agent)
@@ -797,6 +818,7 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """Switch a session's memory mode; its messages, summary and window are kept."""
+        session = _session_name(session)
         scope = self._scope(user, agent)
         thread = self._thread(scope, create=True, wait=False)  # session state, not the tree
         assert thread is not None
@@ -835,7 +857,7 @@ class Memory:
             query,
             budget_tokens=budget_tokens,
             mode=mode,
-            session=session,
+            session=_session_name(session),
             system_prompt=system_prompt,
             k=k,
             paths=paths,

@@ -326,11 +326,16 @@ def test_user_and_agent_ids_must_be_names(
     ):
         with pytest.raises(InputError, match=fragment):
             Memory(db_path, embedder=HashingEmbedder(8), llm=None, **kwargs)  # type: ignore[arg-type]
-    with (
-        Memory(db_path, embedder=HashingEmbedder(8), llm=None) as mem,
-        pytest.raises(InputError, match="'agent': must not be blank"),
-    ):
-        mem.search("x", agent=" ")
+    with Memory(db_path, embedder=HashingEmbedder(8), llm=None) as mem:
+        with pytest.raises(InputError, match="'agent': must not be blank"):
+            mem.add("x", agent=" ")
+        assert mem.search("x", agent=" ") == []  # reading creates nothing
+        # A thread an earlier version stored under a padded id stays readable and
+        # can be forgotten.
+        mem.backend.thread(" bob", "default", create=True)
+        mem.add("kept under the old id", user=" bob")
+        assert [m.content for m in mem.messages(user=" bob")] == ["kept under the old id"]
+        assert mem.forget(user=" bob")["messages"] == 1
     config = tmp_path / "config.toml"
     config.write_text("agent = true\n")
     with monkeypatch.context() as patched:

@@ -303,6 +303,19 @@ def test_one_file_may_list_a_scope_twice(memory: Memory, tmp_path: Path) -> None
         assert [(m.content, m.index) for m in target.messages()] == [("first", 0), ("second", 1)]
 
 
+def test_a_padded_session_name_finds_what_add_stored_under_it(memory: Memory) -> None:
+    # add strips names; every other session argument must too (" trip " found nothing).
+    memory.add("Leo loves the Lisbon tram", session=" trip ", timestamp=T0)
+    memory.add("Noted: trams in Lisbon", role="assistant", session="trip", timestamp=T0)
+    assert len(memory.messages(session=" trip ")) == 2
+    assert memory.search("Lisbon tram", session=[" trip"])
+    assert memory.context("tram?", session="trip ").section("window").items == 2
+    assert memory.set_mode("code", session=" trip ") == "trip"
+    with pytest.raises(InputError, match="session"):
+        memory.search("Lisbon", session=["trip", "  "])
+    assert memory.forget(session=" trip ")["messages"] == 2 and memory.messages() == []
+
+
 def test_import_keeps_positions_after_forgetting(memory: Memory, tmp_path: Path) -> None:
     msgs = memory.add_many([{"content": f"m{i}", "timestamp": T0} for i in range(4)], session="s")
     memory.forget(msgs[1].id)
