@@ -116,12 +116,44 @@ def check_content(value: Any, where: Where = Where(), *, max_bytes: int = MAX_ME
     return value
 
 
+#: Levels of objects and arrays metadata may nest.
+MAX_METADATA_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    """How deep objects and arrays nest (without recursion, so any depth is measured)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        node, level = todo.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_METADATA_DEPTH:
+            return deepest
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def check_metadata(value: Any, where: Where = Where()) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise InputError(
             f"must be an object, got {_type_name(value)}",
+            source=where.source,
+            line=where.line,
+            field=where.field("metadata"),
+        )
+    if _depth(value) > MAX_METADATA_DEPTH:
+        # Stored, it passed the fast encoder here and then broke export, whose
+        # indented output goes through the recursive one.
+        raise InputError(
+            f"is nested more than {MAX_METADATA_DEPTH} levels deep",
             source=where.source,
             line=where.line,
             field=where.field("metadata"),

@@ -89,6 +89,8 @@ MAX_RESULTS = 10_000
 #: Turns attached on each side of a hit: k x 2 x this many messages are read (100 hits
 #: with 10,000 neighbours each exhausted 3 GB).
 MAX_NEIGHBORS = 100
+#: Messages one search may return with its neighbours, k x (2 x neighbors + 1).
+MAX_WITH_NEIGHBORS = 50_000
 DEFAULT_CONTEXT_WINDOW = 8192
 
 
@@ -617,6 +619,14 @@ class Memory:
         _query(query)
         _count("k", k, 1)
         _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        if k * (2 * neighbors + 1) > MAX_WITH_NEIGHBORS:
+            # k=10,000 with 100 neighbours read two million messages (35 s, 3.9 GB).
+            raise InputError(
+                f"k={k:,} hits with {neighbors} neighbours a side is up to "
+                f"{k * (2 * neighbors + 1):,} messages, over {MAX_WITH_NEIGHBORS:,}: "
+                "ask for fewer hits or fewer neighbours",
+                field="neighbors",
+            )
         scope = self._scope(user, agent)
         filters = Filters(
             sessions=_sessions(session),

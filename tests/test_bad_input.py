@@ -15,6 +15,14 @@ from arbormem.formats import read_conversation_file
 from .conftest import write_json
 
 
+def _nested(levels: int) -> dict:
+    """{"a": {"a": ... 1}}, built without recursion."""
+    node: dict = {"a": 1}
+    for _ in range(levels - 1):
+        node = {"a": node}
+    return node
+
+
 def _count(memory: Memory) -> int:
     return len(memory.messages())
 
@@ -43,6 +51,15 @@ def _count(memory: Memory) -> int:
         (
             {"role": "user", "content": "hi", "metadata": {"x": [float("inf")]}},
             "'messages[1].metadata': is not JSON-serialisable",
+        ),
+        # Accepted, 975 levels broke every later export with a RecursionError.
+        (
+            {
+                "role": "user",
+                "content": "hi",
+                "metadata": _nested(975),
+            },
+            "'messages[1].metadata': is nested more than 64 levels deep",
         ),
         ({"content": "bad \ud800 surrogate"}, "not valid UTF-8"),
     ],
@@ -226,6 +243,7 @@ def test_out_of_range_arguments_are_input_errors(memory: Memory, tmp_path: Path)
         ({"k": 0}, "'k'"),
         ({"neighbors": -1}, "'neighbors'"),
         ({"neighbors": 101}, "'neighbors': must be from 0 to 100"),
+        ({"k": 10_000, "neighbors": 100}, "'neighbors': k=10,000 hits with 100 neighbours"),
         ({"k": "3"}, "'k'"),
         ({"session": 3}, "'session'"),
         ({"role": [None]}, "'role'"),
