@@ -38,7 +38,7 @@ from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
 from arbormem.termstats import TermStats
 from arbormem.text import analyze, query_terms, words
-from arbormem.timeexpr import in_year
+from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
 
@@ -559,7 +559,10 @@ def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, dateti
     spans = []
     for year in years:
         try:
-            spans.append((in_year(start, year), in_year(end, year + end.year - start.year)))
+            # Both ends move by the same number of years: "before January 5" starts in
+            # December of the template year's previous year.
+            shift = year - TEMPLATE_YEAR
+            spans.append((in_year(start, start.year + shift), in_year(end, end.year + shift)))
         except ValueError:  # past the calendar
             continue
     return spans

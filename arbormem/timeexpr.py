@@ -10,8 +10,9 @@ Understood: ``3 May 2023``, ``May 3, 2023``, ``3rd of May``, ``May 2023``,
 ``in May``, ``in 2022``, ISO dates, ``yesterday``, ``today``, ``last/this/next
 week|weekend|month|year``, weekday names with last/next, ``N days|weeks|months|
 years ago``, ``early/mid/late <month>``. A date after ``before``, ``until`` or
-``by`` also covers the month before it; after ``after`` or ``since``, the month
-after it.
+``by`` becomes the month before it (or as long before it as it lasts: "before
+2021" is 2020); after ``after``, the month after it; after ``since``, itself and
+the month after.
 """
 
 from __future__ import annotations
@@ -135,16 +136,16 @@ def _absolute_range(kind: str, g: tuple[str, ...]) -> DateRange | None:
     elif kind == "m_y":
         rng = _month_range(int(g[1]), _month(g[0]))
     elif kind == "d_m":
-        day = _day(2000, _month(g[1]), int(g[0]))
+        day = _day(TEMPLATE_YEAR, _month(g[1]), int(g[0]))
         rng = DateRange(day, day, year_known=False) if day else None
     elif kind == "m_d":
-        day = _day(2000, _month(g[0]), int(g[1]))
+        day = _day(TEMPLATE_YEAR, _month(g[0]), int(g[1]))
         rng = DateRange(day, day, year_known=False) if day else None
     elif kind == "part_m":
-        r = _month_range(2000, _month(g[1]), g[0])
+        r = _month_range(TEMPLATE_YEAR, _month(g[1]), g[0])
         rng = DateRange(r.start, r.end, year_known=False)
     elif kind == "in_m":
-        r = _month_range(2000, _month(g[0]))
+        r = _month_range(TEMPLATE_YEAR, _month(g[0]))
         rng = DateRange(r.start, r.end, year_known=False)
     elif kind == "in_y":
         year = int(g[0])
@@ -204,22 +205,28 @@ def _relative_ranges(groups: tuple[Any, ...], today: datetime) -> list[DateRange
 _BEFORE = frozenset(["before", "until", "till", "by"])
 _AFTER = frozenset(["after", "since"])
 _SIDE = re.compile(r"\b(before|until|till|by|after|since)\s+$")
-#: How far "before X" and "after X" reach past X: things asked about "two weeks
-#: before August 11" or "since March" are mostly close to it, and an open-ended range
-#: would make every turn on that side match (and read every row of it).
+#: How far "before X" and "after X" reach past X, at least: things asked about "two
+#: weeks before August 11" or "since March" are mostly close to it, and an open-ended
+#: range would make every turn on that side match (and read every row of it). A
+#: longer X reaches as far as it lasts ("before 2021" is 2020).
 SIDE_DAYS = 31
+#: The year ranges that name no year are written in (a leap year: 29 February exists).
+TEMPLATE_YEAR = 2000
 
 
 def _one_side(text: str, m: re.Match[str], rng: DateRange) -> DateRange:
-    """``rng`` reaching ``SIDE_DAYS`` back when the date follows "before", forward when
-    it follows "after" or "since" (the word may open the match, as in "before May")."""
+    """The side of ``rng`` a preceding "before", "after" or "since" points to (the
+    word may open the match, as in "before May"); ``rng`` itself otherwise."""
     first = m.group(0).split(None, 1)[0]
     side = _SIDE.search(text, max(0, m.start() - 8), m.start())
     word = first if first in _BEFORE | _AFTER else (side.group(1) if side else None)
+    reach = max(timedelta(days=SIDE_DAYS), rng.end - rng.start + timedelta(days=1))
     if word in _BEFORE:
-        return DateRange(rng.start - timedelta(days=SIDE_DAYS), rng.end, rng.year_known)
-    if word in _AFTER:
-        return DateRange(rng.start, rng.end + timedelta(days=SIDE_DAYS), rng.year_known)
+        return DateRange(rng.start - reach, rng.start, rng.year_known)
+    if word == "after":
+        return DateRange(rng.end, rng.end + reach, rng.year_known)
+    if word == "since":  # since May: May too
+        return DateRange(rng.start, rng.end + reach, rng.year_known)
     return rng
 
 
