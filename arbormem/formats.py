@@ -259,11 +259,19 @@ def parse_locomo(obj: Any, source: str) -> list[LocomoConversation]:
     return out
 
 
+def _speaker(value: Any, source: str, field: str) -> str:
+    """A speaker's name, stripped: null was stored as the speaker "None" (its turns
+    given to the other speaker), and "Mel " was not "Mel" when roles were assigned."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"must be the speaker's name, got {value!r}", source=source, field=field)
+    return value.strip()
+
+
 def _parse_locomo_conversation(
     body: Mapping[str, Any], qa: Any, sample_id: str, source: str
 ) -> LocomoConversation:
-    speaker_a = str(body.get("speaker_a", "A"))
-    speaker_b = str(body.get("speaker_b", "B"))
+    speaker_a = _speaker(body.get("speaker_a", "A"), source, "speaker_a")
+    speaker_b = _speaker(body.get("speaker_b", "B"), source, "speaker_b")
     sessions = sorted(
         int(m.group(1))
         for key in body
@@ -300,14 +308,7 @@ def _parse_locomo_conversation(
             for extra in ("img_url", "query", "blip_caption"):
                 if extra in turn:
                     meta[extra] = turn[extra]
-            speaker = turn.get("speaker", speaker_a)
-            if not isinstance(speaker, str) or not speaker.strip():
-                # null was stored as the speaker "None" (and its turn given to speaker_b).
-                raise InputError(
-                    f"must be the speaker's name, got {speaker!r}",
-                    source=source,
-                    field=f"{where}.speaker",
-                )
+            speaker = _speaker(turn.get("speaker", speaker_a), source, f"{where}.speaker")
             turns.append(
                 LocomoTurn(
                     dia_id=str(turn.get("dia_id", f"D{number}:{i + 1}")),

@@ -270,6 +270,15 @@ def test_a_failed_ingest_or_import_leaves_no_new_store_behind(
         assert not (tmp_path / "new-folder").exists(), args
         again = run_cli("--db", str(typo), "sessions", env=env)
         assert again.returncode == 1 and "no store at" in again.stderr
+    # A '#' in the name (read as a URI fragment) left the store and a stray file.
+    hashed = tmp_path / "new#1.db"
+    assert run_cli("--db", str(hashed), "ingest", str(bad), env=env).returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
+    # A link to a store not made yet is the user's: kept, and so is what it made.
+    link = tmp_path / "link.db"
+    link.symlink_to(tmp_path / "real.db")
+    assert run_cli("--db", str(link), "ingest", str(bad), env=env).returncode == 1
+    assert link.is_symlink()
     # A store that existed before is kept, whatever the failure.
     good = write_json(tmp_path / "good.json", [{"role": "user", "content": "hello"}])
     assert run_cli("--db", str(typo), "ingest", str(good), env=env).returncode == 0

@@ -147,6 +147,15 @@ def test_a_locomo_turn_without_a_speaker_name_is_refused_by_field(tmp_path: Path
         path = write_json(tmp_path / "conv.json", conv)
         with pytest.raises(InputError, match=r"'session_1\[1\]\.speaker': must be the speaker"):
             read_conversation_file(path)
+    conv = tiny_locomo()
+    conv["speaker_a"] = None
+    with pytest.raises(InputError, match=r"'speaker_a': must be the speaker"):
+        read_conversation_file(write_json(tmp_path / "conv.json", conv))
+    # A padded name is the same speaker: "Ana " used to be given the other role.
+    conv = tiny_locomo()
+    conv["session_1"][0]["speaker"] = "Ana "
+    records = read_conversation_file(write_json(tmp_path / "conv.json", conv)).records
+    assert (records[0].speaker, records[0].role) == ("Ana", "user")
 
 
 def test_evidence_ids_split_packed_entries() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -59,7 +60,8 @@ class StoreOptions:
 
         db = store_settings(self.db if self.db is not None else UNSET).db
         path = Path(db).expanduser()
-        if db == ":memory:" or path.exists():
+        # lexists: a link to a store not made yet is the user's, and so is its target.
+        if db == ":memory:" or os.path.lexists(path):
             yield
             return
         made = [p for p in path.parents if not p.exists()]  # nearest first
@@ -83,7 +85,9 @@ def _holds_no_message(path: Path) -> bool:
     import sqlite3
 
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # as_uri() quotes the path: a '#' or '%' in it cut the name short, and a stray
+        # empty file was created under the cut name.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             return conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
         finally:
