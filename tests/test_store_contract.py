@@ -19,7 +19,7 @@ from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.schema import LATEST
 from arbormem.text import analyze
 
-from .conftest import UNDO_SCHEMA_13_14
+from .conftest import UNDO_SCHEMA_FROM_13
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -269,7 +269,7 @@ def test_a_message_stored_out_of_time_order_turns_off_row_ranges(tmp_path: Path)
     conn = sqlite3.connect(tmp_path / "order.db")
     conn.execute("UPDATE threads SET time_ordered = 1")
     conn.execute("ALTER TABLE threads DROP COLUMN time_ordered")
-    conn.executescript(UNDO_SCHEMA_13_14)
+    conn.executescript(UNDO_SCHEMA_FROM_13)
     conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     conn.commit()
     conn.close()
@@ -474,7 +474,7 @@ def test_a_store_from_before_the_vector_table_change_keeps_its_vectors(tmp_path:
     store.close()
     # Put the store back at schema version 6: the old vector layout, nothing added since.
     conn = sqlite3.connect(path)
-    conn.executescript(UNDO_SCHEMA_13_14)
+    conn.executescript(UNDO_SCHEMA_FROM_13)
     conn.executescript(
         """
         CREATE TABLE old (model TEXT NOT NULL, chash TEXT NOT NULL, dim INTEGER NOT NULL,
@@ -517,7 +517,7 @@ def test_a_store_with_the_old_pair_index_drops_it_and_keeps_counting_pairs(
     store.close()
     # Put the store back at schema version 9, with the pair index it had then.
     conn = sqlite3.connect(path)
-    conn.executescript(UNDO_SCHEMA_13_14)
+    conn.executescript(UNDO_SCHEMA_FROM_13)
     conn.executescript(
         """
         CREATE VIRTUAL TABLE pair_fts USING fts5 (terms, tokenize = "unicode61 tokenchars '_'");

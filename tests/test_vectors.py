@@ -12,7 +12,7 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.vectors import AnnIndex, ExactIndex
 
-from .conftest import UNDO_SCHEMA_13_14
+from .conftest import UNDO_SCHEMA_FROM_13
 
 TOPICS = [
     "garden tomatoes compost",
@@ -156,7 +156,7 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
     # A store from before the sums gets them on upgrade, but not for a session with a
     # message that has no vector.
     conn = sqlite3.connect(path)
-    conn.executescript(UNDO_SCHEMA_13_14)
+    conn.executescript(UNDO_SCHEMA_FROM_13)
     conn.executescript(
         """
         DROP TABLE session_vectors;

@@ -325,6 +325,21 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        15,
+        "the tree's shape by node id, apart from names and summaries",
+        """
+        -- Ranking walks each candidate's leaf and topics up the tree. Read from the
+        -- table, every step was a page of names, summaries and keyphrases, scattered
+        -- over a large file. This index holds only what the walk reads (37 MB for
+        -- 800,000 nodes against 199 MB) and stays in the page cache.
+        CREATE INDEX tree_briefs ON tree_nodes
+            (id, thread_id, parent_id, kind, first_index, last_index, frozen, archived, chash)
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

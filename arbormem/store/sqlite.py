@@ -1577,10 +1577,17 @@ class SQLiteBackend(Backend):
         ids: Sequence[int] | None = None,
     ) -> list[NodeBrief]:
         # By id, the "+" keeps the planner from walking a thread_id index instead of
-        # looking each id up.
+        # looking each id up, and the lookup reads the covering index of the tree's
+        # shape, not the table's pages of text (a third of a cold million-turn search's
+        # slowest tenth went to these pages).
         sql = (
             "SELECT id, parent_id, kind, first_index, last_index, frozen, archived, chash"
-            f" FROM tree_nodes WHERE {'thread_id' if ids is None else '+thread_id'} = ?"
+            " FROM tree_nodes"
+            + (
+                " WHERE thread_id = ?"
+                if ids is None
+                else " INDEXED BY tree_briefs WHERE +thread_id = ?"
+            )
         )
         args: list[Any] = [thread.id]
         if kinds is not None:
@@ -1758,7 +1765,8 @@ class SQLiteBackend(Backend):
                 # By primary key only: a thread filter in the WHERE clause makes SQLite
                 # walk the thread's whole tree through the (thread, parent) index.
                 for node, parent, owner in conn.execute(
-                    f"SELECT id, parent_id, thread_id FROM tree_nodes WHERE id IN ({marks})",
+                    "SELECT id, parent_id, thread_id FROM tree_nodes INDEXED BY tree_briefs"
+                    f" WHERE id IN ({marks})",
                     chunk,
                 ):
                     if owner == thread.id:
