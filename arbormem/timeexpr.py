@@ -10,9 +10,10 @@ Understood: ``3 May 2023``, ``May 3, 2023``, ``3rd of May``, ``May 2023``,
 ``in May``, ``in 2022``, ISO dates, ``yesterday``, ``today``, ``last/this/next
 week|weekend|month|year``, weekday names with last/next, ``N days|weeks|months|
 years ago``, ``early/mid/late <month>``. A date after ``before``, ``until`` or
-``by`` becomes the month before it (or as long before it as it lasts: "before
-2021" is 2020); after ``after``, the month after it; after ``since``, itself and
-the month after.
+``by`` becomes the stretch just before it: the year before a year ("before 2021"
+is 2020), the month before a month, else as long as it lasts and at least a
+month. After ``after``, the stretch just after it; after ``since``, itself and
+the stretch after.
 """
 
 from __future__ import annotations
@@ -220,14 +221,40 @@ def _one_side(text: str, m: re.Match[str], rng: DateRange) -> DateRange:
     first = m.group(0).split(None, 1)[0]
     side = _SIDE.search(text, max(0, m.start() - 8), m.start())
     word = first if first in _BEFORE | _AFTER else (side.group(1) if side else None)
-    reach = max(timedelta(days=SIDE_DAYS), rng.end - rng.start + timedelta(days=1))
     if word in _BEFORE:
-        return DateRange(rng.start - reach, rng.start, rng.year_known)
+        return _beside(rng, -1)
     if word == "after":
-        return DateRange(rng.end, rng.end + reach, rng.year_known)
+        return _beside(rng, 1)
     if word == "since":  # since May: May too
-        return DateRange(rng.start, rng.end + reach, rng.year_known)
+        return DateRange(rng.start, _beside(rng, 1).end, rng.year_known)
     return rng
+
+
+def _beside(rng: DateRange, step: int) -> DateRange:
+    """The stretch just before (``step`` -1) or after (1) ``rng``, not touching it: the
+    year or month next to a whole year or month, else as long as ``rng`` and at least
+    ``SIDE_DAYS`` days."""
+    day = timedelta(days=1)
+    start, end = rng.start, rng.end
+    if (start.month, start.day, end.month, end.day) == (1, 1, 12, 31) and start.year == end.year:
+        year = start.year + step
+        return DateRange(
+            datetime(year, 1, 1, tzinfo=timezone.utc),
+            datetime(year, 12, 31, tzinfo=timezone.utc),
+            rng.year_known,
+        )
+    if (
+        start.day == 1
+        and (start.year, start.month) == (end.year, end.month)
+        and (end + day).day == 1
+    ):
+        month = start.month - 1 + step
+        whole = _month_range(start.year + month // 12, month % 12 + 1)
+        return DateRange(whole.start, whole.end, rng.year_known)
+    reach = max(timedelta(days=SIDE_DAYS), end - start + day)
+    if step < 0:
+        return DateRange(start - reach, start - day, rng.year_known)
+    return DateRange(end + day, end + reach, rng.year_known)
 
 
 def _absolute(text: str) -> list[tuple[int, int, DateRange]]:

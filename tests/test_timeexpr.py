@@ -49,18 +49,24 @@ def test_last_and_next_weekday_never_mean_today() -> None:
 
 def test_before_and_after_reach_a_month_to_their_side_of_the_date() -> None:
     before = only("What did I cook before May 2023?")
-    assert (before.start, before.end) == (day(2023, 3, 31), day(2023, 5, 1))
+    assert (before.start, before.end) == (day(2023, 4, 1), day(2023, 4, 30))
     assert closeness(day(2023, 4, 12), [before]) == 1.0  # used to be 0.0 ...
     assert closeness(day(2023, 1, 10), [before]) < 0.01  # ... and a far one still is
     # A year reaches as far as it lasts: "before 2021" is 2020, not December.
     year = only("what did we do before 2021?")
     assert closeness(day(2020, 6, 1), [year]) == 1.0 > closeness(day(2021, 8, 1), [year])
     after = only("after May 2023")
-    assert after.start == day(2023, 5, 31) and closeness(day(2023, 5, 10), [after]) < 0.2
+    assert after.start == day(2023, 6, 1) and closeness(day(2023, 5, 10), [after]) < 0.2
     puppy = only("the puppy she got two weeks before August 11, 2023")
-    assert (puppy.start, puppy.end) == (day(2023, 7, 11), day(2023, 8, 11))
+    assert (puppy.start, puppy.end) == (day(2023, 7, 11), day(2023, 8, 10))
     since = only("what changed since march 2022")
-    assert since.start == day(2022, 3, 1) and (since.end - day(2022, 3, 31)).days == SIDE_DAYS
+    assert (since.start, since.end) == (day(2022, 3, 1), day(2022, 4, 30))
+    # Whole years, leap ones too, and never a day of X itself.
+    assert only("before 2021") == DateRange(day(2020, 1, 1), day(2020, 12, 31))
+    assert only("after 2021") == DateRange(day(2022, 1, 1), day(2022, 12, 31))
+    assert only("before January 2024") == DateRange(day(2023, 12, 1), day(2023, 12, 31))
+    assert only("after 3 May 2023").start == day(2023, 5, 4)
+    assert (only("before 3 May 2023").end - only("before 3 May 2023").start).days == SIDE_DAYS - 1
     # No side word: the date alone, as before.
     assert only("on 3 May 2023") == DateRange(day(2023, 5, 3), day(2023, 5, 3))
 
@@ -70,7 +76,7 @@ def test_a_range_with_no_year_keeps_its_shape_in_every_year() -> None:
 
     # "before January 5" starts in December: moved to 2024 it began in December 2024.
     ((start, end),) = _spans(only("before January 5"), 7, range(2024, 2025))
-    assert start == day(2023, 12, 5) and end == day(2024, 1, 13)
+    assert start == day(2023, 12, 5) and end == day(2024, 1, 12)
 
 
 def test_month_and_year_edges() -> None:
