@@ -113,12 +113,12 @@ def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
     return value
 
 
-def _session_name(value: Any, field: str = "session") -> str | None:
-    """A session named by a caller, as add stores names: stripped, never blank (a
-    padded name found nothing once add began to strip it)."""
+def _session_name(value: Any, where: Where = Where()) -> str | None:
+    """A session name as add stores it and import reads it back: stripped, never
+    blank (a padded name found nothing once add began to strip it)."""
     if value is None:
         return None
-    return check_name(value if isinstance(value, str) else str(value), field)
+    return check_name(value if isinstance(value, str) else str(value), "session", where)
 
 
 def _sessions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -443,10 +443,7 @@ class Memory:
             given.add(p.id)
         # Named as export writes them and import reads them back: stripped, never blank.
         explicit = [
-            None
-            if (name := r.session if r.session is not None else session) is None
-            else check_name(name if isinstance(name, str) else str(name), "session", r.where)
-            for r in records
+            _session_name(r.session if r.session is not None else session, r.where) for r in records
         ]
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
@@ -1020,6 +1017,13 @@ class Memory:
         With ``dest`` the JSON is also written there (atomically). Vectors are
         not exported: they are derived, and recomputed on import.
         """
+        if dest is not None and self._store_file(Path(dest).expanduser()):
+            # Replacing the database with its own export destroyed the store.
+            raise InputError(
+                "is this store's own file",
+                source=str(Path(dest).expanduser()),
+                hint="export to another file",
+            )
         if everything:
             threads = self.backend.threads()
         elif agent is None and user is not None:
@@ -1034,13 +1038,6 @@ class Memory:
         }
         if dest is not None:
             path = Path(dest).expanduser()
-            if self._store_file(path):
-                # Replacing the database with its own export destroyed the store.
-                raise InputError(
-                    "is this store's own file",
-                    source=str(path),
-                    hint="export to another file",
-                )
             # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
             tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
             try:

@@ -809,9 +809,11 @@ def test_idle_threads_are_reorganised_in_the_background(tmp_path: Path) -> None:
         assert mem.tree_log()[0]["kind"] == "reorganize"
 
 
-def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thread(
+def saved_topic_vectors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Path, list[tuple[int | None, str]]]:
+    """A store of four sessions whose topic vectors were saved beside it, and the
+    (topic id, summary) of its two best paths for "tomato compost"."""
     import arbormem.tree.recall as tree_recall
 
     monkeypatch.setattr(tree_recall, "SAVE_AFTER", 1)
@@ -820,6 +822,13 @@ def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thr
         for day, topic in enumerate(["garden", "car", "trip", "garden"]):
             mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
         expected = [(p.topic.id, p.topic.summary) for p in mem.topic_paths("tomato compost", k=2)]
+    return db, expected
+
+
+def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, expected = saved_topic_vectors(tmp_path, monkeypatch)
     saved = list(tmp_path.glob("t.db.ann/topics-*.npz"))
     assert len(saved) == 1
 
@@ -842,14 +851,7 @@ def test_topic_vectors_are_saved_for_the_next_process_and_forgotten_with_the_thr
 def test_damaged_saved_topic_vectors_are_read_again_from_the_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import arbormem.tree.recall as tree_recall
-
-    monkeypatch.setattr(tree_recall, "SAVE_AFTER", 1)
-    db = tmp_path / "t.db"
-    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
-        for day, topic in enumerate(["garden", "car", "trip", "garden"]):
-            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
-        expected = [(p.topic.id, p.topic.summary) for p in mem.topic_paths("tomato compost", k=2)]
+    db, expected = saved_topic_vectors(tmp_path, monkeypatch)
     (saved,) = tmp_path.glob("t.db.ann/topics-*.npz")
     whole = saved.read_bytes()
     # A flipped byte (the zip's checksum catches it) and a file cut short used to fail
@@ -1299,7 +1301,7 @@ def test_a_rebuild_never_leaves_an_archived_message_in_a_live_exchange(tmp_path:
         assert sum("kumquat" in text for text in found) == 2
         thread = mem.backend.thread("default", "default")
         assert thread is not None
-        assert mem.backend.archived_leaves(thread, partly=True) == []
+        assert mem.backend.archived_leaves(thread, which="partly") == []
 
 
 def test_archived_small_talk_reaches_no_topic_path_or_prompt(mem: Memory) -> None:

@@ -547,6 +547,7 @@ class Backend(abc.ABC):
         """The messages placed in these leaves (archived ones too), in thread order."""
 
     @abc.abstractmethod
-    def archived_leaves(self, thread: Thread, *, partly: bool = False) -> list[int]:
-        """Leaves all of whose messages are archived (``partly``: some but not all of
-        them, which only replaying messages into new leaves can leave behind)."""
+    def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
+        """Leaves with archived messages: ``"whole"`` all of them archived, ``"partly"``
+        some but not all (which only replaying messages into new leaves can leave
+        behind), ``"any"`` either."""

@@ -1721,8 +1721,12 @@ class SQLiteBackend(Backend):
         out.sort(key=lambda r: r.message.index)
         return out
 
-    def archived_leaves(self, thread: Thread, *, partly: bool = False) -> list[int]:
-        having = "MIN(archived) = 0 AND MAX(archived) = 1" if partly else "MIN(archived) = 1"
+    def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
+        having = {
+            "whole": "MIN(archived) = 1",
+            "partly": "MIN(archived) = 0 AND MAX(archived) = 1",
+            "any": "MAX(archived) = 1",
+        }[which]
         with self._reading() as conn:
             return [
                 int(r[0])

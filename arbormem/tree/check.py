@@ -76,7 +76,7 @@ def rebuild(grower: TreeGrower, thread: Thread, batch: int = 2000) -> int:
         # After a forget, replaying can join an archived exchange's messages to a live
         # one in one leaf: they come back into recall (hiding the live message would
         # lose it, and leaving them hidden in a live leaf made them unrestorable).
-        mixed = backend.archived_leaves(thread, partly=True)
+        mixed = backend.archived_leaves(thread, which="partly")
         if mixed:
             backend.set_archived(thread, mixed, False)
         if archived or mixed:

@@ -777,10 +777,13 @@ class TreeGrower:
                     self._mark_archived(thread, node)
                 pending.add(node.parent_id)
 
-    def _mark_archived(self, thread: Thread, node: NodeRow) -> None:
+    def _all_archived(self, thread: Thread, node: NodeRow) -> bool:
         """A topic is archived when every exchange under it is: recall then leaves out
         its name and summary too (they quoted the archived words)."""
-        archived = not self.subtree_leaves(thread, node, live=True)
+        return not self.subtree_leaves(thread, node, live=True)
+
+    def _mark_archived(self, thread: Thread, node: NodeRow) -> None:
+        archived = self._all_archived(thread, node)
         if node.archived != archived:
             node.archived = archived
             self.backend.put_nodes(thread, [node])
@@ -900,7 +903,7 @@ class TreeGrower:
                 node.child_count = len(kids)
                 if node.kind == "topic":
                     self._index_segment(thread, node)
-                    node.archived = not self.subtree_leaves(thread, node, live=True)
+                    node.archived = self._all_archived(thread, node)
                 if node.frozen:
                     node.origin = "heuristic"  # an LLM summary may quote what was forgotten
                     self.name_node(thread, node, kids)

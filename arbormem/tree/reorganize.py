@@ -369,6 +369,21 @@ class Reorganizer:
         found = self.backend.tree_nodes(thread, ids=sorted(ids)) if ids else []
         return {str(n.id): n.seq for n in found}
 
+    def _forgotten_since(self, thread: Thread, ops: list[dict[str, Any]]) -> bool:
+        """Whether messages the logged operations relied on were forgotten since."""
+        marks = [op for op in ops if op["op"] == "since"]
+        if not marks:
+            return False
+        mark = marks[0]
+        if "upto" not in mark:  # logs written before: any change of generation counts
+            return bool(mark["generation"] != self.backend.state(thread).generation)
+        if self.backend.count(thread, upto=mark["upto"]) != mark["count"]:
+            return True
+        # Ids are reused once the newest rows go: forgetting the newest sessions and adding
+        # as many messages again gave the nodes named here to new ones, which undo then
+        # moved. A node's seq is never reused.
+        return "seqs" in mark and self._seqs(thread, ops) != mark["seqs"]
+
     def undo(self, thread: Thread, log_id: int) -> dict[str, Any]:
         """Put the tree back as it was before a logged reorganisation."""
         entries = self.backend.tree_log(thread, log_id)
@@ -383,16 +398,7 @@ class Reorganizer:
                 f"reorganisation {log_id} cannot be undone: the tree was rebuilt from the "
                 "messages since; restore archived exchanges with Memory.restore_archived()"
             )
-        marks = [op for op in entry.undo if op["op"] == "since"]
-        if marks and (
-            self.backend.count(thread, upto=marks[0]["upto"]) != marks[0]["count"]
-            # Ids are reused once the newest rows go: forgetting the newest sessions and
-            # adding as many messages again gave the nodes named here to new ones,
-            # which undo then moved. A node's seq is never reused.
-            or ("seqs" in marks[0] and self._seqs(thread, entry.undo) != marks[0]["seqs"])
-            if "upto" in marks[0]
-            else marks[0]["generation"] != self.backend.state(thread).generation  # older logs
-        ):
+        if self._forgotten_since(thread, entry.undo):
             raise TreeError(
                 f"reorganisation {log_id} cannot be undone: messages were forgotten since, "
                 "and the nodes it moved may no longer be the same"

@@ -148,9 +148,7 @@ class Trees:
         """Bring every archived exchange of the thread back into recall."""
         with self._write_lock, self.backend.transaction():
             # Partly archived leaves too: a store written before rebuilds mended them.
-            leaves = self.backend.archived_leaves(thread) + self.backend.archived_leaves(
-                thread, partly=True
-            )
+            leaves = self.backend.archived_leaves(thread, which="any")
             restored = self.backend.set_archived(thread, leaves, False) if leaves else 0
             self.grower.reindex_above(thread, leaves)
         self.grower.forget_cursor(thread)  # see archive()
