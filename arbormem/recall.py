@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, 
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
-from arbormem.termstats import TermStats
+from arbormem.termstats import PRELOAD_FROM, TermStats
 from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
@@ -124,6 +125,10 @@ class Retriever:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._closed = False
+        #: Counts common terms in the background once the store is large (see
+        #: _preload_terms); stopped by close().
+        self._terms_loader: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def forget(self, thread: Thread) -> None:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
@@ -214,6 +219,8 @@ class Retriever:
         states = [self.backend.state(t) for t in threads]
         question = self._question(threads, states, query)
         budget = cfg.posting_budget
+        if cfg.lexical:
+            self._preload_terms()
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)
@@ -350,6 +357,29 @@ class Retriever:
             log.warning("dense search skipped: %s", exc)
             return None, []
 
+    def _preload_terms(self) -> None:
+        """Count the store's common terms on a background thread, once, when it is
+        large enough for a search's first look-ups of them to cost (see
+        :meth:`TermStats.preload`). Searches meanwhile count what they need."""
+        if self._terms_loader is not None or self.stats.lexical_stats("turn")[0] < PRELOAD_FROM:
+            return
+        with self._pool_lock:
+            if self._terms_loader is not None or self._closed:
+                return
+            self._terms_loader = threading.Thread(
+                target=self._preload, name="arbormem-terms", daemon=True
+            )
+            self._terms_loader.start()
+
+    def _preload(self) -> None:
+        start = time.perf_counter()
+        try:
+            n = self.stats.preload(("turn", "window"), self._stopping)
+        except Exception as exc:  # a cache: searches count terms themselves
+            log.debug("term counts not preloaded: %r", exc)
+        else:
+            log.debug("%d term counts preloaded in %.1f s", n, time.perf_counter() - start)
+
     def _gather(
         self, jobs: Mapping[str, Callable[[], Any]], side_by_side: bool = True
     ) -> dict[str, Any]:
@@ -403,6 +433,9 @@ class Retriever:
         with self._pool_lock:
             self._closed = True
             pool, self._pool = self._pool, None
+        self._stopping.set()
+        if self._terms_loader is not None:
+            self._terms_loader.join()
         if pool is not None:
             pool.shutdown(wait=True)
 

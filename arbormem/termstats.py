@@ -17,7 +17,8 @@ large store moves no result that a fresh count would not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 
 from arbormem.store.base import Backend
 
@@ -26,6 +27,14 @@ PAIR = "pair"
 #: Below this many documents a count is cheap: it is read again whenever the
 #: store changed, so small stores always get exact figures.
 SCALED_FROM = 10_000
+
+
+#: From this many documents under a key, a search's first look-ups of common terms
+#: cost the most of its time with a cold page cache (each reads a posting list of
+#: thousands of entries): :meth:`TermStats.preload` counts them all in one pass.
+PRELOAD_FROM = 100_000
+#: Terms in fewer documents than this are cheap to count one by one, when asked.
+PRELOAD_MIN_DOCS = 100
 
 
 class TermStats:
@@ -51,6 +60,25 @@ class TermStats:
     def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
         """How many windows hold each ``first_second`` pair side by side."""
         return self._get(PAIR, "window", pairs, self.backend.pair_frequencies)
+
+    def preload(self, keys: Iterable[str], stop: threading.Event | None = None) -> int:
+        """Count every term in :data:`PRELOAD_MIN_DOCS` documents or more under each
+        key in one pass over its index, and remember the counts as :meth:`_get`
+        would have. Returns how many were remembered (0 when ``stop`` was set first,
+        or the cache has no room for them)."""
+        remembered = 0
+        for key in keys:
+            read = self.backend.frequent_terms(key, PRELOAD_MIN_DOCS, stop)
+            if read is None:
+                return remembered
+            counts, docs, mean, mark = read
+            if remembered + len(counts) + len(self._df) > self.max_terms:
+                return remembered  # it would be cleared before it was used
+            state = (docs, mean, mark)
+            for term, df in counts.items():
+                self._df.setdefault((key, term), (df, docs, state))
+            remembered += len(counts)
+        return remembered
 
     def _get(
         self,

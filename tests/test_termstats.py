@@ -95,3 +95,58 @@ def test_a_small_store_reads_again_whenever_it_changed(tmp_path: Path) -> None:
     add(store, ["garden"], 2)
     assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 2} and len(store.reads) == 2
     store.close()
+
+
+def test_preloaded_counts_are_the_ones_a_search_would_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(termstats, "PRELOAD_MIN_DOCS", 2)
+    store = Counting(tmp_path / "s.db")
+    store.reads = []
+    add(store, ["kite flying", "kite repair", "sailing boat", "boat repair", "kite boat"], 0)
+    stats = TermStats(store)
+    assert stats.preload(["turn", "window"]) > 0
+    # The common terms come from the one pass; a rare one is read when asked.
+    assert stats.doc_frequencies("turn", ["kite", "boat", "repair"]) == {
+        "kite": 3,
+        "boat": 3,
+        "repair": 2,
+    }
+    assert store.reads == []
+    (sail,) = analyze("sailing")
+    assert stats.doc_frequencies("turn", [sail]) == {sail: 1}
+    assert store.reads == [[sail]]
+    # A write makes them stale like any other count: a small store reads again.
+    add(store, ["kite festival"], 10)
+    assert stats.doc_frequencies("turn", ["kite"]) == {"kite": 4}
+
+
+def test_a_stopped_preload_remembers_nothing(tmp_path: Path) -> None:
+    import threading
+
+    store = SQLiteBackend(tmp_path / "s.db")
+    add(store, [f"kite number {i}" for i in range(3000)], 0)
+    stop = threading.Event()
+    stop.set()
+    stats = TermStats(store)
+    assert stats.preload(["turn"], stop) == 0
+    assert stats._df == {}
+
+
+def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arbormem import Memory, recall
+
+    monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
+    with Memory(tmp_path / "m.db", user="u", agent="a") as mem:
+        mem.add_many([{"role": "user", "content": f"kite repair note {i}"} for i in range(40)])
+        mem.search("kite repair")
+        assert mem.retriever._terms_loader is None  # 40 turns: below the mark
+        mem.add_many([{"role": "user", "content": f"kite repair note {i}"} for i in range(40)])
+        mem.search("kite repair")
+        loader = mem.retriever._terms_loader
+        assert loader is not None
+        loader.join(timeout=30)
+        assert ("turn", "kite") in mem.retriever.stats._df
+    assert not loader.is_alive()

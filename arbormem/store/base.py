@@ -12,6 +12,7 @@ one opens its own. Either the whole transaction lands or nothing does.
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -322,6 +323,15 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
         """How many documents under ``key`` contain each term."""
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        """Every term in at least ``min_docs`` documents under ``key`` with its
+        document count, read in one pass, with the key's document count, mean length
+        and :meth:`change_mark` as of that pass; None when ``stop`` was set before
+        it ended, or when the backend cannot list its terms (this default)."""
+        return None
 
     @abc.abstractmethod
     def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:

@@ -1110,6 +1110,29 @@ class SQLiteBackend(Backend):
                     out[term] = int(doc)
         return out
 
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        counts: dict[str, int] = {}
+        with self._reading() as conn:
+            # One snapshot: the counts and the state they describe must agree.
+            conn.execute("BEGIN")
+            try:
+                docs, mean = self.lexical_stats(key)
+                mark = self.change_mark()
+                cursor = conn.execute(
+                    f"SELECT term, doc FROM {key}_vocab WHERE doc >= ?", (min_docs,)
+                )
+                while rows := cursor.fetchmany(1024):
+                    if stop is not None and stop.is_set():
+                        return None
+                    counts.update(rows)
+            finally:
+                conn.execute("COMMIT")
+        return counts, docs, mean, mark
+
     def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
         # A phrase query on the window key: both terms in a row. (A pair never spans
         # two turns, a phrase may; that extra is too rare to matter.)
