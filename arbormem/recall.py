@@ -75,10 +75,10 @@ class RecallConfig:
     topic_candidates: int = 3
     #: Posting-list entries a full-text search may read (rare terms first; see
     #: ``Retriever._affordable``); small threads never reach it. With 100,000
-    #: distractor turns per LoCoMo file, 5,000, 10,000 and 20,000 gave the same
-    #: recall@10 within .002; at a million turns 10,000 takes about a quarter off a
-    #: search's mean time against 20,000 (docs/benchmarks.md).
-    posting_budget: int = 10_000
+    #: distractor turns per LoCoMo file, 5,000 and 10,000 gave the same recall@10
+    #: (.790) and 2,500 lost .008; at a million turns BM25 scoring of the postings
+    #: is the largest share of a search's time (docs/benchmarks.md).
+    posting_budget: int = 5_000
     lexical: bool = True
     dense: bool = True
     #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
