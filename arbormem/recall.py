@@ -66,7 +66,9 @@ class RecallConfig:
     #: Candidates from BM25 over turns, over windows, from cosine, and from the dates
     #: a question names. Chosen on the LoCoMo development files, with and without
     #: 10,000 distractor turns: pools twice as large found nothing more and cost
-    #: a third more time (docs/benchmarks.md).
+    #: a third more time (docs/benchmarks.md). The date candidates are shared among
+    #: the spans a question's dates stand for ("in May" is a May in each year of
+    #: the thread), so an old thread's pool does not grow with its years.
     turn_candidates: int = 30
     window_candidates: int = 40
     dense_candidates: int = 50
@@ -253,7 +255,7 @@ class Retriever:
                     threads,
                     "window",
                     self._affordable("window", question.terms, budget)[0],
-                    cfg.date_candidates,
+                    -(-cfg.date_candidates // max(1, len(spans))),
                     spans,
                     filters,
                 )

@@ -119,6 +119,36 @@ def test_a_named_month_finds_history_stored_after_newer_history(memory: Memory) 
     assert any("Lisbon" in h.message.content for h in hits)
 
 
+def test_a_month_named_without_a_year_shares_its_date_candidates_among_the_years(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "in May" is a May in each year of the thread: one pool for all of them, or an
+    # old thread's searches would read more candidates with every year it spans.
+    for year in (2022, 2023, 2024):
+        memory.add_many(
+            [
+                {
+                    "content": f"we planted tomatoes in the garden, row {i}",
+                    "timestamp": datetime(year, 5, 3, tzinfo=timezone.utc) + timedelta(hours=i),
+                }
+                for i in range(30)
+            ],
+            session=f"may-{year}",
+        )
+    limits: list[tuple[int, int]] = []
+    spans_search = memory.backend.lexical_search_spans
+
+    def spy(threads, key, terms, limit, spans, filters=None):  # type: ignore[no-untyped-def]
+        limits.append((limit, len(spans)))
+        return spans_search(threads, key, terms, limit, spans, filters)
+
+    monkeypatch.setattr(memory.backend, "lexical_search_spans", spy)
+    hits = memory.search("what did we plant in the garden in May?", k=10)
+    assert hits and all("tomatoes" in h.message.content for h in hits)
+    pool = memory.retriever.config.date_candidates
+    assert limits == [(-(-pool // 3), 3)]
+
+
 def test_hits_carry_neighbours_on_request(memory: Memory) -> None:
     msgs = memory.add_many(
         [{"content": t} for t in ["alpha one", "beta two", "gamma three"]], session="s"
