@@ -12,6 +12,7 @@ from pathlib import Path
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
+from arbormem.store import SQLiteBackend
 
 WRITER = textwrap.dedent(
     """
@@ -78,6 +79,7 @@ LIVE_SCRIPT = """
 import os, sys
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
+from arbormem.store import SQLiteBackend
 mem = Memory(sys.argv[1], embedder=HashingEmbedder(32))
 mem.working.interval = 60.0  # the upkeep is still waiting when the script ends
 for i in range(3):
@@ -117,3 +119,15 @@ def test_window_keys_a_killed_process_left_unwritten_are_mended_by_the_next_writ
     with Memory(path, embedder=HashingEmbedder(32)) as mem:
         mem.add("a new note", session="s2")
     assert _windows(path) == 7
+
+
+def test_readers_map_the_file_and_the_writer_does_not(tmp_path: Path) -> None:
+    # Reads through the map bring a missing page in with its neighbours; writes go
+    # through the log, as without a map.
+    store = SQLiteBackend(tmp_path / "m.db")
+    try:
+        with store._reading() as conn:
+            assert conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+        assert store._writer.execute("PRAGMA mmap_size").fetchone()[0] == 0
+    finally:
+        store.close()
