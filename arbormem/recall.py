@@ -47,11 +47,13 @@ from arbormem.vectors import VectorCache
 #: only in its latest this many (a stray date centuries back would add a span per year).
 _MAX_YEARS = 30
 
-#: Searched threads holding at least this many turns in all run their candidate
-#: sources (full-text searches, nearest vectors) side by side on worker threads.
-#: SQLite's work there overlaps with Python's and with the embedder's (a remote
-#: embedder's round trip most of all); on LoCoMo-sized stores the hand-off costs
-#: more than it saves.
+#: Searched threads holding at least this many turns in all embed the query and
+#: search the nearest vectors on a worker thread while this one runs the store's
+#: searches: the embedder's work (a remote embedder's round trip most of all)
+#: overlaps with SQLite's. On LoCoMo-sized stores the hand-off costs more than it
+#: saves. The store's searches stay on the searching thread, whose connection maps
+#: the file (see ``SQLiteBackend.map_for_search``): on worker connections without
+#: the map, cold reads cost more than running side by side saved.
 PARALLEL_FROM = 50_000
 
 log = logging.getLogger(__name__)
@@ -221,13 +223,14 @@ class Retriever:
         states = [self.backend.state(t) for t in threads]
         question = self._question(threads, states, query)
         budget = cfg.posting_budget
+        self.backend.map_for_search()
         if cfg.lexical:
             self._preload_terms()
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)
-        # The sources below read different indexes and need nothing from each other:
-        # they run side by side (see _gather), and their candidates join in this order.
+        # The sources below read different indexes and need nothing from each other;
+        # their candidates join in this order (see _gather for where each runs).
         jobs: dict[str, Callable[[], Any]] = {}
         if cfg.lexical and question.terms:
             turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
@@ -266,7 +269,8 @@ class Retriever:
             jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
         if cfg.dense:
             jobs["dense"] = partial(self._dense, threads, query, cfg.dense_candidates, allowed)
-        done = self._gather(jobs, side_by_side=sum(st.next_index for st in states) >= PARALLEL_FROM)
+        big = sum(st.next_index for st in states) >= PARALLEL_FROM
+        done = self._gather(jobs, aside=("dense",) if big else ())
 
         found: dict[int, None] = {}
         for key in ("turn", "window"):
@@ -383,28 +387,31 @@ class Retriever:
             log.debug("%d term counts preloaded in %.1f s", n, time.perf_counter() - start)
 
     def _gather(
-        self, jobs: Mapping[str, Callable[[], Any]], side_by_side: bool = True
+        self, jobs: Mapping[str, Callable[[], Any]], aside: Sequence[str] = ()
     ) -> dict[str, Any]:
-        """Run the candidate sources, side by side when asked and the store can read
-        on other threads (see :data:`PARALLEL_FROM`). Every job has finished when
-        this returns or raises; the failure of the first failing job (in job order)
-        is raised, and any other is logged."""
+        """Run the candidate sources: those named in ``aside`` on a worker thread when
+        the store can read on other threads (see :data:`PARALLEL_FROM`), the others
+        here, in order. Every job has finished when this returns or raises; the
+        failure of the first failing job (in job order) is raised, and any other is
+        logged."""
         names = list(jobs)
         pool = None
-        if side_by_side and len(jobs) > 1 and self.backend.concurrent_reads():
+        if aside and self.backend.concurrent_reads():
             pool = self._executor()
         futures: dict[str, Future[Any]] = {}
         if pool is not None:
-            for name in names[:-1]:  # the last job runs on this thread
+            for name in names:
+                if name not in aside:
+                    continue
                 try:
                     futures[name] = pool.submit(jobs[name])
                 except RuntimeError:  # interpreter exiting, or closed meanwhile
                     break
         out: dict[str, Any] = {}
         failed: dict[str, Exception] = {}
-        # This thread's share first (the last job, and any the pool would not take),
-        # then the workers' results. An interrupt (Ctrl-C) stops at once: the jobs
-        # not started are cancelled and the running ones waited for.
+        # This thread's share first, then the worker's results. An interrupt (Ctrl-C)
+        # stops at once: the jobs not started are cancelled and the running ones
+        # waited for.
         try:
             for name in [n for n in names if n not in futures] + list(futures):
                 try:
@@ -427,7 +434,7 @@ class Retriever:
         """The worker pool (started on first use); None once closed."""
         with self._pool_lock:
             if self._pool is None and not self._closed:
-                self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="arbormem-recall")
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-recall")
             return self._pool
 
     def close(self) -> None:

@@ -121,13 +121,36 @@ def test_window_keys_a_killed_process_left_unwritten_are_mended_by_the_next_writ
     assert _windows(path) == 7
 
 
-def test_readers_map_the_file_and_the_writer_does_not(tmp_path: Path) -> None:
+def test_one_searching_thread_maps_the_file_and_the_writer_does_not(tmp_path: Path) -> None:
     # Reads through the map bring a missing page in with its neighbours; writes go
-    # through the log, as without a map.
+    # through the log, as without a map. Each mapping counts in resident memory, so
+    # one reader connection at a time maps: the first searching thread's, until it
+    # ends. Other reads (background upkeep, a second searcher meanwhile) stay plain.
+    import gc
+    import threading
+
     store = SQLiteBackend(tmp_path / "m.db")
-    try:
+
+    def mapped(search: bool) -> int:
+        if search:
+            store.map_for_search()
         with store._reading() as conn:
-            assert conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+            return int(conn.execute("PRAGMA mmap_size").fetchone()[0])
+
+    def on_a_thread(search: bool) -> int:
+        out: list[int] = []
+        worker = threading.Thread(target=lambda: out.append(mapped(search)))
+        worker.start()
+        worker.join()
+        return out[0]
+
+    try:
         assert store._writer.execute("PRAGMA mmap_size").fetchone()[0] == 0
+        assert mapped(search=False) == 0  # a read that is not a search
+        assert on_a_thread(search=True) > 0  # maps; its connection goes with its thread
+        gc.collect()
+        assert mapped(search=True) > 0  # this thread's connection takes the map over
+        assert on_a_thread(search=True) == 0  # while it holds it, others read plainly
+        assert mapped(search=True) > 0
     finally:
         store.close()

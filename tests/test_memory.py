@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -511,17 +512,25 @@ def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
         pools = [candidates(q) for q in queries]
         monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
         assert [candidates(q) for q in queries] == pools
-        used: set[str] = set()
-        search = mem.backend.lexical_search
+        used: set[tuple[str, str]] = set()
 
-        def spy(*args: object, **kwargs: object) -> object:
-            used.add(threading.current_thread().name)
-            return search(*args, **kwargs)  # type: ignore[arg-type]
+        def spy(f: Any) -> Any:
+            def wrapped(*args: object, **kwargs: object) -> object:
+                name = threading.current_thread().name
+                used.add((f.__name__, name.split("_")[0]))
+                return f(*args, **kwargs)
 
-        monkeypatch.setattr(mem.backend, "lexical_search", spy)
+            return wrapped
+
+        monkeypatch.setattr(mem.retriever, "_dense", spy(mem.retriever._dense))
+        monkeypatch.setattr(mem.backend, "lexical_search", spy(mem.backend.lexical_search))
         together = [[(h.message.id, h.score) for h in mem.search(q, k=10)] for q in queries]
         assert together == alone
-        assert any(name.startswith("arbormem-recall") for name in used)
+        # The query's vector on the worker; the store's searches on the searching thread.
+        assert used == {
+            ("_dense", "arbormem-recall"),
+            ("lexical_search", threading.current_thread().name),
+        }
 
 
 def test_a_failing_source_fails_the_search_after_the_others_finish(

@@ -324,6 +324,11 @@ class Backend(abc.ABC):
     def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
         """How many documents under ``key`` contain each term."""
 
+    def map_for_search(self) -> None:
+        """Let this thread's reads go through a memory map of the store, when the
+        backend has one to give (this default has none). A search calls it first."""
+        return None
+
     def frequent_terms(
         self, key: str, min_docs: int, stop: threading.Event | None = None
     ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:

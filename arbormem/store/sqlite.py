@@ -121,13 +121,14 @@ def _blob(vec: np.ndarray) -> bytes:
 #: The log file is cut back to this size when it starts over (it keeps its
 #: largest size otherwise).
 WAL_KEEP_BYTES = 64 * 1024 * 1024
-#: How much of the database file reader connections map into memory (SQLite caps
-#: it at its build's limit, 2 GB for Python's). A search reads a few hundred rows
-#: scattered over the file; through the map, a page the cache lacks comes in with
-#: its neighbours in one read, and rows that belong together (a session's turns, a
-#: topic's nodes) sit side by side. At a million turns with a cold page cache this
-#: took search p95 from 79 to 55 ms. The mapped pages count in the process's
-#: resident memory but are the page cache's, not the process's own.
+#: How much of the database file one reader connection maps into memory (SQLite
+#: caps it at its build's limit, 2 GB for Python's). A search reads a few hundred
+#: rows scattered over the file; through the map, a page the cache lacks comes in
+#: with its neighbours in one read, and rows that belong together (a session's
+#: turns, a topic's nodes) sit side by side. At a million turns with a cold page
+#: cache this took search p95 from 79 to 55 ms. Mapped pages are the page cache's,
+#: but they count in the resident memory of each mapping, so only one reader
+#: connection at a time maps: the first searching thread's (see map_for_search).
 READ_MAP_BYTES = 2**31
 
 #: Seconds close() waits for other threads' reads to end before closing anyway.
@@ -188,6 +189,8 @@ class SQLiteBackend(Backend):
         #: thread's connection is closed when the thread ends (see _read).
         self._readers: dict[int, tuple[sqlite3.Connection, int]] = {}
         self._readers_lock = threading.Lock()
+        #: The reader connection that maps the file (see READ_MAP_BYTES), by id.
+        self._mapped: int | None = None
         #: Connections of ended threads, queued by their finalizers (see _drop_reader).
         self._ended: collections.deque[sqlite3.Connection] = collections.deque()
         self._closed = False
@@ -264,7 +267,6 @@ class SQLiteBackend(Backend):
         if conn is None:
             self._close_ended()
             conn = self._connect()
-            conn.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}")
             with self._readers_lock:
                 if self._closed:
                     conn.close()
@@ -295,7 +297,23 @@ class SQLiteBackend(Backend):
         with self._readers_lock:
             if self._readers.pop(id(conn), None) is None:
                 return  # closed already
+            if self._mapped == id(conn):
+                self._mapped = None
         conn.close()
+
+    def map_for_search(self) -> None:
+        if self._memory:
+            return
+        self._close_ended()  # the map's holder may have ended
+        if self._mapped is not None:
+            return  # a searching thread holds the map
+        with self._reading() as conn:
+            if conn is self._writer:
+                return
+            with self._readers_lock:
+                if self._mapped is None and id(conn) in self._readers:
+                    self._mapped = id(conn)
+                    conn.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}")
 
     def concurrent_reads(self) -> bool:
         # Each thread reads through its own connection, except inside this thread's
