@@ -150,3 +150,14 @@ def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
         loader.join(timeout=30)
         assert ("turn", "kite") in mem.retriever.stats._df
     assert not loader.is_alive()
+
+
+def test_preloading_inside_a_write_transaction_and_in_memory(tmp_path: Path) -> None:
+    for store in (SQLiteBackend(tmp_path / "t.db"), SQLiteBackend(":memory:")):
+        add(store, ["kite flying", "kite repair"], 0)
+        with store.transaction():
+            read = store.frequent_terms("turn", 2)
+        assert read is not None and read[0] == {"kite": 2}
+        read = store.frequent_terms("turn", 2)
+        assert read is not None and read[0] == {"kite": 2}
+        store.close()

@@ -1144,8 +1144,12 @@ class SQLiteBackend(Backend):
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
         counts: dict[str, int] = {}
         with self._reading() as conn:
-            # One snapshot: the counts and the state they describe must agree.
-            conn.execute("BEGIN")
+            # One snapshot: the counts and the state they describe must agree. (The
+            # writer, inside this thread's transaction or an in-memory store's lock,
+            # sees one already.)
+            own = conn is not self._writer
+            if own:
+                conn.execute("BEGIN")
             try:
                 docs, mean = self.lexical_stats(key)
                 mark = self.change_mark()
@@ -1157,7 +1161,8 @@ class SQLiteBackend(Backend):
                         return None
                     counts.update(rows)
             finally:
-                conn.execute("COMMIT")
+                if own:
+                    conn.execute("COMMIT")
         return counts, docs, mean, mark
 
     def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
