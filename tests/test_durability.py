@@ -152,5 +152,16 @@ def test_one_searching_thread_maps_the_file_and_the_writer_does_not(tmp_path: Pa
         assert mapped(search=True) > 0  # this thread's connection takes the map over
         assert on_a_thread(search=True) == 0  # while it holds it, others read plainly
         assert mapped(search=True) > 0
+        # A holder that ended while something still holds its Thread object (a list
+        # of workers, an executor) leaves the map to the next searcher.
+        out: list[int] = []
+        kept = [threading.Thread(target=lambda: out.append(mapped(True))) for _ in range(2)]
+        store._drop(store._local.conn)  # this thread lets go of the map
+        store._local.conn = None
+        kept[0].start()
+        kept[0].join()
+        kept[1].start()
+        kept[1].join()
+        assert out[0] > 0 and out[1] > 0
     finally:
         store.close()

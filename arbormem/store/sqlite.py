@@ -189,8 +189,10 @@ class SQLiteBackend(Backend):
         #: thread's connection is closed when the thread ends (see _read).
         self._readers: dict[int, tuple[sqlite3.Connection, int]] = {}
         self._readers_lock = threading.Lock()
-        #: The reader connection that maps the file (see READ_MAP_BYTES), by id.
+        #: The reader connection that maps the file (see READ_MAP_BYTES), by id, and
+        #: the thread it reads for.
         self._mapped: int | None = None
+        self._map_holder: weakref.ref[threading.Thread] | None = None
         #: Connections of ended threads, queued by their finalizers (see _drop_reader).
         self._ended: collections.deque[sqlite3.Connection] = collections.deque()
         self._closed = False
@@ -306,13 +308,22 @@ class SQLiteBackend(Backend):
             return
         self._close_ended()  # the map's holder may have ended
         if self._mapped is not None:
-            return  # a searching thread holds the map
+            holder = self._map_holder() if self._map_holder is not None else None
+            if holder is not None and holder.is_alive():
+                return  # a searching thread holds the map
+            # Its thread ended, but its connection lingers while something still
+            # holds the Thread object (a list of workers, an executor): it reads no more.
+            with self._readers_lock:
+                entry = self._readers.get(self._mapped) if self._mapped is not None else None
+            if entry is not None:
+                self._drop(entry[0])
         with self._reading() as conn:
             if conn is self._writer:
                 return
             with self._readers_lock:
                 if self._mapped is None and id(conn) in self._readers:
                     self._mapped = id(conn)
+                    self._map_holder = weakref.ref(threading.current_thread())
                     conn.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}")
 
     def concurrent_reads(self) -> bool:
