@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -48,8 +49,8 @@ from arbormem.vectors import VectorCache
 _MAX_YEARS = 30
 
 #: Searched threads holding at least this many turns in all embed the query and
-#: search the nearest vectors on a worker thread while this one runs the store's
-#: searches: the embedder's work (a remote embedder's round trip most of all)
+#: search the nearest vectors on a worker thread (when it is free) while this one
+#: runs the store's searches: the embedder's work (a remote embedder's round trip most of all)
 #: overlaps with SQLite's. On LoCoMo-sized stores the hand-off costs more than it
 #: saves. The store's searches stay on the searching thread, whose connection maps
 #: the file (see ``SQLiteBackend.map_for_search``): on worker connections without
@@ -128,10 +129,15 @@ class Retriever:
         self._facts: dict[int, _ThreadFacts] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        #: Held while the worker runs a job (see _gather).
+        self._idle_worker = threading.Semaphore(1)
         self._closed = False
         #: Counts common terms in the background once the store is large (see
         #: _preload_terms); stopped by close().
-        self._terms_loader: threading.Thread | None = None
+        self._terms_started = False
+        #: The loader while it runs (a weak reference: a thread's reader connection
+        #: closes once its Thread object is gone, see SQLiteBackend._read).
+        self._terms_loader: weakref.ref[threading.Thread] | None = None
         self._stopping = threading.Event()
 
     def forget(self, thread: Thread) -> None:
@@ -194,14 +200,19 @@ class Retriever:
         the posting budget (see :meth:`_affordable`), rarest first."""
         return self._affordable(key, list(dict.fromkeys(terms)), self.config.posting_budget)[0]
 
-    def _years(self, threads: Sequence[Thread]) -> range:
-        """The calendar years the threads' messages span (known from their facts)."""
+    def _lifetime(self, threads: Sequence[Thread]) -> tuple[datetime, datetime] | None:
+        """The first and last message times of the threads (known from their facts)."""
         first = [f.earliest for t in threads if (f := self._facts.get(t.id)) and f.earliest]
         last = [f.latest for t in threads if (f := self._facts.get(t.id)) and f.latest]
-        if not first or not last:
+        return (min(first), max(last)) if first and last else None
+
+    def _years(self, threads: Sequence[Thread]) -> range:
+        """The calendar years the threads' messages span."""
+        lived = self._lifetime(threads)
+        if lived is None:
             return range(0)
-        latest = max(last).year
-        return range(max(min(first).year, latest - _MAX_YEARS + 1), latest + 1)
+        latest = lived[1].year
+        return range(max(lived[0].year, latest - _MAX_YEARS + 1), latest + 1)
 
     def candidates(
         self,
@@ -247,11 +258,19 @@ class Retriever:
                         filters,
                         after=_slice(last, share),
                     )
+            spans: list[tuple[datetime, datetime]] = []
             if question.ranges and cfg.date_candidates > 0:
                 years = self._years(threads)
+                lived = self._lifetime(threads)
+                # Only spans the threads' messages reach share the pool: "in May" in a
+                # thread from November to February has one May to look in, not three.
                 spans = [
-                    s for rng in question.ranges for s in _spans(rng, cfg.date_lag_days, years)
+                    s
+                    for rng in question.ranges
+                    for s in _spans(rng, cfg.date_lag_days, years)
+                    if lived is None or (s[1] > lived[0] and s[0] <= lived[1])
                 ]
+            if question.ranges and cfg.date_candidates > 0 and spans:
                 # Each span is a run of rows: its postings are few, whatever the terms.
                 jobs["dates"] = partial(
                     self.backend.lexical_search_spans,
@@ -366,16 +385,26 @@ class Retriever:
     def _preload_terms(self) -> None:
         """Count the store's common terms on a background thread, once, when it is
         large enough for a search's first look-ups of them to cost (see
-        :meth:`TermStats.preload`). Searches meanwhile count what they need."""
-        if self._terms_loader is not None or self.stats.lexical_stats("turn")[0] < PRELOAD_FROM:
+        :meth:`TermStats.preload`). Searches meanwhile count what they need. A store
+        read through one connection (in memory) is not preloaded: the pass would
+        hold every other read and write up, to save reads it never makes from disk."""
+        if (
+            self._terms_started
+            or not self.backend.concurrent_reads()
+            or self.stats.lexical_stats("turn")[0] < PRELOAD_FROM
+        ):
             return
         with self._pool_lock:
-            if self._terms_loader is not None or self._closed:
+            if self._terms_started or self._closed:
                 return
-            self._terms_loader = threading.Thread(
-                target=self._preload, name="arbormem-terms", daemon=True
-            )
-            self._terms_loader.start()
+            self._terms_started = True
+            loader = threading.Thread(target=self._preload, name="arbormem-terms", daemon=True)
+            try:
+                loader.start()
+            except RuntimeError as exc:  # no thread to be had (limit, interpreter exit)
+                log.debug("term counts not preloaded: %r", exc)
+                return
+            self._terms_loader = weakref.ref(loader)
 
     def _preload(self) -> None:
         start = time.perf_counter()
@@ -395,23 +424,25 @@ class Retriever:
         failure of the first failing job (in job order) is raised, and any other is
         logged."""
         names = list(jobs)
-        pool = None
-        if aside and self.backend.concurrent_reads():
-            pool = self._executor()
         futures: dict[str, Future[Any]] = {}
-        if pool is not None:
-            for name in names:
-                if name not in aside:
-                    continue
-                try:
-                    futures[name] = pool.submit(jobs[name])
-                except RuntimeError:  # interpreter exiting, or closed meanwhile
-                    break
+        for name in names:
+            # The worker takes a job only when idle: searches on other threads would
+            # otherwise queue behind each other's embedding.
+            if name not in aside or not self.backend.concurrent_reads():
+                continue
+            pool = self._executor()
+            if pool is None or not self._idle_worker.acquire(blocking=False):
+                break
+            try:
+                futures[name] = pool.submit(_releasing(jobs[name], self._idle_worker))
+            except RuntimeError:  # interpreter exiting, or closed meanwhile
+                self._idle_worker.release()
+                break
         out: dict[str, Any] = {}
         failed: dict[str, Exception] = {}
         # This thread's share first, then the worker's results. An interrupt (Ctrl-C)
-        # stops at once: the jobs not started are cancelled and the running ones
-        # waited for.
+        # stops at once: a job not started is cancelled, and one under way (embedding
+        # the query) is left to finish on its own; close() waits for it.
         try:
             for name in [n for n in names if n not in futures] + list(futures):
                 try:
@@ -421,7 +452,6 @@ class Retriever:
         except BaseException:
             for future in futures.values():
                 future.cancel()
-            wait(list(futures.values()))
             raise
         if failed:
             first, *others = [name for name in names if name in failed]
@@ -443,8 +473,9 @@ class Retriever:
             self._closed = True
             pool, self._pool = self._pool, None
         self._stopping.set()
-        if self._terms_loader is not None:
-            self._terms_loader.join()
+        loader = self._terms_loader() if self._terms_loader is not None else None
+        if loader is not None:
+            loader.join()
         if pool is not None:
             pool.shutdown(wait=True)
 
@@ -579,6 +610,18 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
             if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
                 order.insert(pos_i, order.pop(pos_j))
     return [marked[i] for i in order]
+
+
+def _releasing(job: Callable[[], Any], slot: threading.Semaphore) -> Callable[[], Any]:
+    """The job, giving ``slot`` back when it ends however it ends."""
+
+    def run() -> Any:
+        try:
+            return job()
+        finally:
+            slot.release()
+
+    return run
 
 
 def _slice(last: int, share: float) -> int:

@@ -759,3 +759,87 @@ def test_an_interrupt_is_never_swallowed_by_a_failing_source(
         mem.search("peanut allergy", k=5)
     monkeypatch.undo()
     assert mem.search("peanut allergy", k=3)
+
+
+def test_an_interrupt_does_not_wait_for_the_query_embedding(
+    pooled: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The query is embedded on the worker; Ctrl-C during the store's searches used
+    # to wait for the whole embedding (a remote model, a re-embedding catch-up).
+    mem = pooled
+    release = threading.Event()
+    dense = mem.retriever._dense
+    running: list[bool] = []
+    finished: list[bool] = []
+
+    def slow_dense(*args: object, **kwargs: object) -> object:
+        running.append(True)
+        release.wait(5)
+        finished.append(True)
+        return dense(*args, **kwargs)  # type: ignore[arg-type]
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        while not running:  # the embedding is under way
+            time.sleep(0.001)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mem.retriever, "_dense", slow_dense)
+    monkeypatch.setattr(mem.backend, "lexical_search", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        mem.search("peanut allergy", k=5)
+    assert not finished  # raised while the embedding still ran
+    release.set()
+
+
+def test_a_search_embeds_on_its_own_thread_while_the_worker_is_busy(
+    pooled: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One worker serves every searching thread: a second search does not queue
+    # behind the first one's embedding.
+    mem = pooled
+    release = threading.Event()
+    dense = mem.retriever._dense
+    where: list[str] = []
+
+    def spy(*args: object, **kwargs: object) -> object:
+        where.append(threading.current_thread().name)
+        if len(where) == 1:
+            release.wait(30)
+        return dense(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mem.retriever, "_dense", spy)
+    first = threading.Thread(target=mem.search, args=("peanut allergy",), name="first")
+    first.start()
+    while not where:
+        time.sleep(0.001)
+    assert mem.search("the new bike", k=3)  # answered while the worker waits
+    release.set()
+    first.join()
+    assert where[0].startswith("arbormem-recall")
+    assert where[1] == threading.current_thread().name
+
+
+def test_a_named_month_shares_its_pool_only_among_years_the_thread_lived(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # November 2021 to February 2023: "in May" can only be May 2022.
+    start = datetime(2021, 11, 1, tzinfo=timezone.utc)
+    memory.add_many(
+        [
+            {
+                "content": f"we planted tomatoes in the garden, row {i}",
+                "timestamp": start + timedelta(days=3 * i),
+            }
+            for i in range(160)
+        ]
+    )
+    limits: list[tuple[int, int]] = []
+    spans_search = memory.backend.lexical_search_spans
+
+    def spy(threads, key, terms, limit, spans, filters=None):  # type: ignore[no-untyped-def]
+        limits.append((limit, len(spans)))
+        return spans_search(threads, key, terms, limit, spans, filters)
+
+    monkeypatch.setattr(memory.backend, "lexical_search_spans", spy)
+    assert memory.search("what did we plant in the garden in May?", k=10)
+    assert limits == [(memory.retriever.config.date_candidates, 1)]

@@ -136,20 +136,63 @@ def test_a_stopped_preload_remembers_nothing(tmp_path: Path) -> None:
 def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import gc
+    import threading
+    import time
+
     from arbormem import Memory, recall
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
+    notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(40)]
     with Memory(tmp_path / "m.db", user="u", agent="a") as mem:
-        mem.add_many([{"role": "user", "content": f"kite repair note {i}"} for i in range(40)])
+        mem.add_many(notes)
         mem.search("kite repair")
-        assert mem.retriever._terms_loader is None  # 40 turns: below the mark
-        mem.add_many([{"role": "user", "content": f"kite repair note {i}"} for i in range(40)])
+        assert not mem.retriever._terms_started  # 40 turns: below the mark
+        mem.add_many(notes)
         mem.search("kite repair")
-        loader = mem.retriever._terms_loader
-        assert loader is not None
-        loader.join(timeout=30)
+        assert mem.retriever._terms_started
+        deadline = time.monotonic() + 30
+        while ("turn", "kite") not in mem.retriever.stats._df and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert ("turn", "kite") in mem.retriever.stats._df
-    assert not loader.is_alive()
+        while any(t.name == "arbormem-terms" for t in threading.enumerate()):
+            time.sleep(0.01)
+        gc.collect()
+        mem.search("kite repair")
+        # The loader's connection went with it: only this thread's is left.
+        assert [t for _, t in mem.backend._readers.values()] == [threading.get_ident()]
+    assert not any(t.name == "arbormem-terms" for t in threading.enumerate())
+
+
+def test_no_preload_for_an_in_memory_store_or_without_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In memory, the pass would hold every read and write up to save no disk read.
+    # A thread that cannot start (a thread limit, interpreter exit) costs the search
+    # nothing, and close() still closes the store.
+    import threading
+
+    from arbormem import Memory, recall
+
+    monkeypatch.setattr(recall, "PRELOAD_FROM", 10)
+    notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(20)]
+    with Memory(":memory:", user="u", agent="a") as mem:
+        mem.add_many(notes)
+        assert mem.search("kite repair")
+        assert not mem.retriever._terms_started
+    start = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name == "arbormem-terms":
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    mem = Memory(tmp_path / "m.db", user="u", agent="a")
+    mem.add_many(notes)
+    assert mem.search("kite repair")
+    mem.close()
+    assert mem.backend._closed
 
 
 def test_preloading_inside_a_write_transaction_and_in_memory(tmp_path: Path) -> None:
