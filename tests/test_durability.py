@@ -165,3 +165,17 @@ def test_one_searching_thread_maps_the_file_and_the_writer_does_not(tmp_path: Pa
         assert out[0] > 0 and out[1] > 0
     finally:
         store.close()
+
+
+def test_a_new_store_has_16_kb_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+    for path, size in ((tmp_path / "new.db", 16384), (old, 4096)):
+        with Memory(path, embedder=HashingEmbedder(64)) as mem:
+            mem.add("the spare key is under the blue flowerpot")
+        with Memory(path, embedder=HashingEmbedder(64)) as mem:
+            assert mem.backend._writer.execute("PRAGMA page_size").fetchone()[0] == size
+            assert mem.search("spare key")[0].message.content.startswith("the spare key")
