@@ -270,7 +270,7 @@ class Retriever:
                     for s in _spans(rng, cfg.date_lag_days, years)
                     if lived is None or (s[1] > lived[0] and s[0] <= lived[1])
                 ]
-            if question.ranges and cfg.date_candidates > 0 and spans:
+            if spans:
                 # Each span is a run of rows: its postings are few, whatever the terms.
                 jobs["dates"] = partial(
                     self.backend.lexical_search_spans,

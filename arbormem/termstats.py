@@ -72,7 +72,7 @@ class TermStats:
             if read is None:
                 return remembered
             counts, docs, mean, mark = read
-            if remembered + len(counts) + len(self._df) > self.max_terms:
+            if len(counts) + len(self._df) > self.max_terms:
                 return remembered  # it would be cleared before it was used
             state = (docs, mean, mark)
             for term, df in counts.items():

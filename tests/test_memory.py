@@ -120,6 +120,19 @@ def test_a_named_month_finds_history_stored_after_newer_history(memory: Memory) 
     assert any("Lisbon" in h.message.content for h in hits)
 
 
+def _date_limits(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(limit, spans) of each date search the memory's searches make from now on."""
+    limits: list[tuple[int, int]] = []
+    spans_search = memory.backend.lexical_search_spans
+
+    def spy(threads, key, terms, limit, spans, filters=None):  # type: ignore[no-untyped-def]
+        limits.append((limit, len(spans)))
+        return spans_search(threads, key, terms, limit, spans, filters)
+
+    monkeypatch.setattr(memory.backend, "lexical_search_spans", spy)
+    return limits
+
+
 def test_a_month_named_without_a_year_shares_its_date_candidates_among_the_years(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,14 +149,7 @@ def test_a_month_named_without_a_year_shares_its_date_candidates_among_the_years
             ],
             session=f"may-{year}",
         )
-    limits: list[tuple[int, int]] = []
-    spans_search = memory.backend.lexical_search_spans
-
-    def spy(threads, key, terms, limit, spans, filters=None):  # type: ignore[no-untyped-def]
-        limits.append((limit, len(spans)))
-        return spans_search(threads, key, terms, limit, spans, filters)
-
-    monkeypatch.setattr(memory.backend, "lexical_search_spans", spy)
+    limits = _date_limits(memory, monkeypatch)
     hits = memory.search("what did we plant in the garden in May?", k=10)
     assert hits and all("tomatoes" in h.message.content for h in hits)
     pool = memory.retriever.config.date_candidates
@@ -833,13 +839,6 @@ def test_a_named_month_shares_its_pool_only_among_years_the_thread_lived(
             for i in range(160)
         ]
     )
-    limits: list[tuple[int, int]] = []
-    spans_search = memory.backend.lexical_search_spans
-
-    def spy(threads, key, terms, limit, spans, filters=None):  # type: ignore[no-untyped-def]
-        limits.append((limit, len(spans)))
-        return spans_search(threads, key, terms, limit, spans, filters)
-
-    monkeypatch.setattr(memory.backend, "lexical_search_spans", spy)
+    limits = _date_limits(memory, monkeypatch)
     assert memory.search("what did we plant in the garden in May?", k=10)
     assert limits == [(memory.retriever.config.date_candidates, 1)]

@@ -233,9 +233,10 @@ class SQLiteBackend(Backend):
                     f"{self.path} is another program's SQLite database (it has tables, none "
                     "of them arbormem's); give arbormem a file of its own"
                 )
-            if not self._memory:
+            if first and not self._memory:
                 # Takes effect only while the file is empty; a no-op on any other.
                 conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")
+            if not self._memory:
                 mode = self._wal(conn)
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{self.path}: cannot switch to WAL mode (got {mode})")
