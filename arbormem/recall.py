@@ -132,12 +132,13 @@ class Retriever:
         #: Held while the worker runs a job (see _gather).
         self._idle_worker = threading.Semaphore(1)
         self._closed = False
-        #: Counts common terms in the background once the store is large (see
-        #: _preload_terms); stopped by close().
+        #: Common terms' counts and large threads' tree shapes are read in the
+        #: background once (see _warm_up); close() stops the loaders.
         self._terms_started = False
-        #: The loader while it runs (a weak reference: a thread's reader connection
+        self._shaped: set[int] = set()
+        #: The loaders while they run (weak references: a thread's reader connection
         #: closes once its Thread object is gone, see SQLiteBackend._read).
-        self._terms_loader: weakref.ref[threading.Thread] | None = None
+        self._loaders: list[weakref.ref[threading.Thread]] = []
         self._stopping = threading.Event()
 
     def forget(self, thread: Thread) -> None:
@@ -235,8 +236,7 @@ class Retriever:
         question = self._question(threads, states, query)
         budget = cfg.posting_budget
         self.backend.map_for_search()
-        if cfg.lexical:
-            self._preload_terms()
+        self._warm_up(threads, states, cfg.lexical)
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)
@@ -382,38 +382,67 @@ class Retriever:
             log.warning("dense search skipped: %s", exc)
             return None, []
 
-    def _preload_terms(self) -> None:
-        """Count the store's common terms on a background thread, once, when it is
-        large enough for a search's first look-ups of them to cost (see
-        :meth:`TermStats.preload`). Searches meanwhile count what they need. A store
-        read through one connection (in memory) is not preloaded: the pass would
-        hold every other read and write up, to save reads it never makes from disk."""
-        if (
-            self._terms_started
-            or not self.backend.concurrent_reads()
-            or self.stats.lexical_stats("turn")[0] < PRELOAD_FROM
-        ):
+    def _warm_up(
+        self, threads: Sequence[Thread], states: Sequence[ThreadState], lexical: bool
+    ) -> None:
+        """Start reading, once and on a background thread, what the first searches
+        of a large store would otherwise read piecemeal from a cold disk: the counts
+        of the store's common terms (see :meth:`TermStats.preload`) when it holds
+        :data:`PRELOAD_FROM` turns, and the tree shapes of each searched thread of
+        that many messages (see :meth:`TreeRecall.preload`). Searches meanwhile read
+        what they need. A store read through one connection (in memory) is not
+        preloaded: the pass would hold every other read and write up, to save reads
+        it never makes from disk."""
+        if not self.backend.concurrent_reads():
+            return
+        shapes = [
+            t
+            for t, st in zip(threads, states)
+            if self.tree is not None and st.next_index >= PRELOAD_FROM and t.id not in self._shaped
+        ]
+        terms = (
+            lexical
+            and not self._terms_started
+            and self.stats.lexical_stats("turn")[0] >= PRELOAD_FROM
+        )
+        if not terms and not shapes:
             return
         with self._pool_lock:
-            if self._terms_started or self._closed:
+            if self._closed:
                 return
-            self._terms_started = True
-            loader = threading.Thread(target=self._preload, name="arbormem-terms", daemon=True)
+            tasks: list[Callable[[], Any]] = []
+            if terms and not self._terms_started:
+                self._terms_started = True
+                tasks.append(partial(self.stats.preload, ("turn", "window"), self._stopping))
+            for thread in shapes:
+                if thread.id not in self._shaped:
+                    self._shaped.add(thread.id)
+                    assert self.tree is not None
+                    tasks.append(partial(self.tree.preload, thread, self._stopping))
+            if not tasks:
+                return
+            loader = threading.Thread(
+                target=self._preload, args=(tasks,), name="arbormem-preload", daemon=True
+            )
             try:
                 loader.start()
             except RuntimeError as exc:  # no thread to be had (limit, interpreter exit)
-                log.debug("term counts not preloaded: %r", exc)
+                log.debug("nothing preloaded: %r", exc)
                 return
-            self._terms_loader = weakref.ref(loader)
+            self._loaders = [ref for ref in self._loaders if ref() is not None]
+            self._loaders.append(weakref.ref(loader))
 
-    def _preload(self) -> None:
-        start = time.perf_counter()
-        try:
-            n = self.stats.preload(("turn", "window"), self._stopping)
-        except Exception as exc:  # a cache: searches count terms themselves
-            log.debug("term counts not preloaded: %r", exc)
-        else:
-            log.debug("%d term counts preloaded in %.1f s", n, time.perf_counter() - start)
+    def _preload(self, tasks: Sequence[Callable[[], Any]]) -> None:
+        for task in tasks:
+            if self._stopping.is_set():
+                return
+            start = time.perf_counter()
+            try:
+                n = task()
+            except Exception as exc:  # caches: searches read what they need themselves
+                log.debug("not preloaded: %r", exc)
+            else:
+                log.debug("%d entries preloaded in %.1f s", n, time.perf_counter() - start)
 
     def _gather(
         self, jobs: Mapping[str, Callable[[], Any]], aside: Sequence[str] = ()
@@ -473,9 +502,10 @@ class Retriever:
             self._closed = True
             pool, self._pool = self._pool, None
         self._stopping.set()
-        loader = self._terms_loader() if self._terms_loader is not None else None
-        if loader is not None:
-            loader.join()
+        for ref in self._loaders:
+            loader = ref()
+            if loader is not None:
+                loader.join()
         if pool is not None:
             pool.shutdown(wait=True)
 

@@ -155,13 +155,13 @@ def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
         while ("turn", "kite") not in mem.retriever.stats._df and time.monotonic() < deadline:
             time.sleep(0.01)
         assert ("turn", "kite") in mem.retriever.stats._df
-        while any(t.name == "arbormem-terms" for t in threading.enumerate()):
+        while any(t.name == "arbormem-preload" for t in threading.enumerate()):
             time.sleep(0.01)
         gc.collect()
         mem.search("kite repair")
         # The loader's connection went with it: only this thread's is left.
         assert [t for _, t in mem.backend._readers.values()] == [threading.get_ident()]
-    assert not any(t.name == "arbormem-terms" for t in threading.enumerate())
+    assert not any(t.name == "arbormem-preload" for t in threading.enumerate())
 
 
 def test_no_preload_for_an_in_memory_store_or_without_a_thread(
@@ -183,7 +183,7 @@ def test_no_preload_for_an_in_memory_store_or_without_a_thread(
     start = threading.Thread.start
 
     def refuse(self: threading.Thread) -> None:
-        if self.name == "arbormem-terms":
+        if self.name == "arbormem-preload":
             raise RuntimeError("can't start new thread")
         start(self)
 

@@ -1393,3 +1393,114 @@ def test_an_archived_topic_on_the_active_path_comes_back_with_a_live_exchange(
         dst.add(talk + "!", timestamp=at + timedelta(minutes=5), session="s0")
         # The next add wrote the cursor's stale copies back, archived again.
         assert not [n for n in dst.backend.tree_nodes(thread, kinds=["topic"]) if n.archived]
+
+
+def test_shapes_read_in_one_pass_walk_the_tree_as_lazily_read_ones(tmp_path: Path) -> None:
+    from arbormem.tree.recall import Outline
+
+    config = TreeConfig(max_children=4)
+    with Memory(tmp_path / "o.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
+        for day in range(20):
+            topic = list(TOPICS)[day % 3]
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        store = mem.backend
+        thread = store.thread("default", "default")
+        assert thread is not None
+        every = store.node_briefs(thread)
+        inner = [b for b in every if b.kind in ("topic", "group")]
+        assert any(b.kind == "group" for b in inner) and any(b.kind == "leaf" for b in every)
+        lazy, bulk = Outline(store, thread), Outline(store, thread)
+        shapes = store.node_shapes(thread)
+        assert shapes is not None and bulk.add_shapes(shapes) == len(every)
+        node_briefs = store.node_briefs
+        missing = max(b.id for b in every) + 1000
+        walked: dict[str, tuple[list, set[int]]] = {}
+        for name, outline in (("bulk", bulk), ("lazy", lazy)):
+            asked: set[int] = set()
+
+            def counting(t, kinds=None, ids=None, asked=asked):  # type: ignore[no-untyped-def]
+                asked.update(ids or [])
+                return node_briefs(t, kinds, ids)
+
+            store.node_briefs = counting  # type: ignore[method-assign]
+            seen = []
+            for node_id in [b.id for b in every] + [missing]:
+                chain = outline.lineage(node_id)
+                seen.append(
+                    (
+                        node_id in outline,
+                        chain,
+                        [outline.kind(n) for n in chain],
+                        outline.brief(node_id) if node_id != missing else None,
+                    )
+                )
+            walked[name] = (seen, asked)
+            store.node_briefs = node_briefs  # type: ignore[method-assign]
+        assert walked["bulk"][0] == walked["lazy"][0]
+        by_id = {b.id: b._replace(chash=None) for b in every}
+        assert [s[3] for s in walked["lazy"][0][:-1]] == [by_id[b.id] for b in every]
+        assert walked["lazy"][0][-1][:2] == (False, [])
+        # Read in one pass, shapes cost no look-up: only the unknown id was asked for.
+        assert {b.id for b in inner} <= walked["lazy"][1]
+        assert walked["bulk"][1] == {missing}
+        leaves = [b.id for b in every if b.kind == "leaf"]
+        assert (
+            bulk.parents([*leaves, missing])
+            == lazy.parents(leaves)
+            == {b.id: b.parent_id for b in every if b.kind == "leaf"}
+        )
+
+
+def test_a_large_threads_tree_shapes_are_preloaded_without_changing_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from arbormem import recall
+
+    config = TreeConfig(max_children=4)
+    path = tmp_path / "p.db"
+    with Memory(path, embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
+        for day in range(12):
+            topic = list(TOPICS)[day % 3]
+            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+    queries = ["tomato blight", "Lisbon tram tickets", "car brakes", "seafood in may"]
+
+    def results(preload_from: int) -> tuple[list[list[tuple[str, dict]]], int]:
+        monkeypatch.setattr(recall, "PRELOAD_FROM", preload_from)
+        with Memory(path, embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
+            thread = mem.backend.thread("default", "default")
+            assert thread is not None
+            first = [(h.message.id, h.signals) for h in mem.search(queries[0])]
+            outline = mem.retriever.tree._nodes(thread).nodes  # type: ignore[union-attr]
+            deadline = time.monotonic() + 30
+            while preload_from < 10**9 and outline._bulk is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            shapes = len(outline._bulk) if outline._bulk is not None else 0
+            rest = [[(h.message.id, h.signals) for h in mem.search(q)] for q in queries[1:]]
+            return [first, *rest], shapes
+
+    lazy, none = results(10**9)
+    preloaded, shapes = results(50)
+    assert none == 0 and shapes > 3
+    assert preloaded == lazy and all(lazy)
+
+
+def test_node_shapes_agree_with_node_briefs_and_stop_when_asked(tmp_path: Path) -> None:
+    from arbormem.store.base import NodeShapes
+
+    with Memory(tmp_path / "s.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many(exchanges("garden", T0, "s1"))
+        mem.add_many(exchanges("trip", T0 + timedelta(days=1), "s2"))
+        store = mem.backend
+        thread = store.thread("default", "default")
+        assert thread is not None
+        briefs = store.node_briefs(thread)
+        read, built = store.node_shapes(thread), NodeShapes.of(briefs)
+        assert read is not None and len(read) == len(built) == len(briefs) > 8
+        for b in briefs:
+            assert read.get(b.id) == built.get(b.id) == tuple(b._replace(chash=None))
+        assert read.get(max(b.id for b in briefs) + 1) is None and read.get(-5) is None
+        stop = threading.Event()
+        stop.set()
+        assert store.node_shapes(thread, stop) is None

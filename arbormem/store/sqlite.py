@@ -21,6 +21,7 @@ import os
 import threading
 import time
 import weakref
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from arbormem.store.base import (
     NewMessage,
     NodeBrief,
     NodeRow,
+    NodeShapes,
     Row,
     Thread,
     ThreadState,
@@ -1676,6 +1678,29 @@ class SQLiteBackend(Backend):
                 rows = conn.execute(sql + f" AND id IN ({marks})", [*args, *chunk])
                 out.extend(make(r) for r in rows)
             return out
+
+    def node_shapes(self, thread: Thread, stop: threading.Event | None = None) -> NodeShapes | None:
+        # Column by column into typed arrays (8 bytes a number): a list of 800,000
+        # NodeBriefs would first cost a quarter of a gigabyte.
+        cols = [array("q") for _ in range(7)]
+        kinds: dict[str, int] = {}
+        with self._reading() as conn:
+            cursor = conn.execute(
+                "SELECT id, coalesce(parent_id, -1), kind, first_index, last_index, frozen,"
+                " archived FROM tree_nodes WHERE thread_id = ?",
+                (thread.id,),
+            )
+            while rows := cursor.fetchmany(4096):
+                if stop is not None and stop.is_set():
+                    return None
+                for r in rows:
+                    code = kinds.setdefault(r[2], len(kinds))
+                    for col, value in zip(cols, (r[0], r[1], code, r[3], r[4], r[5], r[6])):
+                        col.append(value)
+        ids, parent, kind, first, last, frozen, archived = (
+            np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in cols
+        )
+        return NodeShapes(ids, parent, kind, list(kinds), first, last, frozen, archived)
 
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
         with self.transaction():

@@ -25,7 +25,7 @@ import numpy as np
 
 from arbormem.embed.base import Embedder
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeBrief, NodeRow, Thread
+from arbormem.store.base import Backend, NodeBrief, NodeRow, NodeShapes, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import display
 
@@ -95,7 +95,13 @@ class Outline:
     names, summaries and dates only for the nodes a result shows. At a million
     turns a tree has hundreds of thousands of topics, and reading them all (let
     alone their text) took seconds that the first query after opening, and the
-    first after every write, paid.
+    first after every write, paid. A large thread's shapes are read in one pass
+    in the background instead (:meth:`add_shapes`, see :meth:`TreeRecall.preload`),
+    about 30 MB at a million turns: with a cold page cache, their scattered reads
+    were a tenth of a million-turn search's time.
+
+    Shapes keep no content hash (``chash`` is None): nothing that walks an
+    outline needs it.
     """
 
     def __init__(self, backend: Backend, thread: Thread) -> None:
@@ -107,14 +113,61 @@ class Outline:
         self._brief: dict[int, tuple[Any, ...]] = {}
         self._absent: set[int] = set()
         self._rows: dict[int, NodeRow] = {}
+        #: Every node's shape, read in one pass (see add_shapes).
+        self._bulk: NodeShapes | None = None
+
+    def add_shapes(self, shapes: NodeShapes) -> int:
+        """Look shapes up in these (every node's, read in one pass); returns how many."""
+        self._bulk = shapes
+        return len(shapes)
+
+    def parents(self, ids: Sequence[int]) -> dict[int, int | None]:
+        """The parent of each of these nodes of the thread (None at the root level)."""
+        out: dict[int, int | None] = {}
+        rest: list[int] = []
+        for node_id in ids:
+            shape = self._brief.get(node_id)
+            if shape is None and self._bulk is not None:
+                shape = self._bulk.get(node_id)
+            if shape is None:
+                rest.append(node_id)
+            else:
+                out[node_id] = shape[_PARENT]
+        if rest:
+            out.update(self.backend.parents(self.thread, rest))
+        return out
+
+    def _held(self, node_id: int) -> bool:
+        """Whether the node's shape is held with all its ancestors', taking them
+        from the shapes read in one pass when they are there."""
+        walked: dict[int, tuple[Any, ...]] = {}
+        at: int | None = node_id
+        while at is not None and at not in self._brief:
+            shape = self._bulk.get(at) if self._bulk is not None else None
+            if shape is None or at in walked:  # (a parent cycle ends the walk)
+                return False
+            walked[at] = shape
+            at = shape[_PARENT]
+        # Every ancestor is known: hold the walked nodes, nearest the root first (a
+        # node is held only once its ancestors are, as load keeps them).
+        for n in reversed(walked):
+            self._brief[n] = walked[n]
+        return True
 
     def load(self, ids: Iterable[int | None]) -> None:
         """Read the shapes of these nodes and of all their ancestors."""
-        todo = {i for i in ids if i is not None and i not in self._brief and i not in self._absent}
+        todo = {
+            i
+            for i in ids
+            if i is not None
+            and i not in self._brief
+            and i not in self._absent
+            and not self._held(i)
+        }
         while todo:
             found = self.backend.node_briefs(self.thread, ids=sorted(todo))
             for b in found:
-                self._brief[b.id] = tuple(b)
+                self._brief[b.id] = (*b[:-1], None)
             self._absent |= todo - {b.id for b in found}
             todo = {
                 b.parent_id
@@ -122,6 +175,7 @@ class Outline:
                 if b.parent_id is not None
                 and b.parent_id not in self._brief
                 and b.parent_id not in self._absent
+                and not self._held(b.parent_id)
             }
 
     def __contains__(self, node_id: object) -> bool:
@@ -130,7 +184,7 @@ class Outline:
         return node_id in self._brief
 
     def brief(self, node_id: int) -> NodeBrief:
-        """The shape of a loaded node."""
+        """The shape of a loaded node (its ``chash`` None)."""
         return NodeBrief._make(self._brief[node_id])
 
     def kind(self, node_id: int) -> str:
@@ -277,6 +331,14 @@ class TreeRecall:
         topic_ids = self._topics(thread).topic_ids
         return 0 if topic_ids is None else len(topic_ids)
 
+    def preload(self, thread: Thread, stop: threading.Event | None = None) -> int:
+        """Read the shape of every node of the thread in one pass, for the searches
+        of its current tree version (after a change they are read as needed again,
+        see :class:`Outline`); returns how many (0 when ``stop`` was set)."""
+        outline = self._nodes(thread).nodes
+        shapes = self.backend.node_shapes(thread, stop)
+        return 0 if shapes is None else outline.add_shapes(shapes)
+
     # -- topic vectors saved between processes ---------------------------------------------
 
     def _file(self, thread: Thread) -> Path | None:
@@ -398,11 +460,11 @@ class TreeRecall:
         leaves = self.backend.message_leaves(rowids)
         wanted = list(set(leaves.values()))
         parent_of: dict[int, tuple[Thread, int | None]] = {}
+        caches = {t.id: self._nodes(t).nodes for t in threads}
         for t in threads:
-            for leaf, parent in self.backend.parents(t, wanted).items():
+            for leaf, parent in caches[t.id].parents(wanted).items():
                 parent_of[leaf] = (t, parent)
         chains: dict[int, tuple[int, int]] = {}
-        caches = {t.id: self._nodes(t).nodes for t in threads}
         for t in threads:
             caches[t.id].load(p for th, p in parent_of.values() if th.id == t.id)
         for rowid, leaf_id in leaves.items():
