@@ -97,6 +97,51 @@ def test_leaf_messages_are_taken_by_leaf_in_thread_order(backend: Backend) -> No
     assert backend.leaf_messages(t, []) == []
 
 
+def test_around_gives_each_message_its_live_session_neighbours_in_order(
+    backend: Backend,
+) -> None:
+    t, other = backend.thread("u", "a", create=True), backend.thread("v", "a", create=True)
+    assert t and other
+    words = [
+        "apple",
+        "bread",
+        "cheese",
+        "dough",
+        "egg",
+        "flour",
+        "grape",
+        "honey",
+        "ice",
+        "jam",
+        "kale",
+        "lemon",
+        "mint",
+        "nut",
+        "oat",
+    ]
+    layout = ["s1"] * 8 + ["s2"] * 2 + ["s3"] * 5
+    rows = []
+    for i, (word, session) in enumerate(zip(words, layout)):
+        rows += backend.append(t, [msg(f"{word} talk", session, i)])
+        backend.append(other, [msg(f"{word} noise", "s1", i)])  # rowids interleave
+    backend.set_message_leaf([rows[11].rowid], 41)
+    backend.set_archived(t, [41], True)
+    live = [r for r in rows if r.rowid != rows[11].rowid]
+    # Alone in the middle of a session, at its edges, side by side, archived, twice.
+    anchors = [rows[i].rowid for i in (0, 4, 8, 9, 11, 12, 14)] + [rows[4].rowid]
+    got = backend.around(anchors, 2)
+    for rowid in anchors:
+        me = next(r for r in rows if r.rowid == rowid).message
+        want = [
+            (r.rowid, r.message.index, " ".join(analyze(r.message.content)))
+            for r in live
+            if r.message.session == me.session and abs(r.message.index - me.index) <= 2
+        ]
+        assert got[rowid] == want, (me.index, me.session)
+    assert set(got) == set(anchors)
+    assert backend.around([], 2) == {}
+
+
 def test_session_members_follow_membership(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t

@@ -1209,29 +1209,36 @@ class SQLiteBackend(Backend):
                 anchors += conn.execute(
                     f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
                 ).fetchall()
-            # One indexed lookup per session for every position near an anchor.
-            by_session: dict[int, set[int]] = {}
-            for _, sid, idx in anchors:
-                by_session.setdefault(sid, set()).update(range(idx - radius, idx + radius + 1))
+            # The positions near the anchors, as runs per session (overlaps merged), all
+            # looked up in one statement: a search's candidates fall in a hundred
+            # sessions, and a statement per session cost more than its reads.
+            runs: list[tuple[int, int, int]] = []
+            for sid, idx in sorted({(sid, idx) for _, sid, idx in anchors}):
+                lo, hi = max(0, idx - radius), idx + radius
+                if runs and runs[-1][0] == sid and lo <= runs[-1][2] + 1:
+                    runs[-1] = (sid, runs[-1][1], max(hi, runs[-1][2]))
+                else:
+                    runs.append((sid, lo, hi))
             near: dict[int, list[tuple[int, int, str]]] = {}
-            for sid, wanted in by_session.items():
-                positions = sorted(i for i in wanted if i >= 0)
-                rows: list[tuple[int, int, str]] = []
-                for chunk, marks in _batches(positions, 900):
-                    rows += conn.execute(
-                        "SELECT m.id, m.idx, f.c0 FROM messages m"
-                        " JOIN turn_fts_content f ON f.id = m.id"
-                        f" WHERE m.session_id = ? AND m.idx IN ({marks}) AND +m.archived = 0",
-                        (sid, *chunk),
-                    ).fetchall()
+            for part, _ in _batches(runs, 300):
+                values = ",".join("(?, ?, ?)" for _ in part)
+                for sid, rid, idx, terms in conn.execute(
+                    f"WITH near(sid, lo, hi) AS (VALUES {values})"
+                    " SELECT near.sid, m.id, m.idx, f.c0 FROM near"
+                    " CROSS JOIN messages m INDEXED BY messages_by_session"
+                    " ON m.session_id = near.sid AND m.idx BETWEEN near.lo AND near.hi"
+                    " JOIN turn_fts_content f ON f.id = m.id WHERE +m.archived = 0",
+                    [v for run in part for v in run],
+                ):
+                    near.setdefault(sid, []).append((rid, idx, terms))
+            for rows in near.values():
                 rows.sort(key=lambda r: r[1])
-                near[sid] = rows
             sorted_idx = {sid: [r[1] for r in rows] for sid, rows in near.items()}
             for rowid, sid, idx in anchors:
-                at = sorted_idx[sid]
+                at = sorted_idx.get(sid, [])
                 lo = bisect_left(at, idx - radius)
                 hi = bisect_right(at, idx + radius)
-                out[rowid] = near[sid][lo:hi]
+                out[rowid] = near.get(sid, [])[lo:hi]
         return out
 
     def speakers(self, thread: Thread, after_rowid: int = 0) -> list[str]:
