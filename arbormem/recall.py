@@ -132,10 +132,11 @@ class Retriever:
         #: Held while the worker runs a job (see _gather).
         self._idle_worker = threading.Semaphore(1)
         self._closed = False
-        #: Common terms' counts and large threads' tree shapes are read in the
-        #: background once (see _warm_up); close() stops the loaders.
+        #: Common terms' counts, and large threads' tree shapes and session sums, are
+        #: read in the background once (see _warm_up); close() stops the loaders.
         self._terms_started = False
-        self._shaped: set[int] = set()
+        #: Threads whose tree shapes and session sums were preloaded (see _warm_up).
+        self._warmed: set[int] = set()
         #: The loaders while they run (weak references: a thread's reader connection
         #: closes once its Thread object is gone, see SQLiteBackend._read).
         self._loaders: list[weakref.ref[threading.Thread]] = []
@@ -236,7 +237,7 @@ class Retriever:
         question = self._question(threads, states, query)
         budget = cfg.posting_budget
         self.backend.map_for_search()
-        self._warm_up(threads, states, cfg.lexical)
+        self._warm_up(threads, states, cfg)
         allowed = None
         if filters is not None and not filters.empty:
             allowed = self.backend.allowed_rowids(threads, filters)
@@ -383,29 +384,30 @@ class Retriever:
             return None, []
 
     def _warm_up(
-        self, threads: Sequence[Thread], states: Sequence[ThreadState], lexical: bool
+        self, threads: Sequence[Thread], states: Sequence[ThreadState], config: RecallConfig
     ) -> None:
         """Start reading, once and on a background thread, what the first searches
         of a large store would otherwise read piecemeal from a cold disk: the counts
         of the store's common terms (see :meth:`TermStats.preload`) when it holds
-        :data:`PRELOAD_FROM` turns, and the tree shapes of each searched thread of
-        that many messages (see :meth:`TreeRecall.preload`). Searches meanwhile read
-        what they need. A store read through one connection (in memory) is not
+        :data:`PRELOAD_FROM` turns, and for each searched thread of that many
+        messages its tree's shapes (see :meth:`TreeRecall.preload`) and its session
+        sums (see :meth:`VectorCache.preload_sums`). Searches meanwhile read what
+        they need. A store read through one connection (in memory) is not
         preloaded: the pass would hold every other read and write up, to save reads
         it never makes from disk."""
         if not self.backend.concurrent_reads():
             return
-        shapes = [
+        large = [
             t
             for t, st in zip(threads, states)
-            if self.tree is not None and st.next_index >= PRELOAD_FROM and t.id not in self._shaped
+            if st.next_index >= PRELOAD_FROM and t.id not in self._warmed
         ]
         terms = (
-            lexical
+            config.lexical
             and not self._terms_started
             and self.stats.lexical_stats("turn")[0] >= PRELOAD_FROM
         )
-        if not terms and not shapes:
+        if not terms and not large:
             return
         with self._pool_lock:
             if self._closed:
@@ -414,11 +416,14 @@ class Retriever:
             if terms and not self._terms_started:
                 self._terms_started = True
                 tasks.append(partial(self.stats.preload, ("turn", "window"), self._stopping))
-            for thread in shapes:
-                if thread.id not in self._shaped:
-                    self._shaped.add(thread.id)
-                    assert self.tree is not None
+            for thread in large:
+                if thread.id in self._warmed:
+                    continue
+                self._warmed.add(thread.id)
+                if self.tree is not None:
                     tasks.append(partial(self.tree.preload, thread, self._stopping))
+                if config.dense:
+                    tasks.append(partial(self.vectors.preload_sums, thread, self._stopping))
             if not tasks:
                 return
             loader = threading.Thread(

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -386,6 +387,40 @@ def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
     backend.append(t, [last], {last.chash: vecs[last.chash]}, "model-a")
     expected = sum(vecs[m.chash] for m in [first[0], more, last])
     assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
+
+
+def test_every_session_sum_in_one_pass_and_the_sessions_written_since(backend: Backend) -> None:
+    t, other = backend.thread("u", "a", create=True), backend.thread("v", "a", create=True)
+    assert t and other
+    rng = np.random.default_rng(1)
+    first = [msg("alpha river", "s1", 0), msg("beta hill", "s1", 1), msg("gamma lake", "s2", 2)]
+    vecs = {m.chash: rng.normal(size=4).astype(np.float32) for m in first}
+    rows = backend.append(t, first, vecs, "model-a")
+    backend.append(
+        other,
+        [msg("omega sea", "s9", 0)],
+        {content_hash("omega sea"): vecs[first[0].chash]},
+        "model-a",
+    )
+    read = backend.every_session_vector_sum(t, "model-a", 4)
+    if read is None:  # a back-end that keeps no sums
+        assert backend.session_vector_sums(t, ["s1", "s2"], "model-a") == {}
+        return
+    keys, matrix = read
+    one = backend.session_vector_sums(t, ["s1", "s2"], "model-a")
+    assert sorted(keys) == ["s1", "s2"] and matrix.shape == (2, 4) and matrix.dtype == np.float32
+    assert all(np.allclose(matrix[i], one[k]) for i, k in enumerate(keys))
+    for model, dims in (("model-b", 4), ("model-a", 8)):  # nothing under another model or size
+        none = backend.every_session_vector_sum(t, model, dims)
+        assert none is not None and none[0] == [] and none[1].shape == (0, dims)
+    stop = threading.Event()
+    stop.set()
+    assert backend.every_session_vector_sum(t, "model-a", 4, stop) is None
+    last = rows[-1].rowid
+    assert backend.sessions_written_after(t, last) == []
+    backend.append(t, [msg("delta dune", "s1", 3), msg("eps cove", "s3", 4)])
+    backend.append(other, [msg("zeta bay", "s8", 1)])
+    assert sorted(backend.sessions_written_after(t, last) or []) == ["s1", "s3"]
 
 
 def test_deferred_tail_windows_end_up_as_an_undeferred_append_writes_them(

@@ -282,3 +282,46 @@ def test_exact_search_while_another_thread_adds() -> None:
         stop.set()
         thread.join()
     assert errors == []
+
+
+def test_preloaded_session_sums_stay_current_as_the_thread_changes(tmp_path: Path) -> None:
+    from arbormem.vectors import VectorCache
+
+    with Memory(tmp_path / "p.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        fill(mem, 100)  # five sessions
+        thread = mem._thread(mem._scope(None, None))
+        assert thread is not None
+        keys = [f"s{i}" for i in range(6)] + ["later"]
+        asked: list[list[str]] = []
+        read = mem.backend.session_vector_sums
+
+        def spy(t, sessions, model):  # type: ignore[no-untyped-def]
+            asked.append(list(sessions))
+            return read(t, sessions, model)
+
+        def check() -> None:
+            fresh = VectorCache(mem.backend, mem.embedder).session_centroids(thread, keys)
+            asked.clear()
+            got = mem.vectors.session_centroids(thread, keys)
+            assert sorted(got) == sorted(fresh)
+            assert all(np.allclose(got[k], fresh[k], atol=1e-5) for k in fresh)
+
+        assert mem.vectors.preload_sums(thread) == 5
+        mem.backend.session_vector_sums = spy  # type: ignore[method-assign]
+        check()
+        assert asked == [["s5", "later"]]  # only the sessions the store had no sum for
+        fill(mem, 30)  # more turns for s0 and s1: their sums are read again
+        check()
+        assert sorted(asked[0]) == ["later", "s0", "s1", "s5"]
+        mem.add("a new session begins", session="later")
+        check()
+        assert sorted(asked[0]) == ["later", "s0", "s1", "s5"]
+        assert "later" in mem.vectors.session_centroids(thread, ["later"])
+        # A deletion drops the preload, made here or by another process.
+        with Memory(tmp_path / "p.db", embedder=HashingEmbedder(64), llm=None) as other:
+            other.forget(other.messages(session="s2")[0].id)
+        check()
+        assert thread.id not in mem.vectors._sums
+        stop = threading.Event()
+        stop.set()
+        assert mem.vectors.preload_sums(thread, stop) == 0

@@ -463,6 +463,20 @@ class Backend(abc.ABC):
         sessions it leaves out themselves)."""
         return {}
 
+    def every_session_vector_sum(
+        self, thread: Thread, model_id: str, dimensions: int, stop: threading.Event | None = None
+    ) -> tuple[list[str], np.ndarray] | None:
+        """Every stored session sum of ``dimensions`` numbers under ``model_id`` in the
+        thread, in one pass: the sessions' keys and their sums row for row (float32).
+        None when ``stop`` was set before the pass ended, or when the back-end keeps
+        none (this default)."""
+        return None
+
+    def sessions_written_after(self, thread: Thread, rowid: int) -> list[str] | None:
+        """Keys of the thread's sessions holding messages stored after row ``rowid``;
+        None when the back-end cannot tell (this default)."""
+        return None
+
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:
         """Delete vectors of every other model; returns how many went."""

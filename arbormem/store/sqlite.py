@@ -710,6 +710,38 @@ class SQLiteBackend(Backend):
                     out[key] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def every_session_vector_sum(
+        self, thread: Thread, model_id: str, dimensions: int, stop: threading.Event | None = None
+    ) -> tuple[list[str], np.ndarray] | None:
+        keys: list[str] = []
+        blobs: list[bytes] = []
+        with self._reading() as conn:
+            cursor = conn.execute(
+                "SELECT s.key, v.total FROM sessions s JOIN session_vectors v"
+                " ON v.session_id = s.id WHERE s.thread_id = ? AND v.model = ?"
+                " AND length(v.total) = ?",
+                (thread.id, model_id, 4 * dimensions),
+            )
+            while rows := cursor.fetchmany(1024):
+                if stop is not None and stop.is_set():
+                    return None
+                for key, blob in rows:
+                    keys.append(key)
+                    blobs.append(blob)
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dimensions)
+        return keys, matrix.astype(np.float32)
+
+    def sessions_written_after(self, thread: Thread, rowid: int) -> list[str] | None:
+        with self._reading() as conn:
+            return [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT s.key FROM messages m JOIN sessions s ON s.id = m.session_id"
+                    " WHERE m.id > ? AND +m.thread_id = ?",
+                    (rowid, thread.id),
+                )
+            ]
+
     def _session_id(self, thread: Thread, key: str, ts: str, first_index: int) -> int:
         c = self._writer
         row = c.execute(
