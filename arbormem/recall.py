@@ -135,8 +135,10 @@ class Retriever:
         #: Common terms' counts, and large threads' tree shapes and session sums, are
         #: read in the background once (see _warm_up); close() stops the loaders.
         self._terms_started = False
-        #: Threads whose tree shapes and session sums were preloaded (see _warm_up).
-        self._warmed: set[int] = set()
+        #: Threads whose tree shapes were preloaded, and whose session sums are being
+        #: preloaded (see _warm_up).
+        self._shaped: set[int] = set()
+        self._summing: set[int] = set()
         #: The loaders while they run (weak references: a thread's reader connection
         #: closes once its Thread object is gone, see SQLiteBackend._read).
         self._loaders: list[weakref.ref[threading.Thread]] = []
@@ -386,28 +388,33 @@ class Retriever:
     def _warm_up(
         self, threads: Sequence[Thread], states: Sequence[ThreadState], config: RecallConfig
     ) -> None:
-        """Start reading, once and on a background thread, what the first searches
-        of a large store would otherwise read piecemeal from a cold disk: the counts
+        """Start reading, on a background thread, what the first searches of a large
+        store would otherwise read piecemeal from a cold disk: the counts
         of the store's common terms (see :meth:`TermStats.preload`) when it holds
         :data:`PRELOAD_FROM` turns, and for each searched thread of that many
         messages its tree's shapes (see :meth:`TreeRecall.preload`) and its session
-        sums (see :meth:`VectorCache.preload_sums`). Searches meanwhile read what
-        they need. A store read through one connection (in memory) is not
+        sums (see :meth:`VectorCache.preload_sums`; read again after a deletion
+        drops them). Searches meanwhile read what they need. A store read through
+        one connection (in memory) is not
         preloaded: the pass would hold every other read and write up, to save reads
         it never makes from disk."""
         if not self.backend.concurrent_reads():
             return
-        large = [
+        large = [t for t, st in zip(threads, states) if st.next_index >= PRELOAD_FROM]
+        shapes = [t for t in large if self.tree is not None and t.id not in self._shaped]
+        # Sums again after a deletion dropped them (rare); shapes only once: a live
+        # thread's tree changes with every exchange.
+        sums = [
             t
-            for t, st in zip(threads, states)
-            if st.next_index >= PRELOAD_FROM and t.id not in self._warmed
+            for t in large
+            if config.dense and t.id not in self._summing and not self.vectors.holds_sums(t)
         ]
         terms = (
             config.lexical
             and not self._terms_started
             and self.stats.lexical_stats("turn")[0] >= PRELOAD_FROM
         )
-        if not terms and not large:
+        if not terms and not shapes and not sums:
             return
         with self._pool_lock:
             if self._closed:
@@ -416,14 +423,15 @@ class Retriever:
             if terms and not self._terms_started:
                 self._terms_started = True
                 tasks.append(partial(self.stats.preload, ("turn", "window"), self._stopping))
-            for thread in large:
-                if thread.id in self._warmed:
-                    continue
-                self._warmed.add(thread.id)
-                if self.tree is not None:
+            for thread in shapes:
+                if thread.id not in self._shaped:
+                    self._shaped.add(thread.id)
+                    assert self.tree is not None
                     tasks.append(partial(self.tree.preload, thread, self._stopping))
-                if config.dense:
-                    tasks.append(partial(self.vectors.preload_sums, thread, self._stopping))
+            for thread in sums:
+                if thread.id not in self._summing:
+                    self._summing.add(thread.id)
+                    tasks.append(partial(self._preload_sums, thread))
             if not tasks:
                 return
             loader = threading.Thread(
@@ -436,6 +444,13 @@ class Retriever:
                 return
             self._loaders = [ref for ref in self._loaders if ref() is not None]
             self._loaders.append(weakref.ref(loader))
+
+    def _preload_sums(self, thread: Thread) -> int:
+        # A pass that fails is not tried again (the thread stays marked): the next
+        # searches read the sums they need, as without a preload.
+        n = self.vectors.preload_sums(thread, self._stopping)
+        self._summing.discard(thread.id)
+        return n
 
     def _preload(self, tasks: Sequence[Callable[[], Any]]) -> None:
         for task in tasks:

@@ -313,7 +313,7 @@ class _SessionSums:
     """A thread's stored session sums as of a state of the thread (see preload_sums)."""
 
     generation: int
-    #: The thread's newest row when read: sessions written after it are read again.
+    #: The thread's next position when read: sessions written from it on are read again.
     upto: int
     rows: dict[str, int]
     matrix: np.ndarray
@@ -563,13 +563,20 @@ class VectorCache:
             thread, self.embedder.model_id, self.embedder.dimensions, stop
         )
         if read is None:
-            return 0
+            if stop is not None and stop.is_set():
+                return 0
+            # The back-end keeps no sums: remember that, so searches do not ask again.
+            read = [], np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         keys, matrix = read
         with self._sums_lock:
             self._sums[thread.id] = _SessionSums(
-                state.generation, state.max_rowid, {k: i for i, k in enumerate(keys)}, matrix
+                state.generation, state.next_index, {k: i for i, k in enumerate(keys)}, matrix
             )
         return len(keys)
+
+    def holds_sums(self, thread: Thread) -> bool:
+        """Whether the thread's session sums are preloaded (and not found stale yet)."""
+        return thread.id in self._sums
 
     def _preloaded_sums(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
         """The preloaded sums of these sessions that are still current."""
@@ -581,14 +588,11 @@ class VectorCache:
             if state.generation != pre.generation:
                 del self._sums[thread.id]
                 return {}
-            if state.max_rowid != pre.upto:
-                changed = self.backend.sessions_written_after(thread, pre.upto)
-                if changed is None:
-                    del self._sums[thread.id]
-                    return {}
-                for key in changed:
+            if state.next_index != pre.upto:
+                # Appended since (a deletion would have changed the generation).
+                for key in self.backend.sessions_written_from(thread, pre.upto):
                     pre.rows.pop(key, None)
-                pre.upto = state.max_rowid
+                pre.upto = state.next_index
             return {k: pre.matrix[i] for k in sessions if (i := pre.rows.get(k)) is not None}
 
     def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:

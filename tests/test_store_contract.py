@@ -389,13 +389,15 @@ def test_session_vector_sums_follow_appends_and_are_dropped_when_members_change(
     assert np.allclose(backend.session_vector_sums(t, ["s1"], "model-a")["s1"], expected, atol=1e-6)
 
 
-def test_every_session_sum_in_one_pass_and_the_sessions_written_since(backend: Backend) -> None:
+def test_every_session_sum_in_one_pass_and_the_sessions_written_from_a_position(
+    backend: Backend,
+) -> None:
     t, other = backend.thread("u", "a", create=True), backend.thread("v", "a", create=True)
     assert t and other
     rng = np.random.default_rng(1)
     first = [msg("alpha river", "s1", 0), msg("beta hill", "s1", 1), msg("gamma lake", "s2", 2)]
     vecs = {m.chash: rng.normal(size=4).astype(np.float32) for m in first}
-    rows = backend.append(t, first, vecs, "model-a")
+    backend.append(t, first, vecs, "model-a")
     backend.append(
         other,
         [msg("omega sea", "s9", 0)],
@@ -416,11 +418,12 @@ def test_every_session_sum_in_one_pass_and_the_sessions_written_since(backend: B
     stop = threading.Event()
     stop.set()
     assert backend.every_session_vector_sum(t, "model-a", 4, stop) is None
-    last = rows[-1].rowid
-    assert backend.sessions_written_after(t, last) == []
+    assert not matrix.flags.writeable  # shared by every search
+    assert backend.sessions_written_from(t, 3) == []
     backend.append(t, [msg("delta dune", "s1", 3), msg("eps cove", "s3", 4)])
     backend.append(other, [msg("zeta bay", "s8", 1)])
-    assert sorted(backend.sessions_written_after(t, last) or []) == ["s1", "s3"]
+    assert sorted(backend.sessions_written_from(t, 3)) == ["s1", "s3"]
+    assert backend.sessions_written_from(t, 4) == ["s3"] and not backend.sessions_written_from(t, 5)
 
 
 def test_deferred_tail_windows_end_up_as_an_undeferred_append_writes_them(

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
@@ -325,3 +326,37 @@ def test_preloaded_session_sums_stay_current_as_the_thread_changes(tmp_path: Pat
         stop = threading.Event()
         stop.set()
         assert mem.vectors.preload_sums(thread, stop) == 0
+
+
+def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from arbormem import recall
+
+    monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
+    path = tmp_path / "r.db"
+
+    def wait(mem: Memory, thread) -> bool:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 30
+        while not mem.vectors.holds_sums(thread) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return mem.vectors.holds_sums(thread)
+
+    with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
+        fill(mem, 60)
+        thread = mem._thread(mem._scope(None, None))
+        assert thread is not None
+        mem.search("baking bread")
+        assert wait(mem, thread)
+        with Memory(path, embedder=HashingEmbedder(64), llm=None) as other:
+            other.forget(other.messages(session="s1")[0].id)
+        mem.search("baking bread")  # finds them stale and drops them
+        assert not mem.vectors.holds_sums(thread)
+        mem.search("baking bread")  # and starts reading them again
+        assert wait(mem, thread)
+        # A back-end that keeps no sums is asked once, not on every search.
+        monkeypatch.setattr(mem.backend, "every_session_vector_sum", lambda *a, **k: None)
+        mem.vectors.invalidate(thread)
+        assert mem.vectors.preload_sums(thread) == 0 and mem.vectors.holds_sums(thread)

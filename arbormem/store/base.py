@@ -472,10 +472,9 @@ class Backend(abc.ABC):
         none (this default)."""
         return None
 
-    def sessions_written_after(self, thread: Thread, rowid: int) -> list[str] | None:
-        """Keys of the thread's sessions holding messages stored after row ``rowid``;
-        None when the back-end cannot tell (this default)."""
-        return None
+    @abc.abstractmethod
+    def sessions_written_from(self, thread: Thread, index: int) -> list[str]:
+        """Keys of the thread's sessions holding messages at position ``index`` or later."""
 
     @abc.abstractmethod
     def prune_vectors(self, keep_model: str) -> int:

@@ -714,7 +714,7 @@ class SQLiteBackend(Backend):
         self, thread: Thread, model_id: str, dimensions: int, stop: threading.Event | None = None
     ) -> tuple[list[str], np.ndarray] | None:
         keys: list[str] = []
-        blobs: list[bytes] = []
+        chunks: list[bytes] = []
         with self._reading() as conn:
             cursor = conn.execute(
                 "SELECT s.key, v.total FROM sessions s JOIN session_vectors v"
@@ -725,20 +725,20 @@ class SQLiteBackend(Backend):
             while rows := cursor.fetchmany(1024):
                 if stop is not None and stop.is_set():
                     return None
-                for key, blob in rows:
-                    keys.append(key)
-                    blobs.append(blob)
-        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dimensions)
-        return keys, matrix.astype(np.float32)
+                keys.extend(r[0] for r in rows)
+                chunks.append(b"".join(r[1] for r in rows))
+        # Read-only, over one buffer: the sums are shared by every search.
+        matrix = np.frombuffer(b"".join(chunks), dtype="<f4").reshape(len(keys), dimensions)
+        return keys, matrix
 
-    def sessions_written_after(self, thread: Thread, rowid: int) -> list[str] | None:
+    def sessions_written_from(self, thread: Thread, index: int) -> list[str]:
         with self._reading() as conn:
             return [
                 str(r[0])
                 for r in conn.execute(
                     "SELECT DISTINCT s.key FROM messages m JOIN sessions s ON s.id = m.session_id"
-                    " WHERE m.id > ? AND +m.thread_id = ?",
-                    (rowid, thread.id),
+                    " WHERE m.thread_id = ? AND m.idx >= ?",
+                    (thread.id, index),
                 )
             ]
 
@@ -1720,22 +1720,24 @@ class SQLiteBackend(Backend):
 
     def node_shapes(self, thread: Thread, stop: threading.Event | None = None) -> NodeShapes | None:
         # Column by column into typed arrays (8 bytes a number): a list of 800,000
-        # NodeBriefs would first cost a quarter of a gigabyte.
+        # NodeBriefs would first cost a quarter of a gigabyte. Read from the covering
+        # index of the tree's shape: the table's rows, in kind order, are 14 times the
+        # bytes, scattered.
         cols = [array("q") for _ in range(7)]
         kinds: dict[str, int] = {}
         with self._reading() as conn:
             cursor = conn.execute(
                 "SELECT id, coalesce(parent_id, -1), kind, first_index, last_index, frozen,"
-                " archived FROM tree_nodes WHERE thread_id = ?",
+                " archived FROM tree_nodes INDEXED BY tree_briefs WHERE +thread_id = ?",
                 (thread.id,),
             )
             while rows := cursor.fetchmany(4096):
                 if stop is not None and stop.is_set():
                     return None
-                for r in rows:
-                    code = kinds.setdefault(r[2], len(kinds))
-                    for col, value in zip(cols, (r[0], r[1], code, r[3], r[4], r[5], r[6])):
-                        col.append(value)
+                columns = list(zip(*rows))
+                columns[2] = tuple(kinds.setdefault(k, len(kinds)) for k in columns[2])
+                for col, values in zip(cols, columns):
+                    col.extend(values)
         ids, parent, kind, first, last, frozen, archived = (
             np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in cols
         )
