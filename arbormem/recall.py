@@ -289,9 +289,11 @@ class Retriever:
             # counts bound the cost of searching topics too.
             terms, share = self._affordable("turn", question.terms, budget)
             jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
-        if cfg.dense:
-            jobs["dense"] = partial(self._dense, threads, query, cfg.dense_candidates, allowed)
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
+        if cfg.dense:
+            jobs["dense"] = partial(
+                self._dense, threads, query, cfg.dense_candidates, allowed, prefetch=big
+            )
         done = self._gather(jobs, aside=("dense",) if big else ())
 
         found: dict[int, None] = {}
@@ -310,18 +312,20 @@ class Retriever:
             for rowid in expanded:
                 found[rowid] = None
         qvec: np.ndarray | None = None
+        rows: dict[int, Row] = {}
+        around: dict[int, list[tuple[int, int, str]]] = {}
         if "dense" in done:
-            qvec, nearest = done["dense"]
+            qvec, nearest, rows, around = done["dense"]
             for rowid in nearest:
                 found[rowid] = None
         rowids = list(found)
         if not rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
-        rows = self.backend.rows(rowids)
+        rows.update(self.backend.rows([r for r in rowids if r not in rows]))
         rowids = [r for r in rowids if r in rows]
         by_scope = {(t.user, t.agent): t for t in threads}
         thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
-        around = self.backend.around(rowids, WINDOW)
+        around.update(self.backend.around([r for r in rowids if r not in around], WINDOW))
         vector_of: dict[int, np.ndarray] = {}
         centroid_of: dict[int, np.ndarray] = {}
         if qvec is not None:
@@ -369,21 +373,36 @@ class Retriever:
         return question, rowids, X, qvec, rows
 
     def _dense(
-        self, threads: Sequence[Thread], query: str, n: int, allowed: np.ndarray | None
-    ) -> tuple[np.ndarray | None, list[int]]:
-        """The query's vector and the ``n`` nearest turns of each thread."""
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        n: int,
+        allowed: np.ndarray | None,
+        prefetch: bool = False,
+    ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, list[tuple[int, int, str]]]]:
+        """The query's vector, the ``n`` nearest turns of each thread, and with
+        ``prefetch`` their rows and neighbourhoods (see :meth:`Backend.around`).
+
+        In a large store this runs on the worker thread while the searching thread
+        runs the full-text searches (see :meth:`_gather`): reading the nearest turns'
+        rows there overlaps their cold reads with the searches', and the pages they
+        bring into the cache serve the searching thread's reads too."""
         try:
             qvec = self.embedder.embed(query)
             nearest: list[int] = []
             for thread in threads:
                 ids, _ = self.vectors.index(thread).search(qvec, n, allowed)
                 nearest.extend(ids.tolist())
-            return qvec, nearest
         except EmbedderError as exc:
             # An embedding endpoint that is down (or vectors it cannot give): the
             # search goes on with the full-text and topic candidates alone.
             log.warning("dense search skipped: %s", exc)
-            return None, []
+            return None, [], {}, {}
+        if not prefetch or not nearest:
+            return qvec, nearest, {}, {}
+        rows = self.backend.rows(nearest)
+        kept = [r for r in nearest if r in rows]
+        return qvec, nearest, {r: rows[r] for r in kept}, self.backend.around(kept, WINDOW)
 
     def _warm_up(
         self, threads: Sequence[Thread], states: Sequence[ThreadState], config: RecallConfig
