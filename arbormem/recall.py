@@ -48,10 +48,10 @@ from arbormem.vectors import VectorCache
 #: only in its latest this many (a stray date centuries back would add a span per year).
 _MAX_YEARS = 30
 
-#: Searched threads holding at least this many turns in all embed the query and
-#: search the nearest vectors on a worker thread (when it is free) while this one
-#: runs the store's searches: the embedder's work (a remote embedder's round trip most of all)
-#: overlaps with SQLite's. On LoCoMo-sized stores the hand-off costs more than it
+#: Searched threads holding at least this many turns in all embed the query,
+#: search the nearest vectors and read those turns' rows on a worker thread (when it
+#: is free) while this one runs the store's searches: the embedder's work (a remote
+#: embedder's round trip most of all) and the worker's disk reads overlap with SQLite's. On LoCoMo-sized stores the hand-off costs more than it
 #: saves. The store's searches stay on the searching thread, whose connection maps
 #: the file (see ``SQLiteBackend.map_for_search``): on worker connections without
 #: the map, cold reads cost more than running side by side saved.
