@@ -67,6 +67,13 @@ def exchanges(topic: str, start: datetime, session: str) -> list[dict]:
     return out
 
 
+def daily_sessions(mem: Memory, days: int) -> None:
+    """One session a day, the three topics in turn."""
+    for day in range(days):
+        topic = list(TOPICS)[day % 3]
+        mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+
+
 @pytest.fixture
 def mem(tmp_path: Path) -> Iterator[Memory]:
     with Memory(tmp_path / "t.db", embedder=HashingEmbedder(64), llm=None) as m:
@@ -127,9 +134,7 @@ def test_silence_inside_a_session_opens_a_new_topic(mem: Memory) -> None:
 def test_width_control_keeps_every_node_narrow(tmp_path: Path) -> None:
     config = TreeConfig(max_children=4)
     with Memory(tmp_path / "w.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
-        for day in range(30):
-            topic = list(TOPICS)[day % 3]
-            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        daily_sessions(mem, 30)
         root = mem.tree()
         assert all(len(n.children) <= 4 for n in root.walk()), "width rule broken"
         assert any(n.kind == "group" for n in root.walk())
@@ -1400,9 +1405,7 @@ def test_shapes_read_in_one_pass_walk_the_tree_as_lazily_read_ones(tmp_path: Pat
 
     config = TreeConfig(max_children=4)
     with Memory(tmp_path / "o.db", embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
-        for day in range(20):
-            topic = list(TOPICS)[day % 3]
-            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        daily_sessions(mem, 20)
         store = mem.backend
         thread = store.thread("default", "default")
         assert thread is not None
@@ -1461,9 +1464,7 @@ def test_a_large_threads_tree_shapes_are_preloaded_without_changing_results(
     config = TreeConfig(max_children=4)
     path = tmp_path / "p.db"
     with Memory(path, embedder=HashingEmbedder(64), tree=config, llm=None) as mem:
-        for day in range(12):
-            topic = list(TOPICS)[day % 3]
-            mem.add_many(exchanges(topic, T0 + timedelta(days=day), f"s{day}"))
+        daily_sessions(mem, 12)
     queries = ["tomato blight", "Lisbon tram tickets", "car brakes", "seafood in may"]
 
     def results(preload_from: int) -> tuple[list[list[tuple[str, dict]]], int]:
