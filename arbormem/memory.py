@@ -164,6 +164,9 @@ class Memory:
     ``user`` and ``agent`` set the default scope of every call; each call can
     name another. ``embedder`` is a spec such as ``"wordllama"`` (the default),
     ``"minilm"``, ``"openai:text-embedding-3-small"`` or an :class:`Embedder`.
+    ``read_only=True`` opens an existing store for search and reading alone;
+    the default opens it read-only only when it cannot be written (see
+    :attr:`read_only`), and ``False`` refuses to.
     """
 
     def __init__(
@@ -181,7 +184,12 @@ class Memory:
         tree: TreeConfig | bool | None = None,
         llm: Any = UNSET,
         ann_threshold: int | Any = UNSET,
+        read_only: bool | None = None,
     ) -> None:
+        if read_only is not None and not isinstance(read_only, bool):
+            raise InputError(
+                f"must be True, False or None, got {type(read_only).__name__}", field="read_only"
+            )
         settings = store_settings(
             db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
             user=user,
@@ -220,7 +228,9 @@ class Memory:
             from arbormem.llm import get_llm, resolve_llm_config
 
             llm = get_llm(resolve_llm_config())
-        self.backend = backend or open_backend(settings.db, synchronous=synchronous)
+        self.backend = backend or open_backend(
+            settings.db, synchronous=synchronous, read_only=read_only
+        )
         self.path = getattr(self.backend, "path", settings.db)
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
         folder = None if self.path == ":memory:" else Path(f"{self.path}.ann")
@@ -256,7 +266,7 @@ class Memory:
         idle = self.tree_config.reorganize_idle_seconds
         self._idle: IdleReorganizer | None = (
             IdleReorganizer(idle, self.trees.reorganize)
-            if idle is not None and self.tree_config.enabled
+            if idle is not None and self.tree_config.enabled and not self.read_only
             else None
         )
         _OPEN.add(self)
@@ -316,6 +326,13 @@ class Memory:
         if thread is not None and self.tree_config.enabled:
             self._checks.ensure(thread, wait=wait)
         return thread
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads: opened with ``read_only=True``, or a file
+        (or folder) that refuses writes. Searches, exports and views work; ``add``,
+        ``forget``, ``reorganize`` and every other change raise :class:`StoreError`."""
+        return self.backend.read_only
 
     @property
     def tree_problems(self) -> list[TreeProblem]:

@@ -413,7 +413,7 @@ class VectorCache:
 
     def _save(self, thread: Thread, entry: _Entry) -> None:
         meta_file = self._meta_file(thread)
-        if meta_file is None or not isinstance(entry.index, AnnIndex):
+        if meta_file is None or not isinstance(entry.index, AnnIndex) or self.backend.read_only:
             return
         if self.backend.state(thread).generation != entry.generation:
             # Messages left the thread since this index was built (perhaps through another
@@ -523,7 +523,8 @@ class VectorCache:
                     "embedding %d messages with %s for thread %s", len(missing), model, thread.id
                 )
                 vectors = self.embedder.embed_many([row.message.text for row in missing])
-                self.backend.put_vectors(model, {r.chash: v for r, v in zip(missing, vectors)})
+                if not self.backend.read_only:  # else kept for this process alone
+                    self.backend.put_vectors(model, {r.chash: v for r, v in zip(missing, vectors)})
                 self._add(
                     thread, entry, np.asarray([r.rowid for r in missing], dtype=np.int64), vectors
                 )

@@ -39,10 +39,20 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     envvar="ARBORMEM_EMBEDDER",
     help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
 )
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Open the store for reading only (a store that cannot be written opens so anyway).",
+)
 @click.version_option(package_name="arbormem")
 @click.pass_context
 def cli(
-    ctx: click.Context, db: str | None, user: str | None, agent: str | None, embedder: str | None
+    ctx: click.Context,
+    db: str | None,
+    user: str | None,
+    agent: str | None,
+    embedder: str | None,
+    read_only: bool,
 ) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
 
@@ -53,7 +63,7 @@ def cli(
       arbormem --user alice sessions
       arbormem bench locomo ../shared/datasets/locomo
     """
-    ctx.obj = StoreOptions(db, user, agent, embedder)
+    ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only)
 
 
 def main() -> None:

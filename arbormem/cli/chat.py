@@ -52,6 +52,7 @@ def _open(opts: StoreOptions, llm: Any) -> Any:
         agent=opts.agent if opts.agent is not None else UNSET,
         embedder=opts.embedder if opts.embedder is not None else UNSET,
         llm=llm,
+        read_only=opts.read_only,
     )
 
 

@@ -22,11 +22,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 class StoreOptions:
     """Global options given before the command (``--db``, ``--user``...)."""
 
-    def __init__(self, db: str | None, user: str | None, agent: str | None, embedder: str | None):
+    def __init__(
+        self,
+        db: str | None,
+        user: str | None,
+        agent: str | None,
+        embedder: str | None,
+        *,
+        read_only: bool = False,
+    ):
         self.db = db
         self.user = user
         self.agent = agent
         self.embedder = embedder
+        #: ``--read-only``: True, else None (read-only only when it cannot be written).
+        self.read_only: bool | None = True if read_only else None
 
     def open(self, *, existing: bool = False) -> Any:
         """The store; with ``existing`` (commands that only read) an error when there
@@ -48,6 +58,7 @@ class StoreOptions:
             user=self.user if self.user is not None else UNSET,
             agent=self.agent if self.agent is not None else UNSET,
             embedder=self.embedder if self.embedder is not None else UNSET,
+            read_only=self.read_only,
         )
 
     @contextmanager

@@ -244,6 +244,9 @@ class Backend(abc.ABC):
 
     #: A short name for the back-end, reported in benchmark configurations.
     name: str
+    #: True when the store was opened for reading only: every write raises StoreError,
+    #: and caches kept beside it (approximate indexes, topic vectors) are not saved.
+    read_only: bool = False
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -10,6 +10,8 @@
 * A full-text document is read back from its table's ``<name>_content``
   shadow table (FTS5 keeps the indexed text there, ``id`` and ``c0``), which
   is a plain B-tree lookup instead of a trip through the virtual table.
+* A store that cannot be written (the file, or the folder its WAL files live
+  in) opens read-only: searches work, writes raise :class:`StoreError`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import urllib.parse
 import weakref
 from array import array
 from bisect import bisect_left, bisect_right
@@ -31,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arbormem.errors import EmbedderError, StoreError
+from arbormem.errors import EmbedderError, SchemaError, StoreError
 from arbormem.models import Message, Session
 from arbormem.store.base import (
     LEXICAL_KEYS,
@@ -51,7 +54,7 @@ from arbormem.store.base import (
 )
 from arbormem.store.checkpoint import Checkpointer
 from arbormem.store.driver import sqlite3
-from arbormem.store.schema import migrate
+from arbormem.store.schema import LATEST, current_version, migrate
 from arbormem.text import fts_query
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 
@@ -70,6 +73,34 @@ def _load_json(text: str) -> dict[str, Any]:
 
 
 T = TypeVar("T")
+
+
+_CANTOPEN = 14
+_READONLY = 8
+_PERM = 3
+
+
+def _code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of a driver error (its extended code's low byte)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return int(code) & 0xFF
+    text = str(exc)  # a driver without error codes (pysqlite3)
+    if "unable to open database file" in text:
+        return _CANTOPEN
+    return _READONLY if "readonly database" in text else None
+
+
+def _unwritable(exc: StoreError) -> bool:
+    """Whether opening failed because the file or its folder refuses writes."""
+    return _code(exc.__cause__) in (_CANTOPEN, _READONLY, _PERM) if exc.__cause__ else False
+
+
+def _refuses_writes(path: str) -> bool:
+    """Whether an existing file cannot be written by this process. (Asked with
+    access(2): opening the file to find out, then closing it, would drop the locks
+    SQLite holds on it through any other connection of this process.)"""
+    return Path(path).is_file() and not os.access(path, os.W_OK)
 
 
 def _foreign(conn: sqlite3.Connection) -> bool:
@@ -171,8 +202,16 @@ class SQLiteBackend(Backend):
     name = "sqlite"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+        read_only: bool | None = None,
     ) -> None:
+        """``read_only``: True opens an existing store for reading only; False
+        requires write access; None (the default) writes when it can and reads
+        only when the file or its folder cannot be written."""
         self._memory = str(path) == ":memory:"
         # "~/memory.db" from a config file or a quoted flag reaches us unexpanded.
         # Absolute: a process that changes its working folder must still name (and
@@ -181,7 +220,16 @@ class SQLiteBackend(Backend):
         self._synchronous = str(synchronous).upper()
         if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
-        if not self._memory:
+        if read_only and self._memory:
+            raise StoreError("an in-memory store cannot be opened read-only: it starts empty")
+        if read_only and not Path(self.path).is_file():
+            raise StoreError(f"no store at {self.path} to open read-only")
+        #: Whether this store only reads (see :meth:`transaction`), and why.
+        self.read_only = bool(read_only)
+        self._why_read_only = "it was opened read-only"
+        #: Read-only, in a folder where SQLite cannot keep the WAL's shared-memory file.
+        self._immutable = False
+        if not self._memory and not self.read_only:
             parent = Path(self.path).resolve().parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
@@ -207,26 +255,106 @@ class SQLiteBackend(Backend):
         #: before closing their connections (closing one mid-read crashed the process).
         self._active: dict[int, int] = {}
         self._idle = threading.Condition(threading.Lock())
-        self._writer = self._connect(first=True)
-        try:
-            migrate(self._writer, self.path)
-        except sqlite3.DatabaseError as exc:
-            self._writer.close()
-            raise StoreError(f"{self.path} is not a usable arbormem database: {exc}") from exc
+        if not self.read_only and not self._memory and _refuses_writes(self.path):
+            # SQLite would open it read-only without a word, and fail at the first write.
+            if read_only is False:
+                raise StoreError(f"{self.path} cannot be written (check its permissions)")
+            self.read_only = True
+            self._why_read_only = "the file refuses writes (check its permissions)"
+            log.info("%s cannot be written: opened read-only", self.path)
+        if self.read_only:
+            self._writer = self._open_read_only()
+        else:
+            try:
+                self._writer = self._open_writable()
+            except StoreError as exc:
+                if read_only is False or not _unwritable(exc) or not Path(self.path).is_file():
+                    raise
+                # The file, or the folder SQLite keeps the WAL's files in, refuses
+                # writes: a backup on read-only media, another user's store.
+                self.read_only = True
+                self._why_read_only = f"it or its folder refuses writes ({exc.__cause__})"
+                log.info("%s cannot be written: opened read-only", self.path)
+                self._writer = self._open_read_only()
         #: Checkpoints run on their own thread (see :mod:`arbormem.store.checkpoint`).
         self._checkpointer: Checkpointer | None = None
-        if not self._memory:
+        if not self._memory and not self.read_only:
             self._writer.execute("PRAGMA wal_autocheckpoint = 0")
             self._writer.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
             self._checkpointer = Checkpointer(self._connect, self.path + "-wal")
 
     # -- connections -----------------------------------------------------------
 
+    def _open_writable(self) -> sqlite3.Connection:
+        conn = self._connect(first=True)
+        try:
+            migrate(conn, self.path)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{self.path} is not a usable arbormem database: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The first read-only connection, once the schema is known to be current."""
+        conn: sqlite3.Connection | None = None
+        try:
+            try:
+                conn = self._connect(first=True)
+                version = current_version(conn)
+            except (sqlite3.OperationalError, StoreError) as exc:
+                if conn is not None:
+                    conn.close()
+                cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+                if cause is None or _code(cause) != _CANTOPEN:
+                    raise
+                # WAL mode needs a shared-memory file beside the store, which a
+                # read-only folder cannot take. With no WAL left to read, SQLite can
+                # treat the file as unchanging; a WAL holding commits must be merged first.
+                wal = Path(self.path + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"{wal} holds writes not yet merged into {self.path}, and its folder "
+                        "cannot be written to read them: open the store once where its "
+                        "folder is writable (any arbormem command merges them)"
+                    ) from exc
+                self._immutable = True
+                conn = self._connect(first=True)
+                version = current_version(conn)
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open {self.path} read-only: {exc}") from exc
+        if version != LATEST:
+            conn.close()
+            if version > LATEST:
+                raise SchemaError(
+                    f"{self.path} has schema version {version}, newer than this arbormem "
+                    f"understands ({LATEST}); upgrade arbormem (pip install -U arbormem) to open it"
+                )
+            raise StoreError(
+                f"{self.path} has schema version {version} and this arbormem reads {LATEST}: "
+                "open it once with write access to upgrade it"
+            )
+        return conn
+
     def _connect(self, first: bool = False) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-            )
+            if self.read_only and not self._memory:
+                flags = "mode=ro&immutable=1" if self._immutable else "mode=ro"
+                conn = sqlite3.connect(
+                    f"file:{urllib.parse.quote(self.path)}?{flags}",
+                    uri=True,
+                    timeout=self._timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                )
             if first and not self._memory and _foreign(conn):
                 # Opening it would switch it to WAL and add arbormem's tables: a mistyped
                 # --db once changed another program's database that way.
@@ -235,10 +363,10 @@ class SQLiteBackend(Backend):
                     f"{self.path} is another program's SQLite database (it has tables, none "
                     "of them arbormem's); give arbormem a file of its own"
                 )
-            if first and not self._memory:
+            if first and not self._memory and not self.read_only:
                 # Takes effect only while the file is empty; a no-op on any other.
                 conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")
-            if not self._memory:
+            if not self._memory and not self.read_only:
                 mode = self._wal(conn)
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{self.path}: cannot switch to WAL mode (got {mode})")
@@ -380,6 +508,8 @@ class SQLiteBackend(Backend):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.read_only:
+            raise StoreError(f"{self.path} cannot be changed: {self._why_read_only}")
         with self._lock:
             # (Holding the lock, this thread owns any transaction under way: a nested
             # one joins it even when close() has begun, and close waits for both.)

@@ -170,7 +170,7 @@ class OpenChecks:
                 self._checks.pop(job.thread.id, None)  # the next use tries again
         finally:
             job.checked.set()
-        if sound_at is not None:
+        if sound_at is not None and not backend.read_only:
             try:  # after ``checked``: a writer may hold the store while waiting for it
                 backend.mark_tree_checked(job.thread, sound_at)
             except Exception as exc:  # only costs a check on the next open

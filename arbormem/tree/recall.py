@@ -370,7 +370,7 @@ class TreeRecall:
 
     def _save(self, thread: Thread, vectors: SummaryVectors) -> None:
         path = self._file(thread)
-        if path is None or not len(vectors):
+        if path is None or not len(vectors) or self.backend.read_only:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
