@@ -91,6 +91,7 @@ class Example:
     n_evidence: int  # evidence turns in all (some may not be candidates)
     session: np.ndarray  # session index per candidate (for session hit@1)
     group: str  # the conversation, for leave-one-out
+    category: int = 0  # the question's LoCoMo category (0 when unknown)
 
 
 def metrics(examples: Sequence[Example], w: np.ndarray) -> dict[str, float]:

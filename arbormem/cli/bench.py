@@ -317,4 +317,9 @@ def fit_cmd(
         for label in ("leave_one_out", "in_sample", "shipped_weights_in_sample"):
             figures = ", ".join(f"{k} {v:.3f}" for k, v in r[label].items())
             click.echo(f"  {label}: {figures}")
+        for cat, c in r["by_category"].items():
+            click.echo(
+                f"  category {cat} ({c['questions']} questions): candidates hold "
+                f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
+            )
         click.echo(f"  weights: {r['weights']}")

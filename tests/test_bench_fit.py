@@ -1,0 +1,50 @@
+"""``arbormem bench fit``: the ranker's fit, and where each category loses its evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from arbormem.bench.fit import by_category
+from arbormem.ranker import Example
+
+from .conftest import run_cli, tiny_locomo, write_json
+
+
+def test_fit_reports_each_category(tmp_path: Path) -> None:
+    files = [write_json(tmp_path / f"conv-{n}.json", tiny_locomo(f"conv-{n}")) for n in ("a", "b")]
+    done = run_cli("--embedder", "hash", "bench", "fit", *map(str, files), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for mode in ("tree", "flat"):
+        r = result[mode]
+        # Two copies of the file's three questions of categories 1, 3 and 4 (not 5).
+        assert r["questions"] == 6
+        assert set(r["by_category"]) == {"1", "3", "4"}
+        for c in r["by_category"].values():
+            assert c["questions"] == 2
+            assert 0 <= c["recall@10"] <= c["candidate_recall"] <= 1
+    text = run_cli("--embedder", "hash", "bench", "fit", str(files[0]))
+    assert text.returncode == 0, text.stderr
+    assert "category 4 (1 questions): candidates hold" in text.stdout
+
+
+def test_candidate_recall_counts_evidence_the_sources_missed() -> None:
+    """Two evidence turns, one among the candidates: half, whatever the ranking."""
+    ex = Example(
+        X=np.asarray([[1.0], [0.0], [0.5]], dtype=np.float32),
+        relevant=np.asarray([False, True, False]),
+        n_evidence=2,
+        session=np.asarray([0, 1, 0]),
+        group="g",
+        category=1,
+    )
+    got = by_category([ex], np.asarray([1.0], dtype=np.float32))["1"]
+    assert got == {
+        "questions": 1,
+        "candidate_recall": 0.5,
+        "recall@10": 0.5,
+        "session_hit@1": 0.0,
+    }
