@@ -33,6 +33,11 @@ class AsyncMemory:
     def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
         self.memory = memory or Memory(*args, **kwargs)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store only reads (see :attr:`Memory.read_only`)."""
+        return self.memory.read_only
+
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
 

@@ -157,6 +157,7 @@ class ChatSession:
         system_prompt: str | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
+        memory.backend.writable()  # a chat stores every turn: refused before any LLM call
         self.memory = memory
         self.llm = llm
         self.budget = budget

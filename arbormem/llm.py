@@ -130,7 +130,11 @@ class LLMConfig:
 
 def _read_dotenv(env_file: str | Path | None) -> tuple[dict[str, str], Path | None]:
     path = Path(env_file) if env_file is not None else None
-    if path is None or not path.is_file():
+    try:
+        found = path is not None and path.is_file()
+    except OSError:  # a working folder this process may not look into: no .env of its own
+        found = False
+    if path is None or not found:
         return {}, None
     from dotenv import dotenv_values  # only when there is a file to read
 

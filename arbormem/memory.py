@@ -228,6 +228,12 @@ class Memory:
             from arbormem.llm import get_llm, resolve_llm_config
 
             llm = get_llm(resolve_llm_config())
+        if backend is not None and read_only is not None and read_only != backend.read_only:
+            raise InputError(
+                f"the back-end given is {'' if backend.read_only else 'not '}read-only: "
+                "open it read-only (or not) itself",
+                field="read_only",
+            )
         self.backend = backend or open_backend(
             settings.db, synchronous=synchronous, read_only=read_only
         )
@@ -465,6 +471,7 @@ class Memory:
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
+        self.backend.writable()  # before embedding what could not be stored
         vectors = self._embed_new(prepared)
         with self._write_lock:
             thread = self._thread(scope, create=True)
@@ -1084,6 +1091,7 @@ class Memory:
             name = os.fspath(source)
             data = parse_json(read_bytes_as_text(Path(name)), name)
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
+        self.backend.writable()
         vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
         added = 0
         # Threads that exist are checked before the transaction: a check running in the
@@ -1148,6 +1156,7 @@ class Memory:
         This also happens on its own, lazily, the first time a thread is searched
         after the embedder changed.
         """
+        self.backend.writable()
         model = self.embedder.model_id
         embedded = 0
         for thread in self.backend.threads():

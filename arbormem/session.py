@@ -113,7 +113,10 @@ class WorkingMemory:
 
     def save(self, thread: Thread, session: str, state: SessionMemory) -> bool:
         """Store ``state`` unless messages were forgotten since it was loaded (by this
-        process or another: an upkeep may run for seconds with an LLM summary)."""
+        process or another: an upkeep may run for seconds with an LLM summary). A
+        read-only store keeps nothing: the state served the call that made it."""
+        if self.backend.read_only:
+            return False
         with self.backend.transaction():
             if self.backend.state(thread).generation != state.generation:
                 log.info("session %s changed while its upkeep ran; not saved", session)
@@ -370,7 +373,7 @@ def build_context(
     """What :meth:`arbormem.Memory.context` does (documented there)."""
     from arbormem.config import UNSET, resolve
     from arbormem.context import DEFAULT_SYSTEM_PROMPT, ContextBuilder
-    from arbormem.errors import InputError
+    from arbormem.errors import InputError, StoreError
     from arbormem.memory import DEFAULT_CONTEXT_BUDGET, DEFAULT_CONTEXT_WINDOW
     from arbormem.modes import resolve_mode
     from arbormem.tokens import default_counter
@@ -406,6 +409,11 @@ def build_context(
         )
     )
     scope = memory._scope(user, agent)
+    if mode is not None and memory.read_only:
+        raise StoreError(
+            f"{memory.path} is read-only, and mode= is stored with the session: "
+            "leave it out to use the session's stored mode"
+        )
     # A read: no wait for the tree check, and no thread made for a scope that has none
     # (unless a mode is to be stored for it).
     thread = memory._thread(scope, create=mode is not None, wait=False)
@@ -455,7 +463,7 @@ def build_context(
         messages = session_messages()
         state = memory.working.compress(thread, key, messages, default_mode)
         _, inside = memory.working.window(messages, state)
-    elif pressure >= WARN_AT:
+    elif pressure >= WARN_AT and not memory.read_only:  # (read-only: nothing to keep)
         memory.working.submit(
             lambda: memory.working.compress(thread, key, session_messages(), default_mode)
         )

@@ -9,18 +9,23 @@ permission bits do not stop; ``chmod`` otherwise).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from arbormem import Memory
+from arbormem import AsyncMemory, Memory
+from arbormem.chat import ChatSession
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import InputError, StoreError
+from arbormem.store.sqlite import SQLiteBackend
 from tests.conftest import run_cli
 
 EMBEDDER = HashingEmbedder(64)
@@ -110,6 +115,65 @@ def test_refusals(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="read_only"):
         Memory(tmp_path / "x.db", embedder=EMBEDDER, read_only="yes")  # type: ignore[arg-type]
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_store_changed_while_read_as_unchanging_is_reported(locked: Path) -> None:
+    """In a folder that refuses writes the store is read as an unchanging file. A
+    writer with another view of the folder (a read-only bind mount, another user)
+    can still change it: reads then say so instead of failing on a malformed page."""
+    db = locked / "memory.db"
+    undo = ["chattr", "-i", str(locked)] if os.geteuid() == 0 else ["chmod", "755", str(locked)]
+    with Memory(db, embedder=EMBEDDER) as reader:
+        assert reader.backend._immutable
+        assert len(reader.messages()) == len(EXCHANGES)
+        subprocess.run(undo, check=True)
+        with Memory(db, embedder=EMBEDDER) as writer:
+            writer.add_many([{"role": "user", "content": f"Filler note {n}."} for n in range(200)])
+        _lock(locked)
+        with pytest.raises(StoreError, match="changed by another process since it was opened"):
+            reader.search("hazelnuts", k=1)
+
+
+def test_a_folder_closed_by_permissions(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Permission bits refuse the shared-memory file with another error than the
+    immutable flag does ("readonly directory"). As root, a child process drops to
+    nobody to meet them, in a working folder it may not enter (where looking for a
+    .env file used to raise PermissionError)."""
+    if os.geteuid() != 0:
+        pytest.skip("the locked fixture covers permission bits when not root")
+    # Outside pytest's own folders, which only their owner may enter.
+    top = Path(tempfile.mkdtemp(prefix="arbormem-theirs-"))
+    top.chmod(0o755)
+    folder = top / "theirs"
+    folder.mkdir()
+    _fill(folder / "memory.db")
+    folder.chmod(0o555)
+    request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
+    script = f"""
+import os
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.errors import StoreError
+E = HashingEmbedder(64)
+with Memory({str(folder / "memory.db")!r}, embedder=E) as mem:  # imports everything
+    mem.search("warm up", k=1)
+os.setgid(65534)
+os.setuid(65534)
+assert not os.access({str(folder)!r}, os.W_OK)
+with Memory({str(folder / "memory.db")!r}, embedder=E) as mem:
+    assert mem.read_only
+    print(mem.search("hazelnuts", k=1)[0].message.content)
+    try:
+        mem.add("one more")
+    except StoreError as exc:
+        print("refused:", exc)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "hazelnuts" in done.stdout
+    assert "refused:" in done.stdout and "refuses writes" in done.stdout
 
 
 def test_an_older_schema_is_not_upgraded_read_only(tmp_path: Path) -> None:
@@ -209,7 +273,7 @@ def test_a_wal_that_cannot_be_read_is_named(tmp_path: Path) -> None:
             shutil.copy(f"{src}{suffix}", copy / f"memory.db{suffix}")
     undo = _lock(copy)
     try:
-        with pytest.raises(StoreError, match=r"memory\.db-wal holds writes not yet merged"):
+        with pytest.raises(StoreError, match=r"memory\.db-wal may hold writes not yet merged"):
             Memory(copy / "memory.db", embedder=EMBEDDER)
     finally:
         subprocess.run(undo, check=True)
@@ -227,3 +291,99 @@ def test_cli(locked: Path, tmp_path: Path) -> None:
     assert refused.returncode == 1
     assert "cannot be changed: it was opened read-only" in refused.stderr
     assert run_cli("--db", str(writable), "--read-only", "sessions").returncode == 0
+
+
+def test_an_unsound_tree_is_used_as_stored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A writable store rebuilds an unsound tree on open; a read-only one cannot, and
+    its tree views, context and search go on with the tree as it is."""
+    db = tmp_path / "memory.db"
+    _fill(db, tree=False)  # messages outside any tree: the check finds them
+    with Memory(db, embedder=EMBEDDER, read_only=True) as mem:
+        assert "hazelnuts" in mem.search("hazelnuts", k=1)[0].message.content
+        assert mem.tree().kind == "root"
+        assert '"kind": "root"' in mem.render_tree("json")
+        assert mem.context("hazelnuts").messages
+        assert mem.prepare_search()["vectors"] == len(EXCHANGES)
+        assert [p.reason for p in mem.tree_problems] == ["the thread has messages but no tree"]
+    assert sum("is unsound" in r.getMessage() for r in caplog.records) == 1
+    with Memory(db, embedder=EMBEDDER) as mem:  # writable: rebuilt
+        assert mem.tree().message_count == len(EXCHANGES)
+        assert mem.tree_problems
+
+
+def test_context_under_pressure_compresses_without_storing(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with Memory(db, embedder=EMBEDDER) as mem:
+        mem.add_many(
+            [
+                {"role": "user", "content": f"Note {n} about the garden: " + "roses " * 40}
+                for n in range(30)
+            ],
+            session="s1",
+        )
+    before = _files(tmp_path)
+    with Memory(db, embedder=EMBEDDER, read_only=True) as mem:
+        roomy = mem.context("roses?", session="s1", context_window=100_000)
+        tight = mem.context("roses?", session="s1", context_window=1_500)
+        assert len(tight.messages) < len(roomy.messages)
+        with pytest.raises(StoreError, match="mode= is stored with the session"):
+            mem.context("roses?", session="s1", mode="code")
+    assert _files(tmp_path) == before
+
+
+def test_writes_are_refused_before_work(tmp_path: Path) -> None:
+    """Embedding a batch, or asking an LLM, for what could not be stored is waste
+    (and may be paid for): refused first."""
+
+    class Counting(HashingEmbedder):
+        calls = 0
+
+        def embed_many(self, texts, **options):  # type: ignore[no-untyped-def]
+            Counting.calls += 1
+            return super().embed_many(texts, **options)
+
+    db = tmp_path / "memory.db"
+    _fill(db)
+    with Memory(tmp_path / "other.db", embedder=EMBEDDER) as other:
+        other.add("A message the read-only store does not hold.")
+        export = other.export()
+    with Memory(db, embedder=Counting(32), read_only=True) as mem:
+        for write in (
+            lambda: mem.add_many([{"role": "user", "content": "x"}]),
+            mem.reembed,
+            lambda: mem.import_(export),
+            lambda: ChatSession(mem, llm=None),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(StoreError, match="opened read-only"):
+                write()
+        assert Counting.calls == 0
+
+
+def test_a_backend_given_decides(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    _fill(db)
+    backend = SQLiteBackend(db, read_only=True)
+    try:
+        with pytest.raises(InputError, match="read_only"):
+            Memory(backend=backend, embedder=EMBEDDER, read_only=False)
+        mem = Memory(backend=backend, embedder=EMBEDDER)
+        assert mem.read_only
+        mem.close()
+    finally:
+        backend.close()
+
+
+def test_async(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    _fill(db)
+
+    async def main() -> None:
+        async with AsyncMemory(db, embedder=EMBEDDER, read_only=True) as mem:
+            assert mem.read_only
+            assert (await mem.search("hazelnuts", k=1))[0].message.content
+            with pytest.raises(StoreError):
+                await mem.add("Ida can eat hazelnuts now.")
+
+    asyncio.run(main())

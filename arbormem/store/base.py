@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from arbormem.errors import StoreError
 from arbormem.models import Message, Session
 
 #: Lexical keys every back-end indexes for each message: the turn alone, and the
@@ -252,7 +253,14 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[None]:
-        """A write transaction; nested calls join the outer one."""
+        """A write transaction; nested calls join the outer one. Raises StoreError on a
+        read-only store (see :meth:`writable`)."""
+
+    def writable(self) -> None:
+        """Raise :class:`StoreError` saying why, when the store is read-only: callers
+        check before work that a refused write would waste (embedding, an LLM call)."""
+        if self.read_only:
+            raise StoreError(f"the {self.name} store cannot be changed: it is read-only")
 
     @abc.abstractmethod
     def close(self) -> None:

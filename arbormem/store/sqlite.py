@@ -96,6 +96,11 @@ def _unwritable(exc: StoreError) -> bool:
     return _code(exc.__cause__) in (_CANTOPEN, _READONLY, _PERM) if exc.__cause__ else False
 
 
+def _stamp(path: str) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _refuses_writes(path: str) -> bool:
     """Whether an existing file cannot be written by this process. (Asked with
     access(2): opening the file to find out, then closing it, would drop the locks
@@ -227,8 +232,10 @@ class SQLiteBackend(Backend):
         #: Whether this store only reads (see :meth:`transaction`), and why.
         self.read_only = bool(read_only)
         self._why_read_only = "it was opened read-only"
-        #: Read-only, in a folder where SQLite cannot keep the WAL's shared-memory file.
+        #: Read-only, in a folder where SQLite cannot keep the WAL's shared-memory file:
+        #: read as an unchanging file, whose size and time must stay as they were.
         self._immutable = False
+        self._stamp: tuple[int, int, int] | None = None
         if not self._memory and not self.read_only:
             parent = Path(self.path).resolve().parent
             try:
@@ -308,19 +315,23 @@ class SQLiteBackend(Backend):
                 if conn is not None:
                     conn.close()
                 cause = exc.__cause__ if isinstance(exc, StoreError) else exc
-                if cause is None or _code(cause) != _CANTOPEN:
+                shm = Path(self.path + "-shm")
+                if cause is None or _code(cause) not in (_CANTOPEN, _READONLY) or shm.exists():
                     raise
-                # WAL mode needs a shared-memory file beside the store, which a
-                # read-only folder cannot take. With no WAL left to read, SQLite can
-                # treat the file as unchanging; a WAL holding commits must be merged first.
+                # WAL mode needs a shared-memory file beside the store, which a folder
+                # that refuses writes cannot take (SQLite says "unable to open" or
+                # "readonly directory"). With no log to read, SQLite can read the file
+                # as unchanging; a log that may hold commits must be merged first.
                 wal = Path(self.path + "-wal")
                 if wal.exists() and wal.stat().st_size > 0:
                     raise StoreError(
-                        f"{wal} holds writes not yet merged into {self.path}, and its folder "
-                        "cannot be written to read them: open the store once where its "
-                        "folder is writable (any arbormem command merges them)"
+                        f"{wal} may hold writes not yet merged into {self.path}, and they "
+                        "cannot be read where the folder refuses writes: open the store "
+                        "once where its folder is writable (any arbormem command merges them)"
                     ) from exc
                 self._immutable = True
+                self._stamp = _stamp(self.path)
+                log.info("%s: its folder refuses writes, read as an unchanging file", self.path)
                 conn = self._connect(first=True)
                 version = current_version(conn)
         except sqlite3.DatabaseError as exc:
@@ -334,13 +345,26 @@ class SQLiteBackend(Backend):
                     f"{self.path} has schema version {version}, newer than this arbormem "
                     f"understands ({LATEST}); upgrade arbormem (pip install -U arbormem) to open it"
                 )
+            if version == 0:
+                raise StoreError(f"{self.path} is empty or not an arbormem store")
             raise StoreError(
                 f"{self.path} has schema version {version} and this arbormem reads {LATEST}: "
                 "open it once with write access to upgrade it"
             )
         return conn
 
+    def _check_unchanged(self) -> None:
+        """A store read as unchanging must be: another process writing it (through a
+        view of the folder that can be written) would make reads fail or go wrong."""
+        if _stamp(self.path) != self._stamp:
+            raise StoreError(
+                f"{self.path} was changed by another process since it was opened, and it "
+                "is read as an unchanging file (its folder refuses writes, so SQLite cannot "
+                "follow the writer): open it again"
+            )
+
     def _connect(self, first: bool = False) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = None
         try:
             if self.read_only and not self._memory:
                 flags = "mode=ro&immutable=1" if self._immutable else "mode=ro"
@@ -358,7 +382,6 @@ class SQLiteBackend(Backend):
             if first and not self._memory and _foreign(conn):
                 # Opening it would switch it to WAL and add arbormem's tables: a mistyped
                 # --db once changed another program's database that way.
-                conn.close()
                 raise StoreError(
                     f"{self.path} is another program's SQLite database (it has tables, none "
                     "of them arbormem's); give arbormem a file of its own"
@@ -375,8 +398,12 @@ class SQLiteBackend(Backend):
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA cache_size = -65536")
             conn.execute("PRAGMA temp_store = MEMORY")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            raise
         return conn
 
     def _wal(self, conn: sqlite3.Connection) -> str:
@@ -480,6 +507,8 @@ class SQLiteBackend(Backend):
                 yield self._writer
         else:
             me = threading.get_ident()
+            if self._immutable:
+                self._check_unchanged()
             with self._idle:
                 if self._closed and not self._owns_transaction():
                     raise StoreError(f"{self.path} is closed")
@@ -489,6 +518,10 @@ class SQLiteBackend(Backend):
             except sqlite3.ProgrammingError as exc:
                 if self._closed:  # closed by another thread while this read ran
                     raise StoreError(f"{self.path} is closed") from exc
+                raise
+            except sqlite3.DatabaseError:
+                if self._immutable:  # changed while it was read
+                    self._check_unchanged()
                 raise
             finally:
                 with self._idle:
@@ -506,10 +539,13 @@ class SQLiteBackend(Backend):
                     if conn is not None:
                         self._drop(conn)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def writable(self) -> None:
         if self.read_only:
             raise StoreError(f"{self.path} cannot be changed: {self._why_read_only}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.writable()
         with self._lock:
             # (Holding the lock, this thread owns any transaction under way: a nested
             # one joins it even when close() has begun, and close waits for both.)

@@ -191,6 +191,17 @@ class OpenChecks:
             if job.repaired:
                 return
             thread = job.thread
+            if self.grower.backend.read_only:
+                # Nothing can be rebuilt: the tree is used as stored, and said to be unsound once.
+                log.warning(
+                    "the topic tree of %s is unsound (%s) and the store is read-only: "
+                    "it is used as stored; open the store writable once to rebuild it",
+                    _scope(thread),
+                    "; ".join(str(p) for p in job.found[:3]),
+                )
+                job.repaired = True
+                self.problems.extend(job.found)
+                return
             if self.grower.backend.thread(thread.user, thread.agent) is None:
                 job.repaired = True  # forgotten meanwhile: nothing left to rebuild
                 return
