@@ -342,7 +342,8 @@ class Memory:
 
     @property
     def tree_problems(self) -> list[TreeProblem]:
-        """Inconsistencies found (and repaired) in the trees this instance opened."""
+        """Inconsistencies found in the trees this instance opened: repaired, unless
+        the store is read-only (then the trees are used as stored)."""
         self._checks.wait()
         return list(self._checks.problems)
 
