@@ -1083,7 +1083,11 @@ class Memory:
 
         Messages whose id is already stored with the same content are skipped,
         so importing the same file twice is harmless; a different message under
-        an existing id is an error.
+        an existing id is an error. Returns ``{"threads", "messages", "skipped",
+        "archived", "not_archived"}``: messages marked archived are archived again
+        by whole exchanges, and ``not_archived`` counts those that could not be
+        (the tree is off, or the first imported message joined this store's open
+        exchange), with a warning.
         """
         if isinstance(source, Mapping):
             data: Any = source
@@ -1094,7 +1098,7 @@ class Memory:
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
         self.backend.writable()
         vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
-        added = 0
+        added = archived_again = left_live = 0
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
         for scope, _, _ in plan:
@@ -1112,14 +1116,33 @@ class Memory:
                 )
                 rows = self.backend.append(thread, msgs, mine, self.embedder.model_id)
                 self._after_append(thread, rows, mine)
-                if archived:
-                    self.trees.archive(thread, [r.rowid for r in rows if r.message.id in archived])
+                marked = [r.rowid for r in rows if r.message.id in archived]
+                if marked:
+                    done = self.trees.archive(thread, marked)
+                    archived_again += done
+                    left_live += len(marked) - done
                 added += len(rows)
         for scope, _, _ in plan:
             thread = self._thread(scope)
             if thread:
                 self.vectors.invalidate(thread)
-        return {"threads": len(plan), "messages": added, "skipped": skipped}
+        if left_live:
+            # An exchange is archived whole or not at all: the tree is off, or an
+            # imported message joined an exchange of this store (its open one).
+            log.warning(
+                "%s: %d message(s) marked archived are back in recall: their exchanges "
+                "could not be archived whole%s",
+                name,
+                left_live,
+                " (the topic tree is off)" if not self.tree_config.enabled else "",
+            )
+        return {
+            "threads": len(plan),
+            "messages": added,
+            "skipped": skipped,
+            "archived": archived_again,
+            "not_archived": left_live,
+        }
 
     # -- maintenance ----------------------------------------------------------------------------
 

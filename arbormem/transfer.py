@@ -29,15 +29,27 @@ EXPORT_VERSION = 1
 
 
 def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
-    """One thread as the export format's JSON object."""
+    """One thread as the export format's JSON object.
+
+    The thread as it was when the export began: messages another process adds
+    meanwhile (past the position it had reached) are left for the next export, and
+    a session first met among the messages (made meanwhile) is read again."""
+    end = backend.state(thread).next_index
     sessions: dict[str, dict[str, Any]] = {
         s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
         for s in backend.sessions(thread)
     }
-    leaves = backend.archived_leaves(thread)
-    archived = {r.rowid for r in backend.leaf_messages(thread, leaves)} if leaves else set()
+    # Each message's own flag: a message archived with its exchange stays archived
+    # after a new message joined that exchange (it then is only partly archived).
+    archived = backend.archived_rowids(thread)
     for row in backend.iter_rows(thread):
         m = row.message
+        if m.index >= end:
+            break
+        if m.session not in sessions:
+            known = {s.id: s for s in backend.sessions(thread)}
+            meta = dict(known[m.session].metadata) if m.session in known else {}
+            sessions[m.session] = {"id": m.session, "metadata": meta, "messages": []}
         item = {
             "id": m.id,
             "index": m.index,

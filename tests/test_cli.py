@@ -130,9 +130,20 @@ def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> No
     assert run_cli("export", str(dump), env=env).returncode == 0
     other = {**env, "ARBORMEM_DB": str(tmp_path / "other.db")}
     imported = run_cli("import", str(dump), "--json", env=other)
-    assert json.loads(imported.stdout) == {"threads": 1, "messages": 1, "skipped": 0}
+    assert json.loads(imported.stdout) == {
+        "threads": 1,
+        "messages": 1,
+        "skipped": 0,
+        "archived": 0,
+        "not_archived": 0,
+    }
     stdout_dump = json.loads(run_cli("export", env=other).stdout)
     assert stdout_dump["threads"] == json.loads(dump.read_text())["threads"]
+    third = {**env, "ARBORMEM_DB": str(tmp_path / "third.db")}
+    piped = run_cli("import", "-", "--json", env=third, input=json.dumps(stdout_dump))
+    assert json.loads(piped.stdout)["messages"] == 1, piped.stderr
+    bad = run_cli("import", "-", env=third, input="{not json")
+    assert bad.returncode == 1 and "<stdin>" in bad.stderr
     re = run_cli("--embedder", "hash:32", "reembed", "--json", env=other)
     assert json.loads(re.stdout) == {"embedded": 1, "pruned": 1}
 

@@ -300,13 +300,47 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
     dump = memory.export(tmp_path / "dump.json", everything=True)
     with Memory(tmp_path / "other.db", embedder=HashingEmbedder(64)) as other:
         counts = other.import_(tmp_path / "dump.json")
-        assert counts == {"threads": 2, "messages": 3, "skipped": 0}
+        assert counts == {
+            "threads": 2,
+            "messages": 3,
+            "skipped": 0,
+            "archived": 0,
+            "not_archived": 0,
+        }
         again = other.export(everything=True)
         assert again["threads"] == dump["threads"]
         assert other.search("hello")[0].message.speaker == "Ann"
         # Importing twice is harmless.
         assert other.import_(dump)["skipped"] == 3
         assert other.export(everything=True)["threads"] == dump["threads"]
+
+
+def test_an_export_is_of_the_thread_as_it_was_when_it_began(
+    memory: Memory, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process adding a message in a new session while an export reads the
+    rows: the export failed with KeyError (the CLI with a traceback) in most runs."""
+    memory.add_many([{"content": f"note {n}", "session": "s1"} for n in range(3)])
+    backend = memory.backend
+    rows = backend.iter_rows
+
+    def meanwhile(thread, batch=5000):  # type: ignore[no-untyped-def]
+        for n, row in enumerate(rows(thread, batch)):
+            if n == 1:
+                with Memory(db_path, embedder=HashingEmbedder(64)) as other:
+                    other.add("written meanwhile", session="s2")
+            yield row
+
+    monkeypatch.setattr(backend, "iter_rows", meanwhile)
+    data = memory.export()
+    (thread,) = data["threads"]
+    assert [m["content"] for s in thread["sessions"] for m in s["messages"]] == [
+        "note 0",
+        "note 1",
+        "note 2",
+    ]
+    monkeypatch.undo()
+    assert [m.content for m in memory.messages()][-1] == "written meanwhile"
 
 
 def test_session_names_are_ones_an_export_can_bring_back(memory: Memory, tmp_path: Path) -> None:
@@ -336,7 +370,8 @@ def test_one_file_may_list_a_scope_twice(memory: Memory, tmp_path: Path) -> None
         second = other.export()
     merged = {**first, "threads": first["threads"] + second["threads"]}
     with Memory(tmp_path / "c.db", embedder=HashingEmbedder(64)) as target:
-        assert target.import_(merged) == {"threads": 2, "messages": 2, "skipped": 0}
+        counts = target.import_(merged)
+        assert (counts["threads"], counts["messages"], counts["skipped"]) == (2, 2, 0)
         assert [(m.content, m.index) for m in target.messages()] == [("first", 0), ("second", 1)]
 
 

@@ -700,6 +700,43 @@ def test_archived_exchanges_stay_archived_through_export_and_import(
     copy.close()
 
 
+def test_archived_marks_survive_a_message_joining_the_exchange(mem: Memory, tmp_path: Path) -> None:
+    """Imported last, an archived exchange is the copy's open one; a reply joins it.
+    Its messages stay archived there, and the copy's export still marks them."""
+    add_a_trivial_exchange(mem)
+    mem.reorganize(prune_trivial_leaves=True)
+    for m in mem.messages()[2:]:
+        mem.forget(m.id)
+    with Memory(tmp_path / "copy.db", embedder=HashingEmbedder(64), llm=None) as copy:
+        assert copy.import_(mem.export())["archived"] == 2
+        copy.add(
+            "and one more thing about the greenhouse",
+            role="assistant",
+            session="s1",
+            timestamp=T0,
+        )
+        flagged = [
+            m["content"]
+            for t in copy.export()["threads"]
+            for s in t["sessions"]
+            for m in s["messages"]
+            if m.get("archived")
+        ]
+        assert flagged == ["ok", "great, anything else?"]
+
+
+def test_an_import_says_what_it_could_not_archive(mem: Memory, tmp_path: Path) -> None:
+    add_a_trivial_exchange(mem)
+    mem.reorganize(prune_trivial_leaves=True)
+    data = mem.export()
+    with Memory(tmp_path / "flat.db", embedder=HashingEmbedder(64), llm=None, tree=False) as flat:
+        counts = flat.import_(data)
+    assert (counts["archived"], counts["not_archived"]) == (0, 2)
+    with Memory(tmp_path / "tree.db", embedder=HashingEmbedder(64), llm=None) as tree:
+        counts = tree.import_(data)
+    assert (counts["archived"], counts["not_archived"]) == (2, 0)
+
+
 def test_an_archived_exchange_reaches_search_through_no_neighbour(mem: Memory) -> None:
     mem.add_many(
         [

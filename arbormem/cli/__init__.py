@@ -418,14 +418,26 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
 @click.pass_obj
 @handle_errors
 def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
-    """Restore an export. All or nothing; already-present identical messages are skipped.
+    """Restore an export (SOURCE, or - for standard input). All or nothing;
+    already-present identical messages are skipped.
 
     \b
-    Example:
+    Examples:
       arbormem --db new.db import backup.json
+      arbormem --db old.db export - | arbormem --db new.db import -
     """
+    from arbormem.errors import InputError
+    from arbormem.formats import parse_json
+
+    data: Any = source
+    if source == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"is not UTF-8 text ({exc.reason})", source="<stdin>") from None
+        data = parse_json(text, "<stdin>")
     with opts.removed_if_failed(), opts.open() as mem:
-        counts = mem.import_(source)
+        counts = mem.import_(data)
     if as_json:
         echo_json(counts)
     else:
@@ -433,6 +445,12 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
             f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
             f" ({counts['skipped']} already present)."
         )
+        if counts["not_archived"]:
+            click.echo(
+                f"{counts['not_archived']} message(s) marked archived could not be archived"
+                " again and are back in recall.",
+                err=True,
+            )
 
 
 @cli.command()

@@ -660,6 +660,10 @@ class Backend(abc.ABC):
         """The messages placed in these leaves (archived ones too), in thread order."""
 
     @abc.abstractmethod
+    def archived_rowids(self, thread: Thread) -> set[int]:
+        """Row numbers of the thread's archived messages."""
+
+    @abc.abstractmethod
     def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
         """Leaves with archived messages: ``"whole"`` all of them archived, ``"partly"``
         some but not all (which only replaying messages into new leaves can leave

@@ -2027,6 +2027,15 @@ class SQLiteBackend(Backend):
         out.sort(key=lambda r: r.message.index)
         return out
 
+    def archived_rowids(self, thread: Thread) -> set[int]:
+        with self._reading() as conn:
+            return {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT rowid FROM messages WHERE thread_id = ? AND archived = 1", (thread.id,)
+                )
+            }
+
     def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
         having = {
             "whole": "MIN(archived) = 1",
