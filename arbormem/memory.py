@@ -1104,6 +1104,12 @@ class Memory:
         for scope, _, _ in plan:
             self._thread(scope)
         with self._write_lock, self.grower.dropped_on_failure(), self.backend.transaction():
+            # Planned again where no other writer can come in between: another process
+            # importing the same file, or adding to one of its threads, since the plan
+            # above (its messages are then skipped, or the positions given up). A
+            # message embedded for neither plan is stored without a vector, and the
+            # first search embeds it.
+            plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
             for scope, msgs, archived in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None

@@ -322,8 +322,15 @@ class Retriever:
         if not rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
         rows.update(self.backend.rows([r for r in rowids if r not in rows]))
-        rowids = [r for r in rowids if r in rows]
         by_scope = {(t.user, t.agent): t for t in threads}
+        # A searched thread forgotten meanwhile can pass its row id to another scope's
+        # new thread (another process, between resolving the thread and reading rows):
+        # rows of any scope not searched are dropped, never shown.
+        rowids = [
+            r
+            for r in rowids
+            if r in rows and (rows[r].message.user, rows[r].message.agent) in by_scope
+        ]
         thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
         around.update(self.backend.around([r for r in rowids if r not in around], WINDOW))
         vector_of: dict[int, np.ndarray] = {}

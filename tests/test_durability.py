@@ -179,3 +179,70 @@ def test_a_new_store_has_16_kb_pages_and_an_old_one_keeps_its_own(tmp_path: Path
         with Memory(path, embedder=HashingEmbedder(64)) as mem:
             assert mem.backend._writer.execute("PRAGMA page_size").fetchone()[0] == size
             assert mem.search("spare key")[0].message.content.startswith("the spare key")
+
+
+def _levels(mem: Memory) -> dict[str, int]:
+    from arbormem.store.sqlite import fts_levels
+
+    conn = mem.backend._writer  # type: ignore[attr-defined]
+    return {t: fts_levels(conn, t) for t in ("turn_fts", "window_fts", "topic_fts", "segment_fts")}
+
+
+def test_forgetting_keeps_the_full_text_indexes_shallow(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each forget merges the full-text indexes ('optimize'). SQLite 3.40 puts each
+    merge one level above the last, and 2,000 levels make an index unreadable for
+    good: past the limit an index is rebuilt, which starts it at one level again."""
+    monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
+        deepest = 0
+        for n in range(40):
+            mem.forget(mem.add(f"a passing remark {n} about apples").id)
+            deepest = max(deepest, *_levels(mem).values())
+        assert deepest <= 20
+        assert len(mem.search("apples pears", k=500)) == 300
+        assert not any("remark" in h.message.content for h in mem.search("passing remark"))
+
+
+def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path) -> None:
+    """The real thing, on whatever SQLite this Python has: on 3.40 the 1,000th
+    add-and-forget failed ("database disk image is malformed") and the store could
+    not be searched again."""
+    db = tmp_path / "m.db"
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
+        for n in range(1_050):
+            mem.forget(mem.add(f"a passing remark {n} about apples").id)
+    with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
+        assert len(mem.search("apples pears", k=500)) == 300
+        conn = sqlite3.connect(db)
+        for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+        conn.close()
+
+
+def test_the_checkpoint_after_a_forget_holds_the_write_lock(tmp_path: Path) -> None:
+    """It ran on the write connection without the lock, so another thread's write
+    (a reorganisation, session upkeep) committing meanwhile failed with "SQL
+    statements in progress" (a few times in 20 s of the two racing)."""
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        backend = mem.backend
+        real = backend._writer  # type: ignore[attr-defined]
+        seen: list[bool] = []
+
+        class Watching:
+            def execute(self, sql: str, *args: object) -> object:
+                if "wal_checkpoint" in sql:
+                    seen.append(backend._lock._is_owned())  # type: ignore[attr-defined]
+                return real.execute(sql, *args)
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(real, name)
+
+        mem.add("something to forget")
+        backend._writer = Watching()  # type: ignore[attr-defined]
+        try:
+            mem.forget(mem.messages()[0].id)
+        finally:
+            backend._writer = real  # type: ignore[attr-defined]
+        assert seen == [True]

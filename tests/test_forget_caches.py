@@ -168,3 +168,47 @@ def test_an_upkeep_running_across_a_forget_does_not_save_what_it_quoted(
     assert "Quokkaberry" not in a.context("shed roof", session="s").text
     a.close()
     b.close()
+
+
+def test_a_thread_forgotten_during_a_search_lends_its_row_id_to_no_one(tmp_path: Path) -> None:
+    """A search resolves alice's thread, then embeds the question (a remote model may
+    take a while). Meanwhile another process forgets alice and a new user's thread
+    gets the freed row id: the search raised KeyError, and topic paths showed the
+    new user's topic as alice's."""
+    db = tmp_path / "m.db"
+
+    class Meanwhile(HashingEmbedder):
+        newcomer = ""
+
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            if Meanwhile.newcomer:
+                user, Meanwhile.newcomer = Meanwhile.newcomer, ""
+                with _open(db) as other:  # its own connections: another writer
+                    other.forget(user="alice", agent="default")
+                    other.add_many(
+                        [
+                            {"content": "my bank password is hunter2, apples"},
+                            {"role": "assistant", "content": "the bank password is noted"},
+                        ],
+                        user=user,
+                    )
+                    assert other.backend.thread(user, "default").id == alice_id
+            return super().embed_batch(texts)
+
+    # Each question new to the embedder's cache, so that embedding it lets the other in.
+    asks = {
+        "search": lambda m: m.search("bank password apples", user="alice"),
+        "topic_paths": lambda m: m.topic_paths("apples and the bank password", user="alice"),
+        "context": lambda m: m.context("what is the bank password?", user="alice").text,
+    }
+    with _open(db, embedder=Meanwhile(64)) as alice:
+        for n, (name, ask) in enumerate(asks.items()):
+            alice.add_many(
+                [{"content": "alice likes apples"}, {"role": "assistant", "content": "noted"}],
+                user="alice",
+            )
+            alice_id = alice.backend.thread("alice", "default").id
+            assert alice.search("apples", user="alice")
+            Meanwhile.newcomer = f"newcomer{n}"
+            assert "hunter2" not in str(ask(alice)), name
+            assert not Meanwhile.newcomer  # the other writer did come in

@@ -877,3 +877,29 @@ def test_a_named_month_shares_its_pool_only_among_years_the_thread_lived(
     limits = _date_limits(memory, monkeypatch)
     assert memory.search("what did we plant in the garden in May?", k=10)
     assert limits == [(memory.retriever.config.date_candidates, 1)]
+
+
+def test_two_imports_of_one_file_at_once(tmp_path: Path) -> None:
+    """An import planned positions and skips before its transaction: another process
+    importing the same file meanwhile made it fail ("index 0 is taken"). Importing a
+    file twice is harmless, at once too."""
+    with Memory(tmp_path / "src.db", embedder=HashingEmbedder(64)) as src:
+        src.add_many([{"content": f"note {n}"} for n in range(5)], session="s1")
+        data = src.export()
+    db = tmp_path / "dst.db"
+
+    class Meanwhile(HashingEmbedder):
+        armed = True
+
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            if Meanwhile.armed:
+                Meanwhile.armed = False
+                with Memory(db, embedder=HashingEmbedder(64)) as other:
+                    assert other.import_(data)["messages"] == 5
+            return super().embed_batch(texts)
+
+    with Memory(db, embedder=Meanwhile(64)) as mem:
+        counts = mem.import_(data)
+        assert not Meanwhile.armed
+        assert (counts["messages"], counts["skipped"]) == (0, 5)
+        assert [m.content for m in mem.messages()] == [f"note {n}" for n in range(5)]

@@ -96,6 +96,19 @@ def _unwritable(exc: StoreError) -> bool:
     return _code(exc.__cause__) in (_CANTOPEN, _READONLY, _PERM) if exc.__cause__ else False
 
 
+def fts_levels(conn: sqlite3.Connection, table: str) -> int:
+    """How many levels an FTS5 index's structure record lists (the varint after
+    its four-byte cookie, in the record of id 10)."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    block = bytes(row[0]) if row and row[0] else b""
+    value = 0
+    for byte in block[4:13]:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return 0
+
+
 def _stamp(path: str) -> tuple[int, int, int]:
     st = os.stat(path)
     return st.st_ino, st.st_size, st.st_mtime_ns
@@ -176,6 +189,14 @@ PAGE_BYTES = 16384
 
 #: Seconds close() waits for other threads' reads to end before closing anyway.
 CLOSE_WAIT = 10.0
+#: SQLite 3.40's full-text indexes (Debian 12's; later versions fixed it, 3.51 has)
+#: place the segment each 'optimize' writes one level above the last, and an index
+#: that reaches 2,000 levels is unreadable for good ("database disk image is
+#: malformed"): about a thousand forgets did it. Past this many levels an index is
+#: rebuilt from its own content instead, which starts it again at one level.
+FTS_LEVEL_LIMIT = 1000
+#: How long the checkpoint after a forget waits for readers of an older snapshot.
+PURGE_CHECKPOINT_WAIT_MS = 2000
 
 log = logging.getLogger(__name__)
 
@@ -1619,6 +1640,10 @@ class SQLiteBackend(Backend):
             c = self._writer
             for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
                 c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                levels = fts_levels(c, table)
+                if levels > FTS_LEVEL_LIMIT:
+                    log.info("%s: %s has %d levels: rebuilding it", self.path, table, levels)
+                    c.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
             unused = [
                 r[0]
                 for r in c.execute(
@@ -1630,10 +1655,20 @@ class SQLiteBackend(Backend):
             for chunk, marks in _batches(unused):
                 c.execute(f"DELETE FROM vectors WHERE chash IN ({marks})", chunk)
         if not self._memory:
-            try:
-                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.OperationalError:
-                pass  # readers are active; the next checkpoint will do it
+            # On the write connection, so under its lock: other threads' writes used it
+            # meanwhile and failed to commit ("SQL statements in progress"). Readers of
+            # an older snapshot hold a full checkpoint up; it waits for them briefly,
+            # not the whole busy timeout (30 s, with every write of this process queued).
+            with self._lock:
+                if self._closed:
+                    return unused
+                self._writer.execute(f"PRAGMA busy_timeout = {PURGE_CHECKPOINT_WAIT_MS}")
+                try:
+                    self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.OperationalError:
+                    pass  # readers are active; the next checkpoint will do it
+                finally:
+                    self._writer.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
         return unused
 
     def delete_messages(self, message_ids: Sequence[str], thread: Thread | None = None) -> Deleted:

@@ -193,6 +193,14 @@ class Trees:
         paths = self.recall.paths(
             threads, query, qvec, k=k, threshold=threshold, search_terms=terms
         )
+        # A thread forgotten while this ran can pass its row id, and so its topics, to
+        # another scope's new thread (see Retriever.candidates): such paths are dropped.
+        gone = set()
+        for t in threads:
+            now = self.backend.thread(t.user, t.agent)
+            if now is None or now.id != t.id:
+                gone.add((t.user, t.agent))
+        paths = [p for p in paths if (p.user, p.agent) not in gone]
         hits = None
         for path in paths:
             if path.sufficient or not drill:
