@@ -329,7 +329,8 @@ def test_ingest_builds_the_search_indexes_the_first_search_would_have_built(
     index = json.loads(out.stdout)["search_index"]
     assert (index["vectors"], index["approximate"]) == (120, True)
     assert index["topics"] > 0
-    saved = json.loads((tmp_path / "cli.db.ann" / "thread-1.json").read_text())
+    (described,) = (tmp_path / "cli.db.ann").glob("thread-*.json")
+    saved = json.loads(described.read_text())
     assert saved["count"] == 120
     found = run_cli("search", "note 77 topic 9", "-k", "1", "--json", env=env)
     assert json.loads(found.stdout)[0]["content"] == "note 77 about topic 9"

@@ -174,7 +174,9 @@ def test_a_thread_forgotten_during_a_search_lends_its_row_id_to_no_one(tmp_path:
     """A search resolves alice's thread, then embeds the question (a remote model may
     take a while). Meanwhile another process forgets alice and a new user's thread
     gets the freed row id: the search raised KeyError, and topic paths showed the
-    new user's topic as alice's."""
+    new user's topic as alice's. Ids are no longer reused (see the next test), but a
+    search does not rely on it: here the other writer gives the newcomer alice's old
+    id by hand."""
     db = tmp_path / "m.db"
 
     class Meanwhile(HashingEmbedder):
@@ -185,6 +187,11 @@ def test_a_thread_forgotten_during_a_search_lends_its_row_id_to_no_one(tmp_path:
                 user, Meanwhile.newcomer = Meanwhile.newcomer, ""
                 with _open(db) as other:  # its own connections: another writer
                     other.forget(user="alice", agent="default")
+                    made = other.backend.thread(user, "default", create=True)
+                    with other.backend.transaction():
+                        other.backend._writer.execute(  # type: ignore[attr-defined]
+                            "UPDATE threads SET id = ? WHERE id = ?", (alice_id, made.id)
+                        )
                     other.add_many(
                         [
                             {"content": "my bank password is hunter2, apples"},
@@ -212,3 +219,13 @@ def test_a_thread_forgotten_during_a_search_lends_its_row_id_to_no_one(tmp_path:
             Meanwhile.newcomer = f"newcomer{n}"
             assert "hunter2" not in str(ask(alice)), name
             assert not Meanwhile.newcomer  # the other writer did come in
+
+
+def test_a_new_thread_never_takes_a_forgotten_threads_id(tmp_path: Path) -> None:
+    with _open(tmp_path / "m.db") as mem:
+        mem.add("first", user="alice")
+        alice = mem.backend.thread("alice", "default")
+        mem.forget(user="alice", agent="default")
+        mem.add("second", user="bob")
+        bob = mem.backend.thread("bob", "default")
+        assert alice is not None and bob is not None and bob.id > alice.id

@@ -63,11 +63,16 @@ def test_ann_matches_exact_on_the_same_vectors() -> None:
     assert len(ann) == 2999
 
 
-def saved_index(db: Path, thread_id: int = 1) -> Path:
-    """The index file a thread's saved description names."""
-    folder = Path(f"{db}.ann")
-    meta = json.loads((folder / f"thread-{thread_id}.json").read_text())
-    return folder / meta["file"]
+def meta_file(db: Path) -> Path:
+    """The saved description of the index of a store's only thread."""
+    (found,) = Path(f"{db}.ann").glob("thread-*.json")
+    return found
+
+
+def saved_index(db: Path) -> Path:
+    """The index file the saved description of a store's only thread names."""
+    meta = meta_file(db)
+    return meta.parent / json.loads(meta.read_text())["file"]
 
 
 def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> None:
@@ -133,7 +138,7 @@ def test_forgetting_deletes_the_saved_index(tmp_path: Path) -> None:
     assert saved_index(db).exists()
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         mem.forget(hit.message.id)
-        assert not list(folder.glob("thread-1*"))
+        assert not list(folder.glob("thread-*"))
         assert hit.message.id not in [h.message.id for h in mem.search("baking bread", k=50)]
 
 
@@ -180,21 +185,21 @@ def test_a_saved_index_out_of_step_with_its_description_is_rebuilt(tmp_path: Pat
     with Memory(db, **settings) as mem:  # type: ignore[arg-type]
         fill(mem, 200)
         mem.search("guitar", k=3)
-    meta_file = Path(f"{db}.ann") / "thread-1.json"
-    old_meta = meta_file.read_text()
+    described = meta_file(db)
+    old_meta = described.read_text()
     with Memory(db, **settings) as mem:  # type: ignore[arg-type]
         mem.add_many([{"content": f"late note {i} about violins"} for i in range(50)])
         mem.search("violins", k=3)
     # The index of the second save with the description of the first (the index is
     # ahead of it: catching up used to add the same keys again and fail every search).
-    newer = json.loads(meta_file.read_text())
-    meta_file.write_text(json.dumps({**json.loads(old_meta), "file": newer["file"]}))
+    newer = json.loads(described.read_text())
+    described.write_text(json.dumps({**json.loads(old_meta), "file": newer["file"]}))
     with Memory(db, **settings) as mem:  # type: ignore[arg-type]
         assert "violins" in mem.search("late note violins", k=1)[0].message.content
         assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 250
     for damage in (b"\0" * 100, None):  # appended bytes; a description that is no object
         if damage is None:
-            meta_file.write_text("[1, 2]")
+            described.write_text("[1, 2]")
         else:
             with saved_index(db).open("ab") as f:
                 f.write(damage)

@@ -653,13 +653,16 @@ class SQLiteBackend(Backend):
         if not create:
             return None
         with self.transaction():
-            # A forgotten thread's row id is reused by the next new thread. Its caches
-            # (here and in other processes) are keyed by id and generation, so a new
-            # thread starts from a generation no earlier thread can have had.
+            # A new thread's id is past every id the store has given out: the clock in
+            # microseconds, or the newest id + 1 if that is larger. (A forgotten thread's
+            # id used to go to the next new thread, whose rows a search resolved for the
+            # forgotten one could then read.) Caches, here and in other processes, are
+            # keyed by id and generation, and a new thread's generation is new as well.
+            now = time.time_ns() // 1000
             self._writer.execute(
-                "INSERT OR IGNORE INTO threads (user_id, agent_id, created_at, generation)"
-                " VALUES (?, ?, ?, ?)",
-                (user, agent, format_timestamp(utcnow()), time.time_ns() // 1000),
+                "INSERT OR IGNORE INTO threads (id, user_id, agent_id, created_at, generation)"
+                " VALUES (MAX((SELECT COALESCE(MAX(id), 0) FROM threads) + 1, ?), ?, ?, ?, ?)",
+                (now, user, agent, format_timestamp(utcnow()), now),
             )
             row = self._writer.execute(
                 "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)
