@@ -142,6 +142,10 @@ def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> No
     third = {**env, "ARBORMEM_DB": str(tmp_path / "third.db")}
     piped = run_cli("import", "-", "--json", env=third, input=json.dumps(stdout_dump))
     assert json.loads(piped.stdout)["messages"] == 1, piped.stderr
+    # A byte-order mark is read past, as in a file.
+    fourth = {**env, "ARBORMEM_DB": str(tmp_path / "fourth.db")}
+    marked = run_cli("import", "-", env=fourth, input="\ufeff" + json.dumps(stdout_dump))
+    assert marked.returncode == 0, marked.stderr
     bad = run_cli("import", "-", env=third, input="{not json")
     assert bad.returncode == 1 and "<stdin>" in bad.stderr
     re = run_cli("--embedder", "hash:32", "reembed", "--json", env=other)

@@ -204,6 +204,37 @@ def test_forgetting_keeps_the_full_text_indexes_shallow(tmp_path: Path, monkeypa
         assert not any("remark" in h.message.content for h in mem.search("passing remark"))
 
 
+def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A store written before the limit existed may be a merge away from the end."""
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
+        for n in range(15):
+            mem.forget(mem.add(f"a passing remark {n} about apples").id)
+        deep = {t for t, n in _levels(mem).items() if n > 20}
+        assert "turn_fts" in deep
+        monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+        backend = mem.backend
+        real = backend._writer  # type: ignore[attr-defined]
+        merged: list[str] = []
+
+        class Watching:
+            def execute(self, sql: str, *args: object) -> object:
+                if "'optimize'" in sql:
+                    merged.append(sql.split()[2])
+                return real.execute(sql, *args)
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(real, name)
+
+        backend._writer = Watching()  # type: ignore[attr-defined]
+        try:
+            mem.forget(mem.add("one more remark").id)
+        finally:
+            backend._writer = real  # type: ignore[attr-defined]
+        assert not deep & set(merged)
+        assert all(n <= 20 for n in _levels(mem).values())
+
+
 def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path) -> None:
     """The real thing, on whatever SQLite this Python has: on 3.40 the 1,000th
     add-and-forget failed ("database disk image is malformed") and the store could

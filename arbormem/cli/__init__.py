@@ -432,7 +432,7 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
     data: Any = source
     if source == "-":
         try:
-            text = sys.stdin.buffer.read().decode("utf-8")
+            text = sys.stdin.buffer.read().decode("utf-8-sig")  # as a file is read
         except UnicodeDecodeError as exc:
             raise InputError(f"is not UTF-8 text ({exc.reason})", source="<stdin>") from None
         data = parse_json(text, "<stdin>")

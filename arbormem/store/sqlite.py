@@ -194,7 +194,7 @@ CLOSE_WAIT = 10.0
 #: that reaches 2,000 levels is unreadable for good ("database disk image is
 #: malformed"): about a thousand forgets did it. Past this many levels an index is
 #: rebuilt from its own content instead, which starts it again at one level.
-FTS_LEVEL_LIMIT = 1000
+FTS_LEVEL_LIMIT = 1500
 #: How long the checkpoint after a forget waits for readers of an older snapshot.
 PURGE_CHECKPOINT_WAIT_MS = 2000
 
@@ -1642,7 +1642,10 @@ class SQLiteBackend(Backend):
         with self.transaction():
             c = self._writer
             for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
-                c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                # Checked before the merge too: a store deep already (written by an
+                # earlier version) must not take the merge that reaches the end.
+                if fts_levels(c, table) <= FTS_LEVEL_LIMIT:
+                    c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 levels = fts_levels(c, table)
                 if levels > FTS_LEVEL_LIMIT:
                     log.info("%s: %s has %d levels: rebuilding it", self.path, table, levels)
