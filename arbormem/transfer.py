@@ -32,8 +32,8 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
     """One thread as the export format's JSON object.
 
     The thread as it was when the export began: messages another process adds
-    meanwhile (past the position it had reached) are left for the next export, and
-    a session first met among the messages (made meanwhile) is read again."""
+    meanwhile (past the position it had reached, and perhaps in sessions read too
+    late to be listed) are left for the next export."""
     end = backend.state(thread).next_index
     sessions: dict[str, dict[str, Any]] = {
         s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
@@ -46,10 +46,6 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
         m = row.message
         if m.index >= end:
             break
-        if m.session not in sessions:
-            known = {s.id: s for s in backend.sessions(thread)}
-            meta = dict(known[m.session].metadata) if m.session in known else {}
-            sessions[m.session] = {"id": m.session, "metadata": meta, "messages": []}
         item = {
             "id": m.id,
             "index": m.index,

@@ -8,6 +8,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from arbormem import Memory
@@ -181,6 +183,27 @@ def test_a_new_store_has_16_kb_pages_and_an_old_one_keeps_its_own(tmp_path: Path
             assert mem.search("spare key")[0].message.content.startswith("the spare key")
 
 
+@contextmanager
+def _watching_writes(mem: Memory, watch: Callable[[str], object]) -> Iterator[None]:
+    """Show ``watch`` every statement the store's write connection runs meanwhile."""
+    backend = mem.backend
+    real = backend._writer  # type: ignore[attr-defined]
+
+    class Watching:
+        def execute(self, sql: str, *args: object) -> object:
+            watch(sql)
+            return real.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+    backend._writer = Watching()  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        backend._writer = real  # type: ignore[attr-defined]
+
+
 def _levels(mem: Memory) -> dict[str, int]:
     from arbormem.store.sqlite import fts_levels
 
@@ -213,24 +236,11 @@ def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeyp
         deep = {t for t, n in _levels(mem).items() if n > 20}
         assert "turn_fts" in deep
         monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
-        backend = mem.backend
-        real = backend._writer  # type: ignore[attr-defined]
         merged: list[str] = []
-
-        class Watching:
-            def execute(self, sql: str, *args: object) -> object:
-                if "'optimize'" in sql:
-                    merged.append(sql.split()[2])
-                return real.execute(sql, *args)
-
-            def __getattr__(self, name: str) -> object:
-                return getattr(real, name)
-
-        backend._writer = Watching()  # type: ignore[attr-defined]
-        try:
+        with _watching_writes(
+            mem, lambda sql: "'optimize'" in sql and merged.append(sql.split()[2])
+        ):
             mem.forget(mem.add("one more remark").id)
-        finally:
-            backend._writer = real  # type: ignore[attr-defined]
         assert not deep & set(merged)
         assert all(n <= 20 for n in _levels(mem).values())
 
@@ -257,23 +267,11 @@ def test_the_checkpoint_after_a_forget_holds_the_write_lock(tmp_path: Path) -> N
     (a reorganisation, session upkeep) committing meanwhile failed with "SQL
     statements in progress" (a few times in 20 s of the two racing)."""
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
-        backend = mem.backend
-        real = backend._writer  # type: ignore[attr-defined]
+        lock = mem.backend._lock  # type: ignore[attr-defined]
         seen: list[bool] = []
-
-        class Watching:
-            def execute(self, sql: str, *args: object) -> object:
-                if "wal_checkpoint" in sql:
-                    seen.append(backend._lock._is_owned())  # type: ignore[attr-defined]
-                return real.execute(sql, *args)
-
-            def __getattr__(self, name: str) -> object:
-                return getattr(real, name)
-
         mem.add("something to forget")
-        backend._writer = Watching()  # type: ignore[attr-defined]
-        try:
+        with _watching_writes(
+            mem, lambda sql: "wal_checkpoint" in sql and seen.append(lock._is_owned())
+        ):
             mem.forget(mem.messages()[0].id)
-        finally:
-            backend._writer = real  # type: ignore[attr-defined]
         assert seen == [True]
