@@ -15,6 +15,7 @@ from arbormem.errors import (
     LLMError,
     MessageTooLarge,
     NotFound,
+    RerankerError,
     SchemaError,
     StoreError,
     TreeError,
@@ -22,6 +23,7 @@ from arbormem.errors import (
 from arbormem.memory import Memory
 from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall import RecallConfig
+from arbormem.rerank import Reranker
 
 if TYPE_CHECKING:
     from arbormem.async_memory import AsyncMemory
@@ -53,6 +55,8 @@ __all__ = [
     "MessageTooLarge",
     "NotFound",
     "RecallConfig",
+    "Reranker",
+    "RerankerError",
     "SchemaError",
     "Scope",
     "Session",

@@ -11,6 +11,7 @@ message names the thing at fault and what to do about it::
     ├── StoreError         the database cannot be opened, read or written
     │   └── SchemaError        the file's schema is newer than this arbormem, or corrupt
     ├── EmbedderError      an embedding model cannot be loaded or called
+    ├── RerankerError      a reranking model cannot be loaded or called (search goes on without it)
     └── LLMError           an LLM endpoint failed (callers fall back to the no-LLM path)
 
 Driver errors (``sqlite3``, ``openai``...) are translated at the boundary, so
@@ -87,6 +88,10 @@ class SchemaError(StoreError):
 
 class EmbedderError(ArbormemError):
     """An embedding model could not be loaded or failed to embed."""
+
+
+class RerankerError(ArbormemError):
+    """A reranking model could not be loaded or failed to score."""
 
 
 class LLMError(ArbormemError):

@@ -21,6 +21,8 @@ def test_exported_names_are_deliberate() -> None:
         "MessageTooLarge",
         "NotFound",
         "RecallConfig",
+        "Reranker",
+        "RerankerError",
         "SchemaError",
         "Scope",
         "Session",
@@ -42,6 +44,7 @@ def test_errors_share_one_base_and_do_not_shadow_builtins() -> None:
         "EmbedderError",
         "LLMError",
         "TreeError",
+        "RerankerError",
         "MessageTooLarge",
     ):
         assert issubclass(getattr(arbormem, name), arbormem.ArbormemError)

@@ -45,6 +45,7 @@ from arbormem.formats import (
 from arbormem.memory import Memory
 from arbormem.models import Message
 from arbormem.recall import RecallConfig
+from arbormem.rerank import Reranker, get_reranker
 from arbormem.timeutil import display
 from arbormem.tokens import TokenCounter, default_counter
 
@@ -263,8 +264,10 @@ class ArbormemSystem(System):
         tree: bool = True,
         assemble: bool = False,
         ann_threshold: int | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.name = name
+        self.reranker = reranker
         self.ann_threshold = ann_threshold
         self.tree = tree
         self.assemble = assemble
@@ -288,6 +291,7 @@ class ArbormemSystem(System):
             tree=self.tree,
             llm=None,
             ann_threshold=UNSET if self.ann_threshold is None else self.ann_threshold,
+            reranker=self.reranker,
         )
         self.turn_of = {t.dia_id: t for t in conv.turns}
         self.dia_of = ingest_conversation(self.memory, conv)
@@ -316,6 +320,13 @@ class ArbormemSystem(System):
             "recall": self.recall.to_dict(),
             "tree": self.tree,
             "ann_threshold": self.ann_threshold,
+            "reranker": None
+            if self.reranker is None
+            else {
+                "model": self.reranker.model_id,
+                "depth": self.recall.rerank_depth,
+                "weight": self.recall.rerank_weight,
+            },
             "llm": None,
             "store": "sqlite",
             "context": "Memory.context() in a new session (system prompt, recalled topics "
@@ -375,17 +386,23 @@ def make_systems(
     workdir: Path,
     recall: RecallConfig | None = None,
     ann_threshold: int | None = None,
+    reranker: Reranker | None = None,
 ) -> list[System]:
+    """The systems named; ``reranker`` reorders the best turns of ``arbormem`` and
+    ``flat`` (the single-signal baselines stay single-signal)."""
     base = recall or RecallConfig()
     out: list[System] = []
     ann: dict[str, Any] = {"ann_threshold": ann_threshold}
+    full: dict[str, Any] = {**ann, "reranker": reranker}
     for name in names:
         if name == "arbormem":
-            out.append(ArbormemSystem(name, embedder, counter, base, workdir, assemble=True, **ann))
+            out.append(
+                ArbormemSystem(name, embedder, counter, base, workdir, assemble=True, **full)
+            )
         elif name == "flat":
             out.append(
                 ArbormemSystem(
-                    name, embedder, counter, base, workdir, tree=False, assemble=True, **ann
+                    name, embedder, counter, base, workdir, tree=False, assemble=True, **full
                 )
             )
         elif name == "bm25":
@@ -425,6 +442,7 @@ def run(
     progress: Callable[[str], None] | None = None,
     distractors: int = 0,
     ann_threshold: int | None = None,
+    reranker: str | Reranker | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result object.
 
@@ -435,10 +453,13 @@ def run(
     counter = default_counter()
     emb = get_embedder(embedder)
     emb.embed("warm up")  # model loading is a one-off, not part of ingest throughput
+    second = get_reranker(reranker)
+    if second is not None:
+        second.score("warm up", ["loading the model is a one-off too"])
     accs = {name: Accumulator(budget) for name in systems}
     n_questions = 0
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
-        runners = make_systems(systems, emb, counter, Path(tmp), recall, ann_threshold)
+        runners = make_systems(systems, emb, counter, Path(tmp), recall, ann_threshold, second)
         try:
             for i, (source, conv) in enumerate(conversations):
                 questions = questions_of(conv)

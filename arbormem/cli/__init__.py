@@ -40,6 +40,11 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
 )
 @click.option(
+    "--reranker",
+    envvar="ARBORMEM_RERANKER",
+    help="Reorder each search's best turns: none (default), cross-encoder or onnx:FOLDER.",
+)
+@click.option(
     "--read-only",
     is_flag=True,
     help="Open the store for reading only (a store that cannot be written opens so anyway).",
@@ -52,6 +57,7 @@ def cli(
     user: str | None,
     agent: str | None,
     embedder: str | None,
+    reranker: str | None,
     read_only: bool,
 ) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
@@ -63,7 +69,7 @@ def cli(
       arbormem --user alice sessions
       arbormem bench locomo ../shared/datasets/locomo
     """
-    ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only)
+    ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
 
 
 def main() -> None:

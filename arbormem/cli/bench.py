@@ -14,6 +14,12 @@ EMBEDDER_HELP = (
     "`embedder` in the config file, else wordllama]."
 )
 
+RERANKER_HELP = (
+    "Reranker of arbormem's and flat's best turns: none, cross-encoder or onnx:FOLDER "
+    "[default: the global --reranker or ARBORMEM_RERANKER, else `reranker` in the config "
+    "file, else none]."
+)
+
 
 @click.group()
 def bench() -> None:
@@ -101,6 +107,7 @@ def _table(result: dict[str, Any]) -> None:
     type=int,
     help="Vectors per thread above which dense search is approximate (0 forces the index).",
 )
+@click.option("--reranker", help=RERANKER_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
@@ -112,6 +119,7 @@ def locomo(
     embedder: str | None,
     distractors: int,
     ann_threshold: int | None,
+    reranker: str | None,
     as_json: bool,
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
@@ -122,6 +130,7 @@ def locomo(
       arbormem bench locomo conv-26.json --systems arbormem,bm25 --json
       arbormem bench locomo locomo10.json --budget 2000
       arbormem bench locomo ../shared/datasets/locomo --systems arbormem --distractors 10000
+      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --reranker cross-encoder
     """
     import sys
 
@@ -143,6 +152,7 @@ def locomo(
         progress=progress,
         distractors=distractors,
         ann_threshold=ann_threshold,
+        reranker=reranker or opts.reranker,
     )
     if as_json:
         click.echo(to_json(result))

@@ -30,11 +30,14 @@ class StoreOptions:
         embedder: str | None,
         *,
         read_only: bool = False,
+        reranker: str | None = None,
     ):
         self.db = db
         self.user = user
         self.agent = agent
         self.embedder = embedder
+        #: ``--reranker``: a spec, else None (the configured one, else none).
+        self.reranker = reranker
         #: ``--read-only``: True, else None (read-only only when it cannot be written).
         self.read_only: bool | None = True if read_only else None
 
@@ -59,6 +62,7 @@ class StoreOptions:
             agent=self.agent if self.agent is not None else UNSET,
             embedder=self.embedder if self.embedder is not None else UNSET,
             read_only=self.read_only,
+            reranker=self.reranker if self.reranker is not None else UNSET,
         )
 
     @contextmanager
