@@ -230,7 +230,9 @@ class Memory:
         # Every setting is read before the store opens: one that is refused leaves
         # no new file behind and no connection open.
         inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
-        second_stage = get_reranker(None if reranker is UNSET else (reranker or "none"))
+        second_stage = get_reranker(
+            None if reranker is UNSET else "none" if reranker is None else reranker
+        )
         if llm is UNSET:
             from arbormem.llm import get_llm, resolve_llm_config
 

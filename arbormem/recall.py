@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from arbormem.config import to_whole
 from arbormem.embed.base import Embedder
-from arbormem.errors import EmbedderError, InputError, RerankerError
+from arbormem.errors import EmbedderError, InputError
 from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
 from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
-from arbormem.rerank import Reranker, blend
+from arbormem.rerank import Reranker, blend, checked_scores
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
 from arbormem.termstats import PRELOAD_FROM, TermStats
 from arbormem.text import analyze, query_terms, words
@@ -100,15 +101,25 @@ class RecallConfig:
     rerank_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if isinstance(self.rerank_depth, bool) or not isinstance(self.rerank_depth, int):
-            raise InputError("must be a whole number", field="rerank_depth")
-        if self.rerank_depth < 0:
+        try:
+            depth = to_whole(self.rerank_depth)
+        except (TypeError, ValueError) as exc:
+            raise InputError(str(exc), field="rerank_depth") from None
+        if depth < 0:
             raise InputError("must be 0 or more (0: no reranking)", field="rerank_depth")
-        if not 0.0 <= self.rerank_weight <= 1.0:  # also refuses NaN
+        weight = self.rerank_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)):
+            raise InputError(f"must be a number, not {weight!r}", field="rerank_weight")
+        if not 0.0 <= float(weight) <= 1.0:  # also refuses NaN
             raise InputError("must be from 0 to 1", field="rerank_weight")
+        object.__setattr__(self, "rerank_depth", depth)
+        object.__setattr__(self, "rerank_weight", float(weight))
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "weights"}
+        # The reranking settings mean nothing without a reranker: whoever runs one
+        # reports them with its model (see bench locomo's "reranker").
+        skip = ("weights", "rerank_depth", "rerank_weight")
+        out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["weights"] = dict(self.weights) if self.weights is not None else "fitted defaults"
         return out
 
@@ -138,6 +149,7 @@ class Retriever:
     ) -> None:
         self.backend = backend
         self.reranker = reranker
+        self._rerank_failures: set[str] = set()
         self.embedder = embedder
         self.vectors = vectors
         self.config = config or RecallConfig()
@@ -603,8 +615,13 @@ class Retriever:
             if scores[i] > 0 and evidence[i] > 0:
                 kept.append(i)
         rerank: dict[int, float] = {}
+        reported = {i: float(scores[i]) for i in kept}
         if depth > 1 and len(kept) > 1:
             head, rerank = self._rerank(query, kept[:depth], scores, rows, rowids, cfg)
+            # The head's scores, handed out in its new order: a score still falls down
+            # the list, so what packs a prompt by score (context()) follows the reranking.
+            for i, value in zip(head, sorted((reported[i] for i in head), reverse=True)):
+                reported[i] = value
             kept = head + kept[depth:]
         out: list[tuple[Row, float, dict[str, float]]] = []
         for i in kept[:k]:
@@ -615,7 +632,7 @@ class Retriever:
             }
             if i in rerank:
                 signals["rerank"] = round(rerank[i], 4)
-            out.append((rows[rowids[i]], float(scores[i]), signals))
+            out.append((rows[rowids[i]], reported[i], signals))
         return out
 
     def _rerank(
@@ -636,9 +653,18 @@ class Retriever:
             m = rows[rowids[i]].message
             passages.append(f"{m.speaker}: {m.content}" if m.speaker else m.content)
         try:
-            judged = self.reranker.score(query, passages)
-        except RerankerError as exc:
-            log.warning("reranking skipped: %s", exc)
+            judged = checked_scores(self.reranker, self.reranker.score(query, passages), len(head))
+        except Exception as exc:  # a user's reranker may fail any way: never a lost search
+            # Each distinct failure once as a warning (a model that cannot load fails
+            # every search the same way), then quietly.
+            said = str(exc)
+            log.log(
+                logging.DEBUG if said in self._rerank_failures else logging.WARNING,
+                "reranking skipped: %s",
+                said,
+            )
+            if len(self._rerank_failures) < 100:
+                self._rerank_failures.add(said)
             return head, {}
         mixed = blend(scores[head], judged, cfg.rerank_weight)
         order = np.argsort(-mixed, kind="stable").tolist()

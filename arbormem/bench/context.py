@@ -62,6 +62,7 @@ def run(
             agent="context",
             embedder=embedder if embedder else UNSET,
             llm=None,
+            reranker=None,
         ) as mem,
     ):
         started = time.perf_counter()

@@ -108,7 +108,7 @@ def build(
     ingest_s = 0.0
     last_report = 0.0
     done = 0
-    with Memory(db, user=USER, agent=AGENT, embedder=emb) as mem:
+    with Memory(db, user=USER, agent=AGENT, embedder=emb, reranker=None) as mem:
         batch: list[dict[str, Any]] = []
         key = None
 
@@ -185,7 +185,7 @@ def reopen(db: Path, *, embedder: str | None, seed: int = 0) -> dict[str, Any]:
 
     first, second = generate_queries(2, seed=seed + 1)
     t0 = time.perf_counter()
-    with Memory(db, user=USER, agent=AGENT, embedder=get_embedder(embedder)) as mem:
+    with Memory(db, user=USER, agent=AGENT, embedder=get_embedder(embedder), reranker=None) as mem:
         opened = time.perf_counter()
         mem.embedder.embed("warm up")
         loaded = time.perf_counter()

@@ -53,6 +53,7 @@ def _open(opts: StoreOptions, llm: Any) -> Any:
         embedder=opts.embedder if opts.embedder is not None else UNSET,
         llm=llm,
         read_only=opts.read_only,
+        reranker=opts.reranker if opts.reranker is not None else UNSET,
     )
 
 
