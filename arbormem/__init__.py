@@ -22,8 +22,8 @@ from arbormem.errors import (
 )
 from arbormem.memory import Memory
 from arbormem.models import Hit, Message, Scope, Session
-from arbormem.recall import RecallConfig
-from arbormem.rerank import Reranker
+from arbormem.recall.rerank import Reranker
+from arbormem.recall.retriever import RecallConfig
 
 if TYPE_CHECKING:
     from arbormem.async_memory import AsyncMemory

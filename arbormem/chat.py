@@ -17,7 +17,7 @@ the turn carries the error. Slash commands (``/tree``, ``/search``, ``/mode``,
 The saving is measured against sending the whole history of the thread (every
 stored message of the scope, whatever its session) with the same system
 prompt and input; each message costs its text plus
-:data:`arbormem.context.MESSAGE_OVERHEAD`.
+:data:`arbormem.context.assemble.MESSAGE_OVERHEAD`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from datetime import datetime
 from typing import Any
 
 from arbormem.config import UNSET
-from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.context.assemble import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.context.modes import MODES, resolve_mode
 from arbormem.errors import InputError, LLMError, NotFound
-from arbormem.ingest import check_content, check_name
+from arbormem.ingest.validate import check_content, check_name
 from arbormem.llm import LLMClient
 from arbormem.models import Message
-from arbormem.modes import MODES, resolve_mode
 from arbormem.timeutil import display, utcnow
 from arbormem.tokens import default_counter
 

@@ -27,8 +27,9 @@ import numpy as np
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
-from arbormem.formats import Record, parse_json, read_bytes_as_text
-from arbormem.ingest import (
+from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
+from arbormem.ingest.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
+from arbormem.ingest.validate import (
     MAX_MESSAGE_BYTES,
     Where,
     check_metadata,
@@ -37,8 +38,8 @@ from arbormem.ingest import (
     prepare,
 )
 from arbormem.models import Hit, Message, Scope, Session
-from arbormem.recall import RecallConfig, Retriever
-from arbormem.rerank import Reranker, get_reranker
+from arbormem.recall.rerank import Reranker, get_reranker
+from arbormem.recall.retriever import RecallConfig, Retriever
 from arbormem.store import (
     Backend,
     Deleted,
@@ -49,7 +50,6 @@ from arbormem.store import (
     open_backend,
 )
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
-from arbormem.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
 from arbormem.tree.background import IdleReorganizer
 from arbormem.tree.check import OpenChecks, TreeProblem
 from arbormem.tree.config import TreeConfig
@@ -169,8 +169,8 @@ class Memory:
     the default opens it read-only only when it cannot be written (see
     :attr:`read_only`), and ``False`` refuses to. ``reranker`` names a
     second stage that reorders the best turns of every search (``"cross-encoder"``,
-    ``"onnx:FOLDER"`` or a :class:`~arbormem.rerank.Reranker`; ``None`` for none):
-    better first hits for about 25 ms per reordered turn (see :mod:`arbormem.rerank`).
+    ``"onnx:FOLDER"`` or a :class:`~arbormem.recall.rerank.Reranker`; ``None`` for none):
+    better first hits for about 25 ms per reordered turn (see :mod:`arbormem.recall.rerank`).
     Unset, it is ``ARBORMEM_RERANKER``, else the config file's ``reranker``, else none.
     """
 
@@ -823,13 +823,13 @@ class Memory:
     def working(self) -> Any:
         """Per-session working memory (modes, tracked state, rolling summaries)."""
         if self._working is None:
-            from arbormem.session import WorkingMemory
+            from arbormem.context.working import WorkingMemory
 
             self._working = WorkingMemory(self.backend, self.llm)
         return self._working
 
     def _schedule_upkeep(self, thread: Thread, session: str) -> None:
-        from arbormem.modes import resolve_mode
+        from arbormem.context.modes import resolve_mode
 
         def work() -> None:
             self.backend.write_tail_windows(thread, session)
@@ -892,7 +892,7 @@ class Memory:
         OpenAI-style chat call; ``context.max_tokens`` is the room left for the
         reply in the model's context window.
         """
-        from arbormem.session import build_context
+        from arbormem.context.working import build_context
 
         return build_context(
             self,

@@ -113,7 +113,7 @@ class Hit:
     ``signals`` holds the value of each ranking feature that counted for this
     hit (for example ``bm_t``, BM25 of the turn; ``bm_w``, of its window;
     ``de_t``, the query's cosine with the turn; ``bm_topic``, of its topic; the
-    full list is :data:`arbormem.features.FEATURES`); ``score`` is the weighted
+    full list is :data:`arbormem.recall.features.FEATURES`); ``score`` is the weighted
     sum the ranking used. ``neighbors`` holds the surrounding turns of the same session
     when they were asked for, in thread order, the hit itself excluded.
     """

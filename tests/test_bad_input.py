@@ -10,7 +10,7 @@ import pytest
 
 from arbormem import ConfigError, InputError, Memory, MessageTooLarge, StoreError
 from arbormem.embed import HashingEmbedder, get_embedder
-from arbormem.formats import read_conversation_file
+from arbormem.ingest.formats import read_conversation_file
 
 from .conftest import write_json
 

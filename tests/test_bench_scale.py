@@ -12,7 +12,7 @@ import pytest
 from arbormem.bench.locomo import DISTRACTOR_SESSION_BASE, run, with_distractors
 from arbormem.bench.scale import check_plotting, parse_size, plot
 from arbormem.errors import ConfigError
-from arbormem.formats import parse_locomo
+from arbormem.ingest.formats import parse_locomo
 
 from .conftest import run_cli, tiny_locomo, write_json
 

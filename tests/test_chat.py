@@ -20,7 +20,7 @@ import pytest
 from arbormem import InputError, Memory
 from arbormem.bench.chat import ScriptedChatLLM, scripted_reply, user_turns
 from arbormem.chat import ChatSession
-from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.context.assemble import MESSAGE_OVERHEAD, REPLY_PRIMER
 from arbormem.embed import HashingEmbedder
 from arbormem.llm import LLMConfig, OpenAIChatClient
 from arbormem.tokens import default_counter

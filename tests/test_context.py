@@ -11,8 +11,8 @@ from typing import ClassVar
 import pytest
 
 from arbormem import Memory
+from arbormem.context.summary import SummaryPolicy, SummaryState, gate, update
 from arbormem.embed import HashingEmbedder
-from arbormem.summary import SummaryPolicy, SummaryState, gate, update
 
 from .conftest import run_cli
 from .fake_openai import FakeOpenAI, Reply
@@ -271,7 +271,7 @@ def test_context_cli_json(tmp_path: Path) -> None:
 def test_upkeep_of_a_session_waits_and_is_coalesced(tmp_path: Path) -> None:
     import time
 
-    from arbormem.session import WorkingMemory
+    from arbormem.context.working import WorkingMemory
     from arbormem.store import SQLiteBackend
 
     working = WorkingMemory(SQLiteBackend(tmp_path / "w.db"))
@@ -373,8 +373,8 @@ def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
 
 
 def test_an_llm_summary_call_gets_the_newest_messages_of_a_long_backlog() -> None:
+    from arbormem.context.summary import LLM_INPUT_CHARS, llm_merge
     from arbormem.models import Message
-    from arbormem.summary import LLM_INPUT_CHARS, llm_merge
 
     # 200 messages of about 300 characters left the window at once (a bulk import
     # followed by live chat): sent whole, the prompt was 60,000 characters.
@@ -410,8 +410,8 @@ def test_an_llm_summary_call_gets_the_newest_messages_of_a_long_backlog() -> Non
 
 
 def test_a_summary_stays_within_its_words_and_characters() -> None:
+    from arbormem.context.summary import CHARS_PER_WORD, llm_merge
     from arbormem.models import Message
-    from arbormem.summary import CHARS_PER_WORD, llm_merge
 
     batch = [
         Message(

@@ -9,7 +9,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.recall import RecallConfig
+from arbormem.recall.retriever import RecallConfig
 
 
 def _open(path: Path, **kw: object) -> Memory:
@@ -143,7 +143,7 @@ def test_a_second_memory_on_the_file_never_brings_a_forgotten_thread_back(
 def test_an_upkeep_running_across_a_forget_does_not_save_what_it_quoted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.session as session_module
+    import arbormem.context.working as session_module
 
     path = tmp_path / "m.db"
     a, b = _open(path), _open(path)  # as two processes would

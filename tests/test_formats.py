@@ -9,7 +9,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.errors import InputError
-from arbormem.formats import evidence_ids, parse_locomo, read_conversation_file
+from arbormem.ingest.formats import evidence_ids, parse_locomo, read_conversation_file
 
 from .conftest import tiny_locomo, write_json
 

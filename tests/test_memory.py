@@ -58,7 +58,7 @@ def test_search_finds_the_buried_fact(memory: Memory) -> None:
 
 
 def test_a_term_past_the_posting_budget_is_searched_in_the_newest_rows(db_path: Path) -> None:
-    from arbormem.recall import RecallConfig
+    from arbormem.recall.retriever import RecallConfig
 
     # Lexical search only (no vectors, no tree): each of its searches may read about
     # 10 postings, and "pancakes" has 80.
@@ -526,7 +526,7 @@ def _conversation(mem: Memory) -> None:
 @pytest.fixture
 def pooled(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
     """A memory of a short conversation whose searches use the worker pool."""
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
@@ -537,7 +537,7 @@ def pooled(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
 def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
         _conversation(mem)
@@ -597,7 +597,7 @@ def test_a_failing_source_fails_the_search_after_the_others_finish(
 
 
 def test_a_search_inside_a_write_transaction_sees_its_uncommitted_rows(db_path: Path) -> None:
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
         _conversation(mem)
@@ -704,7 +704,7 @@ def test_the_first_failing_source_in_order_is_the_error_raised(
 
 _RACE = """
 import os, sys, tempfile, threading, time
-import arbormem.recall as recall
+import arbormem.recall.retriever as recall
 from arbormem import Memory, StoreError
 from arbormem.embed import HashingEmbedder
 import arbormem.store.sqlite as sqlite_store
@@ -763,7 +763,7 @@ def test_a_search_on_a_thread_outliving_the_main_thread_still_runs(tmp_path: Pat
 
     script = """
 import sys, threading, time
-import arbormem.recall as recall
+import arbormem.recall.retriever as recall
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 recall.PARALLEL_FROM = 0

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from arbormem.errors import ConfigError, InputError, LLMError
-from arbormem.models import Message
-from arbormem.modes import (
+from arbormem.context.modes import (
     MODES,
     ModeSpec,
     Tracker,
@@ -21,7 +19,9 @@ from arbormem.modes import (
     resolve_mode,
     tracker_from_dict,
 )
-from arbormem.trackers import CodeTracker, ConversationTracker, ReasoningTracker
+from arbormem.context.trackers import CodeTracker, ConversationTracker, ReasoningTracker
+from arbormem.errors import ConfigError, InputError, LLMError
+from arbormem.models import Message
 
 from .fake_openai import ScriptedLLM
 

@@ -15,7 +15,7 @@ import pytest
 from arbormem import Hit, Memory, RecallConfig
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import ConfigError, InputError, RerankerError
-from arbormem.rerank import OnnxCrossEncoder, Reranker, blend, get_reranker
+from arbormem.recall.rerank import OnnxCrossEncoder, Reranker, blend, get_reranker
 
 from .conftest import run_cli, tiny_locomo, write_json
 

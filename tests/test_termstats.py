@@ -1,4 +1,4 @@
-"""Document frequencies kept between searches (arbormem.termstats)."""
+"""Document frequencies kept between searches (arbormem.recall.termstats)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from arbormem import termstats
+import arbormem.recall.termstats as termstats
 from arbormem.ids import content_hash
+from arbormem.recall.termstats import TermStats
 from arbormem.store import NewMessage, SQLiteBackend
-from arbormem.termstats import TermStats
 from arbormem.text import analyze
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -140,7 +140,8 @@ def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
     import threading
     import time
 
-    from arbormem import Memory, recall
+    import arbormem.recall.retriever as recall
+    from arbormem import Memory
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
     notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(40)]
@@ -172,7 +173,8 @@ def test_no_preload_for_an_in_memory_store_or_without_a_thread(
     # nothing, and close() still closes the store.
     import threading
 
-    from arbormem import Memory, recall
+    import arbormem.recall.retriever as recall
+    from arbormem import Memory
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 10)
     notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(20)]

@@ -1163,7 +1163,7 @@ def test_a_huge_message_is_named_from_its_beginning() -> None:
 def test_topic_paths_look_up_only_the_terms_the_posting_budget_affords(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arbormem.recall import RecallConfig
+    from arbormem.recall.retriever import RecallConfig
 
     with Memory(
         tmp_path / "m.db", embedder=HashingEmbedder(64), recall=RecallConfig(posting_budget=20)
@@ -1496,7 +1496,7 @@ def test_a_large_threads_tree_shapes_are_preloaded_without_changing_results(
 ) -> None:
     import time
 
-    from arbormem import recall
+    import arbormem.recall.retriever as recall
 
     config = TreeConfig(max_children=4)
     path = tmp_path / "p.db"

@@ -338,7 +338,7 @@ def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
 ) -> None:
     import time
 
-    from arbormem import recall
+    import arbormem.recall.retriever as recall
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
     path = tmp_path / "r.db"

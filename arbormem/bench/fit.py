@@ -24,9 +24,9 @@ import numpy as np
 
 from arbormem.bench.locomo import HEADLINE_CATEGORIES, ingest_conversation, load_paths, questions_of
 from arbormem.embed import get_embedder
-from arbormem.features import FEATURES, TREE_FEATURES
 from arbormem.memory import Memory
-from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, Example, fit, metrics, weight_vector
+from arbormem.recall.features import FEATURES, TREE_FEATURES
+from arbormem.recall.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, Example, fit, metrics, weight_vector
 
 
 def examples(

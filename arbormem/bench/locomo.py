@@ -33,7 +33,7 @@ from arbormem.bench.synth import generate_turns
 from arbormem.config import UNSET
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import InputError
-from arbormem.formats import (
+from arbormem.ingest.formats import (
     LocomoConversation,
     LocomoTurn,
     evidence_ids,
@@ -44,8 +44,8 @@ from arbormem.formats import (
 )
 from arbormem.memory import Memory
 from arbormem.models import Message
-from arbormem.recall import RecallConfig
-from arbormem.rerank import Reranker, get_reranker
+from arbormem.recall.rerank import Reranker, get_reranker
+from arbormem.recall.retriever import RecallConfig
 from arbormem.timeutil import display
 from arbormem.tokens import TokenCounter, default_counter
 

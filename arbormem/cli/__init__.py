@@ -117,7 +117,7 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
       arbormem ingest --session standup notes.jsonl
       arbormem --user bob ingest conv-26.json
     """
-    from arbormem.formats import read_conversation_file
+    from arbormem.ingest.formats import read_conversation_file
 
     parsed = [read_conversation_file(f) for f in files]
     records = [r for conv in parsed for r in conv.records]
@@ -433,7 +433,7 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
       arbormem --db old.db export - | arbormem --db new.db import -
     """
     from arbormem.errors import InputError
-    from arbormem.formats import parse_json
+    from arbormem.ingest.formats import parse_json
 
     data: Any = source
     if source == "-":

@@ -40,7 +40,7 @@ class Thread:
 
 @dataclass
 class NewMessage:
-    """A validated message ready to be stored (built by :mod:`arbormem.ingest`)."""
+    """A validated message ready to be stored (built by :mod:`arbormem.ingest.validate`)."""
 
     id: str
     role: str

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arbormem.errors import InputError
-from arbormem.ingest import KNOWN_FIELDS, Where, check_metadata
+from arbormem.ingest.validate import KNOWN_FIELDS, Where, check_metadata
 from arbormem.timeutil import parse_timestamp
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")

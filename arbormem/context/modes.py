@@ -22,7 +22,7 @@ the mode from the argument, ``ARBORMEM_MEMORY_MODE``, the config file's
     saved = tracker.to_dict()             # JSON-ready; tracker_from_dict(saved) restores it
 
 The trackers themselves (pattern extraction, LLM prompts) are in
-:mod:`arbormem.trackers`.
+:mod:`arbormem.context.trackers`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = [
     "tracker_from_dict",
 ]
 
-log = logging.getLogger("arbormem.modes")
+log = logging.getLogger("arbormem.context.modes")
 
 MODES: tuple[str, ...] = ("conversation", "code", "reasoning")
 DEFAULT_MODE = "conversation"
@@ -405,7 +405,7 @@ def _count(value: Any) -> int:
 
 
 def _tracker_classes() -> dict[str, type[Tracker]]:
-    from arbormem.trackers import CodeTracker, ConversationTracker, ReasoningTracker
+    from arbormem.context.trackers import CodeTracker, ConversationTracker, ReasoningTracker
 
     return {cls.mode: cls for cls in (ConversationTracker, CodeTracker, ReasoningTracker)}
 

@@ -8,9 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbormem.modes import Said, Tracker
-from arbormem.text import STOPWORDS, term_of
-from arbormem.trackers.common import (
+from arbormem.context.modes import Said, Tracker
+from arbormem.context.trackers.common import (
     AMOUNT,
     MONTH,
     bullets,
@@ -23,6 +22,7 @@ from arbormem.trackers.common import (
     sentences,
     words,
 )
+from arbormem.text import STOPWORDS, term_of
 
 # Words that make poor topics: chat filler, vague nouns, common verbs.
 _FILLER_WORDS = words(

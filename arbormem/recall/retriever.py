@@ -2,14 +2,14 @@
 
 For a query the retriever
 
-1. reads what the question says (:class:`arbormem.features.Question`): its
+1. reads what the question says (:class:`arbormem.recall.features.Question`): its
    terms, the speakers it names, the dates it refers to, its type;
 2. gathers candidates: the best turns by BM25 over each turn and over each
    turn's window (SQLite FTS5), the nearest vectors (cosine), and, when the
    question names dates, the best window matches inside those dates;
-3. computes every feature of :mod:`arbormem.features` for each candidate,
+3. computes every feature of :mod:`arbormem.recall.features` for each candidate,
    the topic tree's among them when the tree is on;
-4. scores each candidate with the weights of :mod:`arbormem.ranker` and
+4. scores each candidate with the weights of :mod:`arbormem.recall.ranker` and
    returns the best, each with the feature values that ranked it.
 
 Candidate generation keeps the cost independent of the thread's length: the
@@ -35,12 +35,12 @@ import numpy as np
 from arbormem.config import to_whole
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
-from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
-from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
-from arbormem.rerank import Reranker, blend, checked_scores
+from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
+from arbormem.recall.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
+from arbormem.recall.rerank import Reranker, blend, checked_scores
+from arbormem.recall.termstats import PRELOAD_FROM, TermStats
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
-from arbormem.termstats import PRELOAD_FROM, TermStats
 from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
@@ -92,7 +92,7 @@ class RecallConfig:
     weights: Mapping[str, float] | None = None
     #: Days after a named date range still counted as inside it.
     date_lag_days: int = 7
-    #: With a reranker (see :mod:`arbormem.rerank`): how many of the best turns it
+    #: With a reranker (see :mod:`arbormem.recall.rerank`): how many of the best turns it
     #: reorders, and the share of its standardised score in the blend with the
     #: ranker's. The weight was chosen leave-one-conversation-out on the LoCoMo
     #: development files (every fold chose 0.5); the depth for its cost (about

@@ -4,7 +4,7 @@ Each tracker reads the new messages of a turn and merges what it finds into a
 bounded state, most recent first. Without an LLM it uses patterns written for
 precision: a wrong decision or task in the prompt misleads the model more than
 a missed one, so anything hypothetical, negated, conditional or asked as a
-question is left out. With an LLM (see :class:`arbormem.modes.Tracker`) one
+question is left out. With an LLM (see :class:`arbormem.context.modes.Tracker`) one
 JSON call per update extracts the same structure, checked strictly.
 
 * :class:`ConversationTracker`: topics (keyphrases) and entities (names,
@@ -14,12 +14,12 @@ JSON call per update extracts the same structure, checked strictly.
 * :class:`ReasoningTracker`: objective and sub-goals, decisions with rationale,
   rejected alternatives, constraints, assumptions.
 
-Make them with :func:`arbormem.modes.new_tracker`.
+Make them with :func:`arbormem.context.modes.new_tracker`.
 """
 
-from arbormem.trackers.code import CodeError, CodeTracker
-from arbormem.trackers.conversation import ConversationTracker
-from arbormem.trackers.reasoning import Constraint, Decision, ReasoningTracker, Rejected
+from arbormem.context.trackers.code import CodeError, CodeTracker
+from arbormem.context.trackers.conversation import ConversationTracker
+from arbormem.context.trackers.reasoning import Constraint, Decision, ReasoningTracker, Rejected
 
 __all__ = [
     "CodeError",

@@ -1,7 +1,7 @@
 """Optional second-stage reranking of the best candidates by a cross-encoder.
 
 The default recall path ranks candidates with a linear model over cheap
-signals (:mod:`arbormem.ranker`). A cross-encoder reads the question and a
+signals (:mod:`arbormem.recall.ranker`). A cross-encoder reads the question and a
 candidate turn *together* and judges how well one answers the other, which
 the cheap signals cannot: on the LoCoMo development files, reordering the best
 ten turns by a blend of both lifts session hit@1 by about .03 (see

@@ -46,8 +46,8 @@ from itertools import pairwise
 
 import numpy as np
 
+from arbormem.recall.termstats import TermStats
 from arbormem.store.base import Row, Thread
-from arbormem.termstats import TermStats
 from arbormem.text import analyze, pairs, query_terms, words
 from arbormem.timeexpr import DateRange, closeness, find_ranges
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from arbormem.errors import InputError
-from arbormem.ingest import Where, check_name, prepare
+from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
 from arbormem.store.base import Backend, NewMessage, Thread
 from arbormem.timeutil import format_timestamp

@@ -27,10 +27,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbormem.context.modes import Tracker, get_mode, new_tracker, tracker_from_dict
+from arbormem.context.summary import SummaryPolicy, SummaryState, clamp, update
 from arbormem.models import Message
-from arbormem.modes import Tracker, get_mode, new_tracker, tracker_from_dict
 from arbormem.store.base import Backend, Thread
-from arbormem.summary import SummaryPolicy, SummaryState, clamp, update
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,7 @@ BLOCK_AT = 0.9
 
 def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]:
     """Recalled turns (grouped under their session's date) and topic paths, ranked."""
-    from arbormem.context import RecallItem
+    from arbormem.context.assemble import RecallItem
 
     items = []
     rank = 0
@@ -337,7 +337,7 @@ def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]
 
 def _window(value: Any) -> int:
     from arbormem.config import to_whole
-    from arbormem.context import MIN_BUDGET, REPLY_PRIMER
+    from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 
     tokens = to_whole(value)
     if tokens < MIN_BUDGET + REPLY_PRIMER + 1:
@@ -347,7 +347,7 @@ def _window(value: Any) -> int:
 
 def _budget(value: Any) -> int:
     from arbormem.config import to_whole
-    from arbormem.context import MIN_BUDGET
+    from arbormem.context.assemble import MIN_BUDGET
 
     tokens = to_whole(value)
     if tokens < MIN_BUDGET:
@@ -372,10 +372,10 @@ def build_context(
 ) -> Any:
     """What :meth:`arbormem.Memory.context` does (documented there)."""
     from arbormem.config import UNSET, resolve
-    from arbormem.context import DEFAULT_SYSTEM_PROMPT, ContextBuilder
+    from arbormem.context.assemble import DEFAULT_SYSTEM_PROMPT, ContextBuilder
+    from arbormem.context.modes import resolve_mode
     from arbormem.errors import InputError, StoreError
     from arbormem.memory import DEFAULT_CONTEXT_BUDGET, DEFAULT_CONTEXT_WINDOW
-    from arbormem.modes import resolve_mode
     from arbormem.tokens import default_counter
 
     if not isinstance(query, str) or not query.strip():
@@ -388,7 +388,7 @@ def build_context(
         _budget,
         field="budget_tokens",
     )
-    from arbormem.context import MIN_BUDGET, REPLY_PRIMER
+    from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 
     smallest = MIN_BUDGET + REPLY_PRIMER + 1
     for name, value, low in (

@@ -1,4 +1,4 @@
-"""The linear ranker over :mod:`arbormem.features`, and how its weights are fitted.
+"""The linear ranker over :mod:`arbormem.recall.features`, and how its weights are fitted.
 
 A candidate's score is the dot product of its feature row with a weight per
 feature. There are two weight sets: one for stores with the topic tree (which
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arbormem.features import FEATURES
+from arbormem.recall.features import FEATURES
 
 #: Fitted with the tree on by ``arbormem bench fit`` on the five LoCoMo development
 #: conversations (over several rounds, each from the last round's weights). Fitted
