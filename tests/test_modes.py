@@ -10,16 +10,15 @@ from typing import Any
 
 import pytest
 
-from arbormem.context.modes import (
-    MODES,
-    ModeSpec,
+from arbormem.context.modes import MODES, ModeSpec, get_mode, resolve_mode
+from arbormem.context.trackers import (
+    CodeTracker,
+    ConversationTracker,
+    ReasoningTracker,
     Tracker,
-    get_mode,
     new_tracker,
-    resolve_mode,
     tracker_from_dict,
 )
-from arbormem.context.trackers import CodeTracker, ConversationTracker, ReasoningTracker
 from arbormem.errors import ConfigError, InputError, LLMError
 from arbormem.models import Message
 

@@ -27,8 +27,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbormem.context.modes import Tracker, get_mode, new_tracker, tracker_from_dict
+from arbormem.context.modes import get_mode
 from arbormem.context.summary import SummaryPolicy, SummaryState, clamp, update
+from arbormem.context.trackers import Tracker, new_tracker, tracker_from_dict
 from arbormem.models import Message
 from arbormem.store.base import Backend, Thread
 

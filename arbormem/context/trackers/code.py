@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from arbormem.context.modes import Said, Tracker, clip
+from arbormem.context.trackers.base import Said, Tracker, clip
 from arbormem.context.trackers.common import (
     CONDITIONAL,
     NEGATED,

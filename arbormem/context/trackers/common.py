@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from arbormem.context.modes import clip
+from arbormem.context.trackers.base import clip
 
 T = TypeVar("T")
 

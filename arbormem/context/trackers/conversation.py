@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbormem.context.modes import Said, Tracker
+from arbormem.context.trackers.base import Said, Tracker
 from arbormem.context.trackers.common import (
     AMOUNT,
     MONTH,
