@@ -29,7 +29,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from arbormem.embed.base import Embedder, l2_normalize
-from arbormem.store.base import Backend, Thread, ThreadState
+from arbormem.store.base import Backend
+from arbormem.store.types import Thread, ThreadState
 
 log = logging.getLogger(__name__)
 

@@ -1525,7 +1525,7 @@ def test_a_large_threads_tree_shapes_are_preloaded_without_changing_results(
 
 
 def test_node_shapes_agree_with_node_briefs_and_stop_when_asked(tmp_path: Path) -> None:
-    from arbormem.store.base import NodeShapes
+    from arbormem.store.types import NodeShapes
 
     with Memory(tmp_path / "s.db", embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many(exchanges("garden", T0, "s1"))

@@ -31,7 +31,8 @@ from arbormem.context.modes import get_mode
 from arbormem.context.summary import SummaryPolicy, SummaryState, clamp, update
 from arbormem.context.trackers import Tracker, new_tracker, tracker_from_dict
 from arbormem.models import Message
-from arbormem.store.base import Backend, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import Thread
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from typing import Any
 from arbormem.errors import InputError
 from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
-from arbormem.store.base import Backend, NewMessage, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import NewMessage, Thread
 from arbormem.timeutil import format_timestamp
 
 EXPORT_FORMAT = "arbormem-export"

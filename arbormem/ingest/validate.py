@@ -25,7 +25,7 @@ from typing import Any
 from arbormem.errors import InputError, MessageTooLarge
 from arbormem.ids import content_hash, new_id
 from arbormem.models import ROLE_ALIASES, ROLES
-from arbormem.store.base import NewMessage
+from arbormem.store.types import NewMessage
 from arbormem.text import analyze_message
 from arbormem.timeutil import parse_timestamp, utcnow
 

@@ -47,7 +47,7 @@ from itertools import pairwise
 import numpy as np
 
 from arbormem.recall.termstats import TermStats
-from arbormem.store.base import Row, Thread
+from arbormem.store.types import Row, Thread
 from arbormem.text import analyze, pairs, query_terms, words
 from arbormem.timeexpr import DateRange, closeness, find_ranges
 

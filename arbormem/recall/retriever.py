@@ -40,7 +40,8 @@ from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Que
 from arbormem.recall.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
 from arbormem.recall.rerank import Reranker, blend, checked_scores
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
-from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
+from arbormem.store.base import Backend
+from arbormem.store.types import Filters, Row, Thread, ThreadState
 from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall

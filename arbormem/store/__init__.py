@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from arbormem.errors import ConfigError
-from arbormem.store.base import (
+from arbormem.store.base import Backend
+from arbormem.store.sqlite import SQLiteBackend
+from arbormem.store.types import (
     LEXICAL_KEYS,
     NODE_KEYS,
-    Backend,
     Deleted,
     Filters,
     NewMessage,
@@ -20,7 +21,6 @@ from arbormem.store.base import (
     TreeLogEntry,
     TreeState,
 )
-from arbormem.store.sqlite import SQLiteBackend
 
 __all__ = [
     "LEXICAL_KEYS",

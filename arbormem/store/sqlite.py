@@ -36,10 +36,13 @@ import numpy as np
 
 from arbormem.errors import EmbedderError, SchemaError, StoreError
 from arbormem.models import Message, Session
-from arbormem.store.base import (
+from arbormem.store.base import Backend
+from arbormem.store.checkpoint import Checkpointer
+from arbormem.store.driver import sqlite3
+from arbormem.store.schema import LATEST, current_version, migrate
+from arbormem.store.types import (
     LEXICAL_KEYS,
     NODE_KEYS,
-    Backend,
     Deleted,
     Filters,
     NewMessage,
@@ -52,9 +55,6 @@ from arbormem.store.base import (
     TreeLogEntry,
     TreeState,
 )
-from arbormem.store.checkpoint import Checkpointer
-from arbormem.store.driver import sqlite3
-from arbormem.store.schema import LATEST, current_version, migrate
 from arbormem.text import fts_query
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 

@@ -21,7 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from arbormem.store.base import Row, Thread, TreeState
+from arbormem.store.types import Row, Thread, TreeState
 from arbormem.tree.grow import TreeGrower
 
 log = logging.getLogger(__name__)

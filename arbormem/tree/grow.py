@@ -45,7 +45,8 @@ from arbormem.embed.base import Embedder
 from arbormem.errors import LLMError
 from arbormem.ids import content_hash
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeRow, Row, Thread, TreeState
+from arbormem.store.base import Backend
+from arbormem.store.types import NodeRow, Row, Thread, TreeState
 from arbormem.text import analyze, analyze_message
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.summarize import (

@@ -25,7 +25,8 @@ import numpy as np
 
 from arbormem.embed.base import Embedder
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeBrief, NodeRow, NodeShapes, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import NodeBrief, NodeRow, NodeShapes, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import display
 

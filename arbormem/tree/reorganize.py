@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.errors import LLMError, NotFound, TreeError
-from arbormem.store.base import NodeRow, Thread, TreeState
+from arbormem.store.types import NodeRow, Thread, TreeState
 from arbormem.text import term_of
 from arbormem.tree.grow import TreeGrower
 

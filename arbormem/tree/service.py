@@ -15,7 +15,8 @@ from typing import Any
 
 from arbormem.errors import InputError
 from arbormem.models import Message
-from arbormem.store.base import Backend, Filters, NodeRow, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import Filters, NodeRow, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import format_timestamp
 from arbormem.tree.grow import TOPIC_KINDS, TreeGrower
