@@ -42,6 +42,7 @@ __all__ = [
     "MODES",
     "ModeSpec",
     "get_mode",
+    "mode_name",
     "resolve_mode",
 ]
 
@@ -130,7 +131,7 @@ _SPECS: dict[str, ModeSpec] = {
 }
 
 
-def _mode_name(value: Any) -> str:
+def mode_name(value: Any) -> str:
     """The canonical name of a mode (case and surrounding space ignored), else ValueError."""
     name = value.strip().lower() if isinstance(value, str) else None
     if name not in _SPECS:
@@ -145,7 +146,7 @@ def get_mode(name: str) -> ModeSpec:
     30
     """
     try:
-        return _SPECS[_mode_name(name)]
+        return _SPECS[mode_name(name)]
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -159,4 +160,4 @@ def resolve_mode(explicit: Any = UNSET) -> str:
     """
     if explicit is not UNSET and explicit is not None:
         return get_mode(explicit).name
-    return resolve(UNSET, "ARBORMEM_MEMORY_MODE", "memory_mode", DEFAULT_MODE, _mode_name)
+    return resolve(UNSET, "ARBORMEM_MEMORY_MODE", "memory_mode", DEFAULT_MODE, mode_name)
