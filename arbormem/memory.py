@@ -47,7 +47,7 @@ from arbormem.store import (
     NewMessage,
     Row,
     Thread,
-    open_backend,
+    open_store,
 )
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 from arbormem.tree.background import IdleReorganizer
@@ -243,7 +243,7 @@ class Memory:
                 "open it read-only (or not) itself",
                 field="read_only",
             )
-        self.backend = backend or open_backend(
+        self.backend = backend or open_store(
             settings.db, synchronous=synchronous, read_only=read_only
         )
         self.path = getattr(self.backend, "path", settings.db)

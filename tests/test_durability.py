@@ -205,7 +205,7 @@ def _watching_writes(mem: Memory, watch: Callable[[str], object]) -> Iterator[No
 
 
 def _levels(mem: Memory) -> dict[str, int]:
-    from arbormem.store.sqlite import fts_levels
+    from arbormem.store.sqlite.common import fts_levels
 
     conn = mem.backend._writer  # type: ignore[attr-defined]
     return {t: fts_levels(conn, t) for t in ("turn_fts", "window_fts", "topic_fts", "segment_fts")}
@@ -215,7 +215,7 @@ def test_forgetting_keeps_the_full_text_indexes_shallow(tmp_path: Path, monkeypa
     """Each forget merges the full-text indexes ('optimize'). SQLite 3.40 puts each
     merge one level above the last, and 2,000 levels make an index unreadable for
     good: past the limit an index is rebuilt, which starts it at one level again."""
-    monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+    monkeypatch.setattr("arbormem.store.sqlite.messages.FTS_LEVEL_LIMIT", 20)
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
         deepest = 0
@@ -235,7 +235,7 @@ def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeyp
             mem.forget(mem.add(f"a passing remark {n} about apples").id)
         deep = {t for t, n in _levels(mem).items() if n > 20}
         assert "turn_fts" in deep
-        monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+        monkeypatch.setattr("arbormem.store.sqlite.messages.FTS_LEVEL_LIMIT", 20)
         merged: list[str] = []
         with _watching_writes(
             mem, lambda sql: "'optimize'" in sql and merged.append(sql.split()[2])

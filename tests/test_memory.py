@@ -707,7 +707,7 @@ import os, sys, tempfile, threading, time
 import arbormem.recall.retriever as recall
 from arbormem import Memory, StoreError
 from arbormem.embed import HashingEmbedder
-import arbormem.store.sqlite as sqlite_store
+import arbormem.store.sqlite.connection as sqlite_store
 recall.PARALLEL_FROM = int(sys.argv[1])
 sqlite_store.CLOSE_WAIT = float(sys.argv[2])  # 0: as if a read outlasted the wait
 tmp = tempfile.mkdtemp()

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.errors import ArbormemError, ConfigError
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.driver import sqlite3
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_QUERIES = 300

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.driver import sqlite3
 
 log = logging.getLogger(__name__)
 

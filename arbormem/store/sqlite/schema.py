@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 
 from arbormem.errors import SchemaError
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.windows import WINDOW_RADIUS, window_doc
 from arbormem.timeutil import format_timestamp, utcnow
 
 log = logging.getLogger(__name__)
@@ -345,7 +346,6 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
 
 def _rebuild_windows_and_stats(conn: sqlite3.Connection) -> None:
-    from arbormem.store.sqlite import WINDOW_RADIUS, window_doc
 
     conn.execute("DELETE FROM window_fts")
     sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
