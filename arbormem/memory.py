@@ -40,6 +40,7 @@ from arbormem.ingest.validate import (
 from arbormem.models import Hit, Message, Scope, Session
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig, Retriever
+from arbormem.settings import DEFAULT_ANN_THRESHOLD
 from arbormem.store import (
     Backend,
     Deleted,
@@ -58,7 +59,6 @@ from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.service import Trees
 from arbormem.tree.view import TopicNode
-from arbormem.vectors import ANN_THRESHOLD, AnnIndex, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class Memory:
             ann_threshold,
             "ARBORMEM_ANN_THRESHOLD",
             "ann_threshold",
-            ANN_THRESHOLD,
+            DEFAULT_ANN_THRESHOLD,
             whole_at_least(0),
             field="ann_threshold",
         )
@@ -244,21 +244,18 @@ class Memory:
                 field="read_only",
             )
         self.backend = backend or open_store(
-            settings.db, synchronous=synchronous, read_only=read_only
+            settings.db, synchronous=synchronous, read_only=read_only, ann_threshold=ann_threshold
         )
         self.path = getattr(self.backend, "path", settings.db)
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
-        folder = None if self.path == ":memory:" else Path(f"{self.path}.ann")
-        self.vectors = VectorCache(self.backend, self.embedder, folder, ann_threshold)
         if isinstance(tree, TreeConfig):
             self.tree_config = tree
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
-        self.tree_recall = TreeRecall(self.backend, self.embedder, folder=folder)
+        self.tree_recall = TreeRecall(self.backend, self.embedder, folder=self.backend.cache_folder)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
-            self.vectors,
             recall,
             tree=self.tree_recall if self.tree_config.enabled else None,
             reranker=second_stage,
@@ -271,7 +268,6 @@ class Memory:
             self.backend,
             self.grower,
             self.tree_recall,
-            self.vectors,
             self.retriever,
             self._write_lock,
         )
@@ -300,10 +296,6 @@ class Memory:
             self.retriever.close()
             if self._working is not None:
                 self._working.close()
-            try:
-                self.vectors.save()
-            except Exception as exc:  # a cache: losing it only costs a rebuild
-                log.warning("could not save the vector index: %s", exc)
             if self.llm is not None:
                 self.llm.close()
             self.backend.close()
@@ -513,16 +505,6 @@ class Memory:
                     self._after_append(thread, part, vectors, decisions)
                     if progress is not None:
                         progress(len(part))
-            if vectors is not None and all(r.chash in vectors for r in rows):
-                try:
-                    self.vectors.appended(
-                        thread,
-                        [r.rowid for r in rows],
-                        np.vstack([vectors[r.chash] for r in rows]),
-                    )
-                except Exception as exc:  # the messages are stored: the index catches up later
-                    log.warning("vector index not extended, rebuilt on next search: %s", exc)
-                    self.vectors.invalidate(thread)
         if self._idle is not None:
             self._idle.touch(thread, wrote=True)
         self.trees.name_with_llm(thread)
@@ -809,8 +791,6 @@ class Memory:
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard([*deleted.chashes, *unused])
         for thread in threads:
-            self.vectors.invalidate(thread)
-            self.vectors.discard_files(thread)
             self.tree_recall.invalidate(thread)
             self.tree_recall.discard_files(thread)
             self.trees.forget_descriptions(thread)
@@ -1029,16 +1009,6 @@ class Memory:
 
     # -- export and import -------------------------------------------------------------------
 
-    def _store_file(self, path: Path) -> bool:
-        """Whether ``path`` is the database or one of its companions (WAL, index folder)."""
-        store = getattr(self.backend, "path", None)
-        if not isinstance(store, (str, os.PathLike)) or str(store) == ":memory:":
-            return False
-        base = Path(store).resolve()
-        target = path.resolve()
-        companions = {base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))}
-        return target in companions or base.with_name(base.name + ".ann") in target.parents
-
     def export(
         self,
         dest: str | os.PathLike[str] | None = None,
@@ -1052,7 +1022,7 @@ class Memory:
         With ``dest`` the JSON is also written there (atomically). Vectors are
         not exported: they are derived, and recomputed on import.
         """
-        if dest is not None and self._store_file(Path(dest).expanduser()):
+        if dest is not None and self.backend.owns_path(Path(dest).expanduser()):
             # Replacing the database with its own export destroyed the store.
             raise InputError(
                 "is this store's own file",
@@ -1138,10 +1108,6 @@ class Memory:
                     archived_again += done
                     left_live += len(marked) - done
                 added += len(rows)
-        for scope, _, _ in plan:
-            thread = self._thread(scope)
-            if thread:
-                self.vectors.invalidate(thread)
         if left_live:
             # An exchange is archived whole or not at all: the tree is off, or an
             # imported message joined an exchange of this store (its open one).
@@ -1180,9 +1146,12 @@ class Memory:
         thread = self._thread(self._scope(user, agent))
         out: dict[str, Any] = {"vectors": 0, "approximate": False, "saved": True, "topics": 0}
         if thread is not None:
-            index, out["saved"] = self.vectors.prepare(thread)
-            out["vectors"] = len(index)
-            out["approximate"] = isinstance(index, AnnIndex)
+            built = self.backend.prepare_nearest(thread, self.embedder)
+            out["vectors"], out["approximate"], out["saved"] = (
+                built.vectors,
+                built.approximate,
+                built.saved,
+            )
             if self.tree_config.enabled:
                 out["topics"] = self.tree_recall.prepare(thread)
         out["duration_secs"] = round(time.perf_counter() - start, 3)
@@ -1210,6 +1179,5 @@ class Memory:
                 embedded += len(chunk)
                 if progress is not None:
                     progress(len(chunk))
-            self.vectors.invalidate(thread)
         pruned = self.backend.prune_vectors(model) if prune else 0
         return {"embedded": embedded, "pruned": pruned}

@@ -462,7 +462,7 @@ def test_numpy_numbers_are_taken_for_what_they_hold(tmp_path: Path) -> None:
     with Memory(
         tmp_path / "m.db", embedder=HashingEmbedder(16), ann_threshold=np.int64(500)
     ) as mem:
-        assert mem.vectors.ann_threshold == 500
+        assert mem.backend.dense_cache(mem.embedder).ann_threshold == 500
 
 
 def test_a_refused_synchronous_setting_creates_no_folder(tmp_path: Path) -> None:
@@ -485,7 +485,7 @@ def test_numpy_booleans_and_whole_strings_in_llm_and_store_settings(
     assert type(config.context_window) is int
     monkeypatch.setenv("ARBORMEM_ANN_THRESHOLD", "1200.0")  # as 1200.0 from TOML is
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(16)) as mem:
-        assert mem.vectors.ann_threshold == 1200
+        assert mem.backend.dense_cache(mem.embedder).ann_threshold == 1200
 
 
 @pytest.mark.parametrize("text", ["12.0000000000000001", "1e-400", "9007199254740993.5", "1e400"])

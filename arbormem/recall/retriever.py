@@ -45,7 +45,6 @@ from arbormem.store.types import Filters, Row, Thread, ThreadState
 from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
-from arbormem.vectors import VectorCache
 
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
@@ -143,7 +142,6 @@ class Retriever:
         self,
         backend: Backend,
         embedder: Embedder,
-        vectors: VectorCache,
         config: RecallConfig | None = None,
         tree: TreeRecall | None = None,
         reranker: Reranker | None = None,
@@ -152,7 +150,6 @@ class Retriever:
         self.reranker = reranker
         self._rerank_failures: set[str] = set()
         self.embedder = embedder
-        self.vectors = vectors
         self.config = config or RecallConfig()
         self.tree = tree
         self.docs = DocStats()
@@ -380,12 +377,14 @@ class Retriever:
                     }
                     | set(mine)
                 )
-                ok, vecs = self.vectors.index(thread).get(np.asarray(wanted, dtype=np.int64))
+                ok, vecs = self.backend.vectors_at(
+                    thread, self.embedder, np.asarray(wanted, dtype=np.int64)
+                )
                 for rid, good, vec in zip(wanted, ok.tolist(), vecs):
                     if good:
                         vector_of[rid] = vec
                 sessions = {rows[r].message.session for r in mine}
-                cents = self.vectors.session_centroids(thread, sorted(sessions))
+                cents = self.backend.session_centroids(thread, self.embedder, sorted(sessions))
                 for r in mine:
                     c = cents.get(rows[r].message.session)
                     if c is not None:
@@ -429,7 +428,7 @@ class Retriever:
             qvec = self.embedder.embed(query)
             nearest: list[int] = []
             for thread in threads:
-                ids, _ = self.vectors.index(thread).search(qvec, n, allowed)
+                ids, _ = self.backend.nearest(thread, self.embedder, qvec, n, allowed)
                 nearest.extend(ids.tolist())
         except EmbedderError as exc:
             # An embedding endpoint that is down (or vectors it cannot give): the
@@ -450,7 +449,7 @@ class Retriever:
         of the store's common terms (see :meth:`TermStats.preload`) when it holds
         :data:`PRELOAD_FROM` turns, and for each searched thread of that many
         messages its tree's shapes (see :meth:`TreeRecall.preload`) and its session
-        sums (see :meth:`VectorCache.preload_sums`; read again after a deletion
+        sums (see :meth:`~arbormem.store.vectors.VectorStore.preload_session_sums`; read again after a deletion
         drops them). Searches meanwhile read what they need. A store read through
         one connection (in memory) is not
         preloaded: the pass would hold every other read and write up, to save reads
@@ -464,7 +463,9 @@ class Retriever:
         sums = [
             t
             for t in large
-            if config.dense and t.id not in self._summing and not self.vectors.holds_sums(t)
+            if config.dense
+            and t.id not in self._summing
+            and not self.backend.holds_session_sums(t, self.embedder)
         ]
         terms = (
             config.lexical
@@ -505,7 +506,7 @@ class Retriever:
     def _preload_sums(self, thread: Thread) -> int:
         # A pass that fails is not tried again (the thread stays marked): the next
         # searches read the sums they need, as without a preload.
-        n = self.vectors.preload_sums(thread, self._stopping)
+        n = self.backend.preload_session_sums(thread, self.embedder, self._stopping)
         self._summing.discard(thread.id)
         return n
 

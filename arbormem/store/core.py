@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import ClassVar
 
 from arbormem.errors import StoreError
@@ -22,6 +23,9 @@ class StoreCore(abc.ABC):
     #: True when the store was opened for reading only: every write raises StoreError,
     #: and caches kept beside it (approximate indexes, topic vectors) are not saved.
     read_only: bool = False
+    #: A folder beside the store where derived caches may be kept between processes
+    #: (None: keep none, as for an in-memory store or a database server).
+    cache_folder: Path | None = None
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[None]:
@@ -41,6 +45,11 @@ class StoreCore(abc.ABC):
     def concurrent_reads(self) -> bool:
         """Whether reads issued now from other threads run beside each other and see
         what this thread sees. False by default: one connection, or none to spare."""
+        return False
+
+    def owns_path(self, path: Path) -> bool:
+        """Whether writing to ``path`` would overwrite this store or one of the files
+        it keeps beside it (an export must not replace its own database)."""
         return False
 
     @abc.abstractmethod

@@ -25,7 +25,6 @@ from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.reorganize import Reorganizer
 from arbormem.tree.summarize import digest_children
 from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
-from arbormem.vectors import VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +39,12 @@ class Trees:
         backend: Backend,
         grower: TreeGrower,
         recall: TreeRecall,
-        vectors: VectorCache,
         retriever: Any,
         write_lock: threading.RLock,
     ) -> None:
         self.backend = backend
         self.grower = grower
         self.recall = recall
-        self.vectors = vectors
         self.retriever = retriever
         self.reorganizer = Reorganizer(grower)
         self._write_lock = write_lock
@@ -114,15 +111,12 @@ class Trees:
             prune_trivial_leaves=prune_trivial_leaves,
         )
         self.recall.invalidate(thread)
-        if result.get("pruned"):
-            self.vectors.invalidate(thread)
         return result
 
     def undo(self, thread: Thread, log_id: int) -> dict[str, Any]:
         with self._write_lock:
             result = self.reorganizer.undo(thread, log_id)
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return result
 
     def archive(self, thread: Thread, rowids: Sequence[int]) -> int:
@@ -142,7 +136,6 @@ class Trees:
         # written back by the next add, they undid this.
         self.grower.forget_cursor(thread)
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return archived
 
     def restore_archived(self, thread: Thread) -> int:
@@ -154,7 +147,6 @@ class Trees:
             self.grower.reindex_above(thread, leaves)
         self.grower.forget_cursor(thread)  # see archive()
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return restored
 
     def log(self, thread: Thread) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from arbormem.store.sqlite.common import (
     refuses_writes,
     unwritable,
 )
+from arbormem.store.sqlite.dense import ANN_THRESHOLD, VectorCache
 from arbormem.store.sqlite.driver import sqlite3
 from arbormem.store.sqlite.schema import LATEST, current_version, migrate
 
@@ -58,15 +59,24 @@ class SQLiteConnection(StoreCore):
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
         read_only: bool | None = None,
+        ann_threshold: int = ANN_THRESHOLD,
     ) -> None:
         """``read_only``: True opens an existing store for reading only; False
         requires write access; None (the default) writes when it can and reads
-        only when the file or its folder cannot be written."""
+        only when the file or its folder cannot be written. ``ann_threshold``: the
+        vectors per thread past which dense search is approximate."""
         self._memory = str(path) == ":memory:"
         # "~/memory.db" from a config file or a quoted flag reaches us unexpanded.
         # Absolute: a process that changes its working folder must still name (and
         # recognise, see Memory.export) the same file.
         self.path = str(path) if self._memory else str(Path(path).expanduser().absolute())
+        #: Approximate indexes and topic vectors are saved beside the file.
+        self.cache_folder = None if self._memory else Path(f"{self.path}.ann")
+        self._ann_threshold = ann_threshold
+        #: Work to do once the current write transaction commits (see _on_commit).
+        self._after_commit: list[Callable[[], None]] = []
+        #: Dense-search caches by embedding model (see SQLiteVectors.dense_cache).
+        self._dense: dict[str, VectorCache] = {}
         self._synchronous = str(synchronous).upper()
         if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
@@ -430,8 +440,42 @@ class SQLiteConnection(StoreCore):
                     raise StoreError(f"{self.path}: commit failed: {exc}") from exc
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
+                self._run_after_commit()
             finally:
                 self._depth, self._owner = 0, None
+                self._after_commit.clear()
+
+    def _on_commit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` once the write transaction under way commits (at once when
+        there is none); never when it rolls back. For caches of what was written."""
+        if self._owns_transaction():
+            self._after_commit.append(work)
+        else:
+            work()
+
+    def _run_after_commit(self) -> None:
+        for work in self._after_commit:
+            try:
+                work()
+            except Exception as exc:  # caches: the write itself has landed
+                log.warning("%s: a cache was not kept in step with a write: %s", self.path, exc)
+
+    def owns_path(self, path: Path) -> bool:
+        if self._memory:
+            return False
+        base = Path(self.path).resolve()
+        target = path.resolve()
+        companions = {base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))}
+        cache = self.cache_folder.resolve() if self.cache_folder is not None else None
+        return target in companions or (cache is not None and cache in target.parents)
+
+    def _rows_changed(self, thread_ids: Iterable[int], *, forgotten: bool) -> None:
+        """Called after a commit that took rows out of these threads (deleted, or
+        archived out of recall): capabilities that cache rows drop them here."""
+
+    def _closing(self) -> None:
+        """Called first by :meth:`close`, while reads still work: capabilities that
+        keep caches save them here."""
 
     def _rollback(self) -> None:
         if self._writer.in_transaction:
@@ -439,6 +483,8 @@ class SQLiteConnection(StoreCore):
 
     def close(self) -> None:
         me = threading.get_ident()
+        if not self._closed:
+            self._closing()
         with self._idle:
             if self._closed:
                 return

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -240,6 +241,17 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
                 self.put_vectors(model_id, vectors)
             for sid, chashes in members.items():
                 self._add_to_session_sum(sid, chashes, vectors, model_id, fresh[sid] == 0)
+            if vectors and model_id and all(r.chash in vectors for r in out):
+                self._on_commit(
+                    partial(
+                        self._dense_appended,
+                        thread,
+                        [r.rowid for r in out],
+                        vectors,
+                        [r.chash for r in out],
+                        model_id,
+                    )
+                )
         return out
 
     def sessions_written_from(self, thread: Thread, index: int) -> list[str]:
@@ -468,6 +480,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
                 result.chashes.append(chash)
         for tid in thread_ids:
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (tid,))
+        self._on_commit(partial(self._rows_changed, sorted(thread_ids), forgotten=True))
         return result
 
     def purge(self) -> list[str]:

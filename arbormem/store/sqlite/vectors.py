@@ -1,14 +1,23 @@
-"""Vectors in SQLite: little-endian float32 blobs by model and content hash, and a
-running sum of each session's vectors."""
+"""Vectors in SQLite: little-endian float32 blobs by model and content hash, a
+running sum of each session's vectors, and dense search over them.
+
+SQLite has no vector index here, so dense search is done in this process: each
+searched thread's vectors are held in memory by a :class:`~.dense.VectorCache` (one
+per embedding model), exact up to a size and approximate past it, saved beside
+the file when approximate. The caches follow every write of this process after it
+commits, and notice other processes' writes by the threads' change markers.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError
 from arbormem.store.sqlite.common import (
     batches,
@@ -16,16 +25,111 @@ from arbormem.store.sqlite.common import (
     read_rows,
 )
 from arbormem.store.sqlite.connection import SQLiteConnection
+from arbormem.store.sqlite.dense import AnnIndex, VectorCache
 from arbormem.store.types import (
     Row,
     Thread,
 )
+from arbormem.store.vectors import NearestIndex
 
 log = logging.getLogger("arbormem.store.sqlite")
 
 
+if TYPE_CHECKING:
+    from arbormem.store.sqlite import SQLiteBackend
+
+
 class SQLiteVectors(SQLiteConnection):
-    """Vectors by model and content hash, and session sums."""
+    """Vectors by model and content hash, session sums, and dense search in memory."""
+
+    # -- dense search --------------------------------------------------------------------
+
+    def dense_cache(self, embedder: Embedder) -> VectorCache:
+        """The in-memory vector indexes of ``embedder``'s model (made on first use)."""
+        with self._lock:
+            cache = self._dense.get(embedder.model_id)
+            if cache is None:
+                cache = VectorCache(
+                    cast("SQLiteBackend", self),
+                    embedder,
+                    self.cache_folder,
+                    self._ann_threshold,
+                )
+                self._dense[embedder.model_id] = cache
+            return cache
+
+    def nearest(
+        self,
+        thread: Thread,
+        embedder: Embedder,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.dense_cache(embedder).index(thread).search(query, k, allowed)
+
+    def vectors_at(
+        self, thread: Thread, embedder: Embedder, rowids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.dense_cache(embedder).index(thread).get(rowids)
+
+    def session_centroids(
+        self, thread: Thread, embedder: Embedder, sessions: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        return self.dense_cache(embedder).session_centroids(thread, sessions)
+
+    def prepare_nearest(self, thread: Thread, embedder: Embedder) -> NearestIndex:
+        index, saved = self.dense_cache(embedder).prepare(thread)
+        return NearestIndex(len(index), isinstance(index, AnnIndex), saved)
+
+    def preload_session_sums(
+        self, thread: Thread, embedder: Embedder, stop: threading.Event | None = None
+    ) -> int:
+        return self.dense_cache(embedder).preload_sums(thread, stop)
+
+    def holds_session_sums(self, thread: Thread, embedder: Embedder) -> bool:
+        return self.dense_cache(embedder).holds_sums(thread)
+
+    def _dense_appended(
+        self,
+        thread: Thread,
+        rowids: Sequence[int],
+        vectors: Mapping[str, np.ndarray],
+        chashes: Sequence[str],
+        model_id: str,
+    ) -> None:
+        """After an append commits: extend the model's indexes without reading back."""
+        cache = self._dense.get(model_id)
+        if cache is not None:
+            cache.appended(thread, rowids, np.vstack([vectors[h] for h in chashes]))
+
+    def _rows_changed(self, thread_ids: Iterable[int], *, forgotten: bool) -> None:
+        """After rows left threads (deleted, or archived out of recall): drop what the
+        caches hold of them, and with ``forgotten`` the files saved of them too (an
+        index may hold vectors of forgotten messages)."""
+        with self._lock:
+            caches = list(self._dense.values())
+        for thread_id in thread_ids:
+            thread = Thread(thread_id, "", "")
+            for cache in caches:
+                cache.invalidate(thread)
+                if forgotten:
+                    cache.discard_files(thread)
+            if forgotten and not caches and self.cache_folder is not None:
+                VectorCache.discard_thread_files(self.cache_folder, thread)
+        super()._rows_changed(thread_ids, forgotten=forgotten)
+
+    def _closing(self) -> None:
+        with self._lock:
+            caches = list(self._dense.values())
+        for cache in caches:
+            try:
+                cache.save()
+            except Exception as exc:  # a cache: losing it only costs a rebuild
+                log.warning("could not save the vector index: %s", exc)
+        super()._closing()
+
+    # -- stored vectors ------------------------------------------------------------------
 
     def _add_to_session_sum(
         self,
@@ -182,6 +286,13 @@ class SQLiteVectors(SQLiteConnection):
     def prune_vectors(self, keep_model: str) -> int:
         with self.transaction():
             cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
+
+            def drop_others() -> None:
+                with self._lock:
+                    for model in [m for m in self._dense if m != keep_model]:
+                        del self._dense[model]
+
+            self._on_commit(drop_others)
             return int(cur.rowcount)
 
     def vector_models(self) -> dict[str, int]:

@@ -1,4 +1,5 @@
-"""Dense search: per-thread vector indexes kept in step with the store.
+"""Dense search for the SQLite back-end: per-thread vector indexes in memory, kept
+in step with the file.
 
 :class:`ExactIndex` is a float32 matrix of unit vectors searched by one matrix
 product: exact, and fast up to a few hundred thousand rows. Every index speaks
@@ -24,13 +25,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from arbormem.embed.base import Embedder, l2_normalize
-from arbormem.store.base import Backend
 from arbormem.store.types import Thread, ThreadState
+
+if TYPE_CHECKING:
+    from arbormem.store.sqlite import SQLiteBackend
 
 log = logging.getLogger(__name__)
 
@@ -331,6 +334,20 @@ class _Entry:
         self.dirty = 0
 
 
+def _meta_file(folder: Path, thread: Thread) -> Path:
+    return folder / f"thread-{thread.id}.json"
+
+
+def _index_files(folder: Path, thread: Thread) -> list[Path]:
+    """Every index file of the thread in the folder (saved, left over, or of the
+    layout before the JSON named its file)."""
+    if not folder.exists():
+        return []
+    named = list(folder.glob(f"thread-{thread.id}-*.usearch"))
+    legacy = folder / f"thread-{thread.id}.usearch"
+    return [*named, legacy] if legacy.exists() else named
+
+
 class VectorCache:
     """One vector index per thread, lazily loaded and kept in step with writes.
 
@@ -341,7 +358,7 @@ class VectorCache:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: SQLiteBackend,
         embedder: Embedder,
         folder: Path | None = None,
         ann_threshold: int = ANN_THRESHOLD,
@@ -360,16 +377,10 @@ class VectorCache:
     # -- persistence -----------------------------------------------------------------
 
     def _meta_file(self, thread: Thread) -> Path | None:
-        return None if self.folder is None else self.folder / f"thread-{thread.id}.json"
+        return None if self.folder is None else _meta_file(self.folder, thread)
 
     def _index_files(self, thread: Thread) -> list[Path]:
-        """Every index file of the thread in the folder (saved, left over, or of the
-        layout before the JSON named its file)."""
-        if self.folder is None or not self.folder.exists():
-            return []
-        named = list(self.folder.glob(f"thread-{thread.id}-*.usearch"))
-        legacy = self.folder / f"thread-{thread.id}.usearch"
-        return [*named, legacy] if legacy.exists() else named
+        return [] if self.folder is None else _index_files(self.folder, thread)
 
     def _restore(self, thread: Thread, state: ThreadState) -> _Entry | None:
         meta_file = self._meta_file(thread)
@@ -450,10 +461,14 @@ class VectorCache:
 
     def discard_files(self, thread: Thread) -> None:
         """Delete a thread's saved index: it may hold vectors of forgotten messages."""
-        meta_file = self._meta_file(thread)
-        if meta_file is not None:
-            meta_file.unlink(missing_ok=True)
-        for path in self._index_files(thread):
+        if self.folder is not None:
+            self.discard_thread_files(self.folder, thread)
+
+    @staticmethod
+    def discard_thread_files(folder: Path, thread: Thread) -> None:
+        """Delete the index a process saved for a thread in ``folder``, if any."""
+        _meta_file(folder, thread).unlink(missing_ok=True)
+        for path in _index_files(folder, thread):
             path.unlink(missing_ok=True)
 
     def save(self) -> None:
