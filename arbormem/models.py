@@ -155,8 +155,8 @@ class Hit:
         out["score"] = round(self.score, 6)
         out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
         out["message_ids"] = self.message_ids
-        if self.superseded_by:
-            out["superseded_by"] = self.superseded_by
-        if self.neighbors:
-            out["neighbors"] = [m.to_dict() for m in self.neighbors]
+        # Every key on every hit, null or empty when there is nothing: a key left out
+        # made each consumer test for its presence.
+        out["superseded_by"] = self.superseded_by
+        out["neighbors"] = [m.to_dict() for m in self.neighbors]
         return out
