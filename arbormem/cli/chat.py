@@ -57,6 +57,7 @@ def docs_url() -> str:
             return url.strip().rstrip("/")
     return DOCS_URL
 
+
 PROMPT = "you> "
 
 
