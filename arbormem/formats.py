@@ -58,15 +58,20 @@ def read_bytes_as_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    return decode_text(data, str(path))
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """UTF-8 bytes (a byte-order mark allowed) as text, or an error naming the line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(
             f"invalid UTF-8 at byte {exc.start}",
-            source=str(path),
+            source=source,
             line=line,
-            hint="re-encode the file as UTF-8",
+            hint="re-encode the text as UTF-8",
         ) from None
 
 

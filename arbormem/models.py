@@ -160,3 +160,21 @@ class Hit:
         out["superseded_by"] = self.superseded_by
         out["neighbors"] = [m.to_dict() for m in self.neighbors]
         return out
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What :meth:`Memory.ingest <arbormem.Memory.ingest>` did with the messages it was
+    given."""
+
+    #: One for each message given, in order: the message stored now, or the stored
+    #: message it repeats.
+    messages: tuple[Message, ...]
+    #: Positions (among the messages given) of those already stored, and so skipped.
+    skipped: tuple[int, ...] = ()
+
+    @property
+    def added(self) -> list[Message]:
+        """The messages stored by this call, in order."""
+        skipped = set(self.skipped)
+        return [m for i, m in enumerate(self.messages) if i not in skipped]

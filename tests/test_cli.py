@@ -62,6 +62,7 @@ def test_ingest_locomo_and_jsonl(tmp_path: Path, env: dict[str, str]) -> None:
         "format": "locomo",
         "messages": 6,
         "sessions": 2,
+        "skipped": 0,
     }
     hits = json.loads(run_cli("search", "marathon Lisbon", "--json", env=env).stdout)
     assert hits[0]["speaker"] == "Ben"

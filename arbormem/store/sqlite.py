@@ -1056,6 +1056,20 @@ class SQLiteBackend(Backend):
                     out[row.rowid] = row
         return out
 
+    def with_hashes(self, thread: Thread, chashes: Sequence[str]) -> list[Row]:
+        out: list[Row] = []
+        with self._reading() as conn:
+            for chunk, marks in _batches(list(dict.fromkeys(chashes))):
+                out.extend(
+                    _row(r)
+                    for r in conn.execute(
+                        _ROW_SELECT + f" WHERE m.chash IN ({marks}) AND m.thread_id = ?",
+                        [*chunk, thread.id],
+                    )
+                )
+        out.sort(key=lambda row: row.message.index)
+        return out
+
     def messages(
         self,
         thread: Thread,
