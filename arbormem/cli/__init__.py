@@ -64,11 +64,11 @@ def cli(
 
     \b
     Examples:
-      arbormem ingest chat.jsonl
+      arbormem example && arbormem ingest conversation.json
       arbormem add "Sarah is allergic to peanuts." --speaker Tom
       arbormem search "what is Sarah allergic to?"
       arbormem --user alice sessions
-      arbormem bench locomo ../shared/datasets/locomo
+      arbormem bench locomo locomo10.json
     """
     ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
 
@@ -592,11 +592,13 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
 from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
+from arbormem.cli.example import example  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(context)
+cli.add_command(example)
 cli.add_command(tree)
 cli.add_command(reorganize)
 
