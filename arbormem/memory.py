@@ -564,6 +564,8 @@ class Memory:
                     find_stored(self.backend, thread, records, prepared, explicit) if ingest else {}
                 )
                 todo = [i for i in range(len(prepared)) if i not in found]
+                if found and progress is not None:
+                    progress(len(found))  # done with: already stored
                 new = [prepared[i] for i in todo]
                 self._assign_sessions(
                     thread, new, [explicit[i] for i in todo], [fresh[i] for i in todo]
