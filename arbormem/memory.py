@@ -27,7 +27,7 @@ import numpy as np
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.dedup import find_stored
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
-from arbormem.errors import InputError, NotFound
+from arbormem.errors import InputError, NotFound, StoreError
 from arbormem.formats import Record, parse_json, read_bytes_as_text
 from arbormem.ingest import (
     MAX_MESSAGE_BYTES,
@@ -536,8 +536,6 @@ class Memory:
             _session_name(r.session if r.session is not None else session, r.where) for r in records
         ]
         fresh = _undated_starts(records, explicit) if ingest else [False] * len(records)
-        if not ingest:
-            self._check_new_ids(records, prepared)
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
@@ -570,13 +568,19 @@ class Memory:
                 self._assign_sessions(
                     thread, new, [explicit[i] for i in todo], [fresh[i] for i in todo]
                 )
-                rows = (
-                    self.backend.append(
-                        thread, new, vectors, self.embedder.model_id, defer_tail=live
+                try:
+                    rows = (
+                        self.backend.append(
+                            thread, new, vectors, self.embedder.model_id, defer_tail=live
+                        )
+                        if new
+                        else []
                     )
-                    if new
-                    else []
-                )
+                except StoreError:
+                    named = self._stored_id_error(records, new)
+                    if named is None:
+                        raise
+                    raise named from None
                 # The tree grows a part at a time, so a caller's progress bar moves
                 # while a large file goes in. Every row is stored first: names weigh
                 # terms by the store's counts, which then include the whole batch.
@@ -610,19 +614,27 @@ class Memory:
             tuple(sorted(found)),
         )
 
-    def _check_new_ids(self, records: Sequence[Record], prepared: Sequence[NewMessage]) -> None:
-        """An id given for a new message must not be stored already: said here with the
-        file, line and field, rather than by the store's constraint naming none."""
-        for r, p in zip(records, prepared):
-            if r.id is not None and self.backend.get(p.id) is not None:
-                raise InputError(
-                    f"message id {p.id!r} is already stored",
-                    source=r.where.source,
-                    line=r.where.line,
-                    field=r.where.field("id"),
-                    hint="give another id, or none; 'arbormem ingest' (Memory.ingest) "
-                    "skips messages already stored",
-                )
+    def _stored_id_error(
+        self, records: Sequence[Record], new: Sequence[NewMessage]
+    ) -> InputError | None:
+        """After the store refused to append ``new``: the error naming the file, line
+        and field of a given id it holds already (the store's own names none), if that
+        was why. Looked for only then, so a bulk add with ids pays nothing for it."""
+        where = {p.id: r.where for r, p in zip(records, new) if r.id is not None}
+        try:
+            held = next((i for i in where if self.backend.get(i) is not None), None)
+        except StoreError:
+            return None
+        if held is None:
+            return None
+        return InputError(
+            f"message id {held!r} is already stored",
+            source=where[held].source,
+            line=where[held].line,
+            field=where[held].field("id"),
+            hint="give another id, or none; 'arbormem ingest' (Memory.ingest) skips "
+            "messages already stored",
+        )
 
     def _after_append(
         self,
