@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from arbormem.memory import Memory
-from arbormem.models import Hit, Message, Session
+from arbormem.models import Hit, Ingested, Message, Session
 
 T = TypeVar("T")
 
@@ -46,6 +46,9 @@ class AsyncMemory:
 
     async def add_many(self, messages: Any, **kwargs: Any) -> list[Message]:
         return await self._run(self.memory.add_many, list(messages), **kwargs)
+
+    async def ingest(self, messages: Any, **kwargs: Any) -> Ingested:
+        return await self._run(self.memory.ingest, list(messages), **kwargs)
 
     async def search(self, query: str, **kwargs: Any) -> list[Hit]:
         return await self._run(self.memory.search, query, **kwargs)

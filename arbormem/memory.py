@@ -26,7 +26,8 @@ import numpy as np
 
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
-from arbormem.errors import InputError, NotFound
+from arbormem.errors import InputError, NotFound, StoreError
+from arbormem.ingest.dedup import find_stored
 from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
 from arbormem.ingest.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
 from arbormem.ingest.validate import (
@@ -37,7 +38,7 @@ from arbormem.ingest.validate import (
     normalize_role,
     prepare,
 )
-from arbormem.models import Hit, Message, Scope, Session
+from arbormem.models import Hit, Ingested, Message, Scope, Session
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig, Retriever
 from arbormem.settings import DEFAULT_ANN_THRESHOLD
@@ -155,6 +156,23 @@ def _roles(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """A role filter with the aliases ``add`` accepts ("human" is "user")."""
     roles = _as_tuple(value, "role")
     return None if roles is None else tuple(normalize_role(r) for r in roles)
+
+
+def _undated_starts(records: Sequence[Record], sessions: Sequence[str | None]) -> list[bool]:
+    """Which messages open a session of their own: the first naming no session of each
+    source (a file; the caller's mappings are one) of which no message has a timestamp.
+    Dated now, such messages joined whatever session was under ``session_gap`` old,
+    however unrelated (issue 20)."""
+    dated = {r.where.source for r in records if r.timestamp is not None}
+    started: set[str | None] = set()
+    out = []
+    for r, name in zip(records, sessions):
+        source = r.where.source
+        starts = name is None and source not in dated and source not in started
+        if starts:
+            started.add(source)
+        out.append(starts)
+    return out
 
 
 class Memory:
@@ -387,7 +405,7 @@ class Memory:
             session=session,
             id=id,
         )
-        return self._add_records([record], user=user, agent=agent)[0]
+        return self._add_records([record], user=user, agent=agent).messages[0]
 
     def add_many(
         self,
@@ -403,6 +421,45 @@ class Memory:
         Each item is a mapping with ``content`` and optionally ``role``,
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
+        records = self._records(messages)
+        added = self._add_records(
+            records, session=session, user=user, agent=agent, progress=progress
+        )
+        return list(added.messages)
+
+    def ingest(
+        self,
+        messages: Iterable[Mapping[str, Any] | Record],
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Ingested:
+        """Store what is new among ``messages``: :meth:`add_many` for conversation
+        logs, safe to run again on the same file or on one that has grown since.
+
+        A message already stored is skipped: one with an ``id``, by its id (a
+        different message under a stored id is an ``InputError``); one without, when
+        a stored message of the scope has the same role, speaker, content and
+        timestamp (and the same session, when it names one), or, with no timestamp,
+        the same role, speaker and content in the session it names. The rules are in
+        :mod:`arbormem.ingest.dedup`. And messages of which none has a timestamp (those of
+        one source file, or of this call) start a session of their own unless they
+        name one, instead of joining the current session by their time, which would
+        be now. Like :meth:`add_many`, all in one transaction.
+        """
+        return self._add_records(
+            self._records(messages),
+            session=session,
+            user=user,
+            agent=agent,
+            progress=progress,
+            ingest=True,
+        )
+
+    @staticmethod
+    def _records(messages: Iterable[Mapping[str, Any] | Record]) -> list[Record]:
         records = []
         for i, item in enumerate(messages):
             if isinstance(item, Record):
@@ -425,9 +482,7 @@ class Memory:
                     where=Where(prefix=f"messages[{i}]."),
                 )
             )
-        return self._add_records(
-            records, session=session, user=user, agent=agent, progress=progress
-        )
+        return records
 
     def _add_records(
         self,
@@ -437,7 +492,8 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[Message]:
+        ingest: bool = False,
+    ) -> Ingested:
         scope = self._scope(user, agent)
         now = utcnow()
         prepared = [
@@ -456,7 +512,7 @@ class Memory:
             for r in records
         ]
         if not prepared:
-            return []
+            return Ingested((), ())
         given: set[str] = set()
         for r, p in zip(records, prepared):
             if r.id is not None and p.id in given:
@@ -471,6 +527,7 @@ class Memory:
         explicit = [
             _session_name(r.session if r.session is not None else session, r.where) for r in records
         ]
+        fresh = _undated_starts(records, explicit) if ingest else [False] * len(records)
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
@@ -489,31 +546,77 @@ class Memory:
             # Sessions are named before the LLM is asked where an exchange belongs
             # (it is only asked inside the current session), and again in the
             # transaction, where another process's writes are visible.
-            self._assign_sessions(thread, prepared, explicit)
+            self._assign_sessions(thread, prepared, explicit, fresh)
             decisions = self._llm_decisions(thread, prepared)
             with self.grower.dropped_on_failure(), self.backend.transaction():
-                self._assign_sessions(thread, prepared, explicit)
-                rows = self.backend.append(
-                    thread, prepared, vectors, self.embedder.model_id, defer_tail=live
+                # In the transaction, where another writer's messages are visible.
+                found = (
+                    find_stored(self.backend, thread, records, prepared, explicit) if ingest else {}
                 )
+                todo = [i for i in range(len(prepared)) if i not in found]
+                if found and progress is not None:
+                    progress(len(found))  # done with: already stored
+                new = [prepared[i] for i in todo]
+                self._assign_sessions(
+                    thread, new, [explicit[i] for i in todo], [fresh[i] for i in todo]
+                )
+                try:
+                    rows = (
+                        self.backend.append(
+                            thread, new, vectors, self.embedder.model_id, defer_tail=live
+                        )
+                        if new
+                        else []
+                    )
+                except StoreError:
+                    named = self._stored_id_error(records, new)
+                    if named is None:
+                        raise
+                    raise named from None
                 # The tree grows a part at a time, so a caller's progress bar moves
                 # while a large file goes in. Every row is stored first: names weigh
                 # terms by the store's counts, which then include the whole batch.
-                step = PROGRESS_STEP if progress is not None else len(rows)
+                step = PROGRESS_STEP if progress is not None else max(len(rows), 1)
                 for start in range(0, len(rows), step):
                     part = rows[start : start + step]
                     self._after_append(thread, part, vectors, decisions)
                     if progress is not None:
                         progress(len(part))
         if self._idle is not None:
-            self._idle.touch(thread, wrote=True)
+            self._idle.touch(thread, wrote=bool(rows))
         self.trees.name_with_llm(thread)
         # After a reply, the session's tracker and rolling summary catch up in the
         # background. Bulk loads skip this; the next live reply catches them up.
         if live:
             for session in dict.fromkeys(r.message.session for r in rows):
                 self._schedule_upkeep(thread, session)
-        return [r.message for r in rows]
+        stored = iter(r.message for r in rows)
+        return Ingested(
+            tuple(found[i] if i in found else next(stored) for i in range(len(prepared))),
+            tuple(sorted(found)),
+        )
+
+    def _stored_id_error(
+        self, records: Sequence[Record], new: Sequence[NewMessage]
+    ) -> InputError | None:
+        """After the store refused to append ``new``: the error naming the file, line
+        and field of a given id it holds already (the store's own names none), if that
+        was why. Looked for only then, so a bulk add with ids pays nothing for it."""
+        where = {p.id: r.where for r, p in zip(records, new) if r.id is not None}
+        try:
+            held = next((i for i in where if self.backend.get(i) is not None), None)
+        except StoreError:
+            return None
+        if held is None:
+            return None
+        return InputError(
+            f"message id {held!r} is already stored",
+            source=where[held].source,
+            line=where[held].line,
+            field=where[held].field("id"),
+            hint="give another id, or none; 'arbormem ingest' (Memory.ingest) skips "
+            "messages already stored",
+        )
 
     def _after_append(
         self,
@@ -575,9 +678,14 @@ class Memory:
             return None
 
     def _assign_sessions(
-        self, thread: Thread, prepared: Sequence[NewMessage], explicit: Sequence[str | None]
+        self,
+        thread: Thread,
+        prepared: Sequence[NewMessage],
+        explicit: Sequence[str | None],
+        fresh: Sequence[bool],
     ) -> None:
-        """Name the session of each message: given, or by the idle-gap rule."""
+        """Name the session of each message: given, or by the idle-gap rule; a
+        ``fresh`` one opens a new session whatever the gap."""
         last = self.backend.last_session(thread)
         current = last.id if last else None
         current_at = last.last_at if last else None
@@ -586,12 +694,13 @@ class Memory:
         # at 2,000 sessions in a review's measurement).
         stored: set[str] | None = None
         named: set[str] = set()  # the sessions of this batch so far
-        for message, name in zip(prepared, explicit):
+        for message, name, starts in zip(prepared, explicit, fresh):
             if name is not None:
                 message.session = str(name)
             else:
                 if (
-                    current is None
+                    starts
+                    or current is None
                     or current_at is None
                     or message.timestamp - current_at > self.session_gap
                     or message.timestamp < current_at - self.session_gap

@@ -155,8 +155,26 @@ class Hit:
         out["score"] = round(self.score, 6)
         out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
         out["message_ids"] = self.message_ids
-        if self.superseded_by:
-            out["superseded_by"] = self.superseded_by
-        if self.neighbors:
-            out["neighbors"] = [m.to_dict() for m in self.neighbors]
+        # Every key on every hit, null or empty when there is nothing: a key left out
+        # made each consumer test for its presence.
+        out["superseded_by"] = self.superseded_by
+        out["neighbors"] = [m.to_dict() for m in self.neighbors]
         return out
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What :meth:`Memory.ingest <arbormem.Memory.ingest>` did with the messages it was
+    given."""
+
+    #: One for each message given, in order: the message stored now, or the stored
+    #: message it repeats.
+    messages: tuple[Message, ...]
+    #: Positions (among the messages given) of those already stored, and so skipped.
+    skipped: tuple[int, ...] = ()
+
+    @property
+    def added(self) -> list[Message]:
+        """The messages stored by this call, in order."""
+        skipped = set(self.skipped)
+        return [m for i, m in enumerate(self.messages) if i not in skipped]

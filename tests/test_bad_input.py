@@ -202,7 +202,8 @@ def test_failed_import_leaves_the_store_exactly_as_it_was(memory: Memory, tmp_pa
 
 def test_failed_add_after_validation_rolls_back(memory: Memory) -> None:
     memory.add("one", id="dup")
-    with pytest.raises(StoreError):
+    # The store refuses the stored id; the error then names the record that gave it.
+    with pytest.raises(InputError, match=r"'messages\[1\]\.id': message id 'dup' is already"):
         memory.add_many([{"content": "two"}, {"content": "three", "id": "dup"}])
     assert [m.content for m in memory.messages()] == ["one"]
 

@@ -78,6 +78,23 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     ]
 
 
+def test_messages_by_content_hash_stay_in_their_thread_and_order(backend: Backend) -> None:
+    a = backend.thread("alice", "bot", create=True)
+    b = backend.thread("bob", "bot", create=True)
+    assert a is not None and b is not None
+    backend.append(a, [msg("ok", i=0), msg("hello", i=1), msg("ok", "s2", i=2), msg("bye", i=3)])
+    backend.append(b, [msg("ok", i=0, uid="bob-ok")])
+    found = backend.with_hashes(a, [content_hash("ok"), content_hash("bye"), content_hash("x")])
+    assert [(r.message.content, r.message.index) for r in found] == [
+        ("ok", 0),
+        ("ok", 2),
+        ("bye", 3),
+    ]
+    # The reference version every back-end inherits gives the same answer.
+    assert Backend.with_hashes(backend, a, [content_hash("ok"), content_hash("bye")]) == found
+    assert backend.with_hashes(b, []) == []
+
+
 def test_time_span_is_by_time_not_position(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t and backend.time_span(t) is None

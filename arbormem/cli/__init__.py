@@ -64,10 +64,11 @@ def cli(
 
     \b
     Examples:
-      arbormem ingest chat.jsonl
+      arbormem example && arbormem ingest conversation.json
+      arbormem add "Sarah is allergic to peanuts." --speaker Tom
       arbormem search "what is Sarah allergic to?"
       arbormem --user alice sessions
-      arbormem bench locomo ../shared/datasets/locomo
+      arbormem bench locomo locomo10.json
     """
     ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
 
@@ -93,18 +94,25 @@ def _named(value: str | None, option: str) -> str | None:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
     "--session",
     "-s",
     callback=lambda ctx, param, value: _named(value, "--session"),
-    help="Session for messages that do not name one [default: a new session after an idle gap].",
+    help="Session for messages that do not name one [default: by the idle gap; a file "
+    "without timestamps gets a new one].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_obj
 @handle_errors
 def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_json: bool) -> None:
-    """Add conversations from JSON, JSONL, OpenAI chat or LoCoMo files.
+    """Add what is new in conversation files: JSON, JSONL, OpenAI chat or LoCoMo
+    (a FILES of - is standard input).
+
+    Messages already stored are skipped, so a file can be ingested again, or a
+    log that has grown: by id, else by time, role, speaker and content (and
+    session, when they name one). A file without timestamps becomes a session
+    of its own; name one with --session to add to it later.
 
     Every file is checked completely, then all of them are stored in one
     transaction: a bad record in any file stores nothing from any file. Then
@@ -116,17 +124,19 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
       arbormem ingest chat.json
       arbormem ingest --session standup notes.jsonl
       arbormem --user bob ingest conv-26.json
+      tail -n 50 chat.jsonl | arbormem ingest -
     """
-    from arbormem.ingest.formats import read_conversation_file
+    from arbormem.cli.common import read_conversations
 
-    parsed = [read_conversation_file(f) for f in files]
+    parsed = read_conversations(files)
     records = [r for conv in parsed for r in conv.records]
     label = parsed[0].path.name if len(parsed) == 1 else f"{len(parsed)} files"
     # One call: a record that fails a check (or clashes with the store) in the last
     # file must not leave the earlier files stored.
     with opts.removed_if_failed(), opts.open() as mem:
         with progress_bar(len(records), f"ingesting {label}") as advance:
-            stored = mem.add_many(records, session=session, progress=advance)
+            result = mem.ingest(records, session=session, progress=advance)
+        stored = result.added
         # What the first search would build on the spot (minutes for a big import).
         # The messages are stored by now: a failure here only costs the first search.
         prepared: dict[str, Any] | None = None
@@ -150,26 +160,97 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
                 err=True,
             )
     summary = []
+    skipped = set(result.skipped)
     start = 0
     for conv in parsed:
-        mine = stored[start : start + len(conv.records)]
-        start += len(conv.records)
+        span = range(start, start + len(conv.records))
+        start = span.stop
+        mine = [result.messages[i] for i in span if i not in skipped]
         summary.append(
             {
                 "file": str(conv.path),
                 "format": conv.format,
                 "messages": len(mine),
                 "sessions": len({m.session for m in mine}),
+                "skipped": sum(i in skipped for i in span),
             }
         )
+        undated = all(r.timestamp is None and r.session is None for r in conv.records)
+        if mine and undated and session is None:
+            names = list(dict.fromkeys(m.session for m in mine))
+            click.echo(
+                f"note: {conv.path} has no timestamps: its messages are dated now, in a "
+                f"session of their own ({', '.join(names)}). To add to that session later "
+                f"without duplicates: arbormem ingest --session {names[0]} FILE",
+                err=True,
+            )
     if as_json:
         echo_json({"files": summary, "search_index": prepared})
     else:
         for s in summary:
-            click.echo(
+            line = (
                 f"{s['file']}: {s['messages']} messages in {s['sessions']} session(s) "
                 f"({s['format']})"
             )
+            if s["skipped"]:
+                line += f", {s['skipped']} already stored (skipped)"
+            click.echo(line)
+
+
+@cli.command()
+@click.argument("text")
+@click.option(
+    "--role",
+    "-r",
+    default="user",
+    show_default=True,
+    help="user, assistant, system or tool (human, ai... are read as those).",
+)
+@click.option("--speaker", help="Who said it, when the role is not enough (a group chat).")
+@click.option(
+    "--session",
+    "-s",
+    callback=lambda ctx, param, value: _named(value, "--session"),
+    help="Session to add it to [default: the current one, or a new one after an idle gap].",
+)
+@click.option(
+    "--timestamp",
+    "-t",
+    help="When it was said: ISO 8601, Unix seconds, '1:56 pm on 8 May, 2023' [default: now].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the stored message as JSON.")
+@click.pass_obj
+@handle_errors
+def add(
+    opts: StoreOptions,
+    text: str,
+    role: str,
+    speaker: str | None,
+    session: str | None,
+    timestamp: str | None,
+    as_json: bool,
+) -> None:
+    """Store one message: TEXT, or - to read it from standard input.
+
+    \b
+    Examples:
+      arbormem add "Leo is allergic to peanuts." --speaker Maya
+      arbormem add "Noted: a nut-free menu." --role assistant
+      arbormem add "Deployed 2.4 to production." -s deploys -t 2026-03-02T18:05:00Z --json
+      git log -1 --format=%B | arbormem add - --session commits
+    """
+    if text == "-":
+        from arbormem.cli.common import STDIN
+        from arbormem.ingest.formats import decode_text
+
+        # Without the newline echo or a here-string ends it with: it is the shell's.
+        text = decode_text(sys.stdin.buffer.read(), STDIN).rstrip("\r\n")
+    with opts.removed_if_failed(), opts.open() as mem:
+        message = mem.add(text, role=role, speaker=speaker, session=session, timestamp=timestamp)
+    if as_json:
+        echo_json(message.to_dict())
+    else:
+        click.echo(f"Stored {message.id} in {message.session} (#{message.index}).")
 
 
 # -- search ------------------------------------------------------------------------------
@@ -511,11 +592,13 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
 from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
+from arbormem.cli.example import example  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(context)
+cli.add_command(example)
 cli.add_command(tree)
 cli.add_command(reorganize)
 

@@ -124,13 +124,16 @@ def locomo(
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
 
+    LoCoMo is published by its authors at https://github.com/snap-research/locomo
+    (data/locomo10.json, CC BY-NC 4.0); a folder is searched for .json files.
+
     \b
     Examples:
-      arbormem bench locomo ../shared/datasets/locomo
+      arbormem bench locomo locomo10.json
       arbormem bench locomo conv-26.json --systems arbormem,bm25 --json
       arbormem bench locomo locomo10.json --budget 2000
-      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --distractors 10000
-      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --reranker cross-encoder
+      arbormem bench locomo locomo10.json --systems arbormem --distractors 10000
+      arbormem bench locomo locomo10.json --systems arbormem --reranker cross-encoder
     """
     import sys
 
@@ -305,8 +308,8 @@ def fit_cmd(
 
     \b
     Examples:
-      arbormem bench fit ../shared/datasets/locomo
-      arbormem bench fit ../shared/datasets/locomo --json > fit.json
+      arbormem bench fit locomo10.json
+      arbormem bench fit locomo10.json --json > fit.json
     """
     import json
     import sys

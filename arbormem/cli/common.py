@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +109,27 @@ def _holds_no_message(path: Path) -> bool:
             conn.close()
     except sqlite3.Error:
         return False
+
+
+#: The name standard input goes by in messages and summaries.
+STDIN = "<stdin>"
+
+
+def read_conversations(files: Sequence[str]) -> list[Any]:
+    """The :class:`~arbormem.ingest.formats.ConversationFile` of each file, ``-`` being
+    standard input (told JSON or JSON Lines from its text)."""
+    from arbormem.ingest.formats import decode_text, read_conversation_file, read_conversation_text
+
+    if list(files).count("-") > 1:
+        raise click.UsageError("'-' (standard input) can be read once")
+    return [
+        read_conversation_text(
+            decode_text(sys.stdin.buffer.read(), STDIN), STDIN, stem="stdin", jsonl=None
+        )
+        if f == "-"
+        else read_conversation_file(f)
+        for f in files
+    ]
 
 
 def handle_errors(fn: F) -> F:

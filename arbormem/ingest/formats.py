@@ -3,18 +3,21 @@
 :func:`read_conversation_file` turns a file into :class:`Record` objects, each
 remembering the file and line it came from, so a bad value is reported as
 ``chat.jsonl line 12: 'content': must be a string (got null)``. Shapes
-understood:
+understood (``docs/formats.md`` describes each with an example):
 
 * a JSON list of message objects (``role``, ``content``, optional ``speaker``
-  or ``name``, ``timestamp``, ``metadata``, ``session``, ``id``);
+  or ``name``, ``timestamp``, ``metadata``, ``session``, ``id``), or one such
+  object alone;
 * an OpenAI chat object ``{"messages": [...]}``; content given as a list of
   parts keeps its text parts (others go to ``metadata.parts``), and an
   assistant message with only ``tool_calls`` stores the calls as JSON text;
-* JSONL: one message object per line, or one ``{"messages": [...]}``
-  conversation per line (the fine-tuning layout; each becomes a session);
+* conversations ``{"messages": [...]}`` in a JSON list or one a line in JSONL
+  (the fine-tuning layout), each a session of its own, beside single messages;
+* JSONL: one message object per line;
 * LoCoMo files, in both the per-conversation and the ``locomo10.json`` shape.
 
-Keys a message object has beyond the known ones are kept in its metadata.
+An empty file (or one of blanks) holds no message. Keys a message object has
+beyond the known ones are kept in its metadata.
 """
 
 from __future__ import annotations
@@ -55,15 +58,20 @@ def read_bytes_as_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    return decode_text(data, str(path))
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """UTF-8 bytes (a byte-order mark allowed) as text, or an error naming the line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(
             f"invalid UTF-8 at byte {exc.start}",
-            source=str(path),
+            source=source,
             line=line,
-            hint="re-encode the file as UTF-8",
+            hint="re-encode the text as UTF-8",
         ) from None
 
 
@@ -196,6 +204,29 @@ def _records_from_list(
     ]
 
 
+def _is_conversation(obj: Any) -> bool:
+    """``{"messages": [...]}`` without a ``content`` of its own: a whole conversation."""
+    return (
+        isinstance(obj, Mapping) and isinstance(obj.get("messages"), list) and "content" not in obj
+    )
+
+
+def _records_from_items(items: Sequence[Any], source: str, stem: str) -> list[Record]:
+    """A JSON list's items: messages, or conversations (each a session of its own,
+    named ``<stem>-<position>`` as JSONL names them by line)."""
+    out: list[Record] = []
+    for i, item in enumerate(items):
+        if _is_conversation(item):
+            out.extend(
+                _records_from_list(
+                    item["messages"], source, f"{stem}-{i + 1}", prefix=f"[{i}].messages"
+                )
+            )
+        else:
+            out.append(record_from_object(item, Where(source, None, f"[{i}]."), None))
+    return out
+
+
 # -- LoCoMo -----------------------------------------------------------------------------
 
 
@@ -250,12 +281,26 @@ def parse_locomo(obj: Any, source: str) -> list[LocomoConversation]:
     out = []
     for n, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise InputError(f"entry {n} is not an object", source=source)
+            raise InputError("a conversation must be an object", source=source, field=f"[{n}]")
         body = item.get("conversation", item)
         sample_id = str(item.get("sample_id") or Path(source).stem)
-        out.append(
-            _parse_locomo_conversation(body, item.get("qa", body.get("qa", [])), sample_id, source)
-        )
+        try:
+            out.append(
+                _parse_locomo_conversation(
+                    body, item.get("qa", body.get("qa", [])), sample_id, source
+                )
+            )
+        except InputError as exc:
+            if not isinstance(obj, list):
+                raise
+            # In a list of conversations, "session_3[4].text" alone named no conversation.
+            path = f"[{n}].conversation." if "conversation" in item else f"[{n}]."
+            raise InputError(
+                f"{exc.problem} (conversation {sample_id!r})",
+                source=source,
+                field=path + exc.field if exc.field else path.rstrip("."),
+                hint=exc.hint,
+            ) from None
     return out
 
 
@@ -379,11 +424,7 @@ def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
             ) from None
         except RecursionError:
             raise _too_deep(source, lineno) from None
-        if (
-            isinstance(obj, Mapping)
-            and isinstance(obj.get("messages"), list)
-            and "content" not in obj
-        ):
+        if _is_conversation(obj):
             yield from _records_from_list(
                 obj["messages"], source, f"{stem}-{lineno}", line=lineno, prefix="messages"
             )
@@ -391,14 +432,36 @@ def _iter_jsonl(text: str, source: str, stem: str) -> Iterator[Record]:
             yield record_from_object(obj, Where(source, lineno), None)
 
 
-def read_conversation_file(path: str | Path) -> ConversationFile:
-    """Read and shape-check a conversation file (nothing is stored yet)."""
-    p = Path(path)
-    source = str(p)
-    text = read_bytes_as_text(p)
-    stem = p.stem
-    if p.suffix.lower() in (".jsonl", ".ndjson"):
-        return ConversationFile(p, "jsonl", list(_iter_jsonl(text, source, stem)))
+def _looks_like_jsonl(text: str) -> bool:
+    """For text with no file name (standard input): JSON Lines when it starts with an
+    object and is not one JSON value as a whole."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
+def read_conversation_text(
+    text: str, source: str, *, stem: str | None = None, jsonl: bool | None = None
+) -> ConversationFile:
+    """Shape-check conversation text read from ``source`` (nothing is stored yet).
+
+    ``jsonl`` says whether the text is JSON Lines; ``None`` tells from the text
+    itself (for standard input, which has no file name to go by). ``stem`` names
+    the sessions of the conversations a file lists (``<stem>-<n>``).
+    """
+    stem = stem or Path(source).stem
+    path = Path(source)
+    if not text.strip():
+        # An empty log (a .jsonl just created, a .json not yet written) holds nothing.
+        return ConversationFile(path, "empty", [])
+    if jsonl is None:
+        jsonl = _looks_like_jsonl(text)
+    if jsonl:
+        return ConversationFile(path, "jsonl", list(_iter_jsonl(text, source, stem)))
     obj = parse_json(text, source)
     if isinstance(obj, Mapping) and obj.get("format") == "arbormem-export":
         raise InputError(
@@ -407,15 +470,28 @@ def read_conversation_file(path: str | Path) -> ConversationFile:
             hint="restore it with 'arbormem import' instead of 'ingest'",
         )
     if is_locomo(obj):
-        return ConversationFile(p, "locomo", locomo_records(parse_locomo(obj, source), source))
-    if isinstance(obj, Mapping) and isinstance(obj.get("messages"), list):
+        return ConversationFile(path, "locomo", locomo_records(parse_locomo(obj, source), source))
+    if _is_conversation(obj):
         return ConversationFile(
-            p, "openai", _records_from_list(obj["messages"], source, None, prefix="messages")
+            path, "openai", _records_from_list(obj["messages"], source, None, prefix="messages")
         )
     if isinstance(obj, list):
-        return ConversationFile(p, "messages", _records_from_list(obj, source, None))
+        shape = "conversations" if obj and all(_is_conversation(x) for x in obj) else "messages"
+        return ConversationFile(path, shape, _records_from_items(obj, source, stem))
+    if isinstance(obj, Mapping) and ("content" in obj or "text" in obj):
+        return ConversationFile(path, "message", [record_from_object(obj, Where(source), None)])
     raise InputError(
         "unrecognised layout",
         source=source,
-        hint="expected a list of messages, {'messages': [...]}, JSONL, or a LoCoMo file",
+        hint="expected a list of messages, one message object, {'messages': [...]}, JSONL, "
+        "or a LoCoMo file",
     )
+
+
+def read_conversation_file(path: str | Path) -> ConversationFile:
+    """Read and shape-check a conversation file (nothing is stored yet)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    # The name decides for .json and .jsonl; any other (chat.log) is told from the text.
+    jsonl = True if suffix in (".jsonl", ".ndjson") else False if suffix == ".json" else None
+    return read_conversation_text(read_bytes_as_text(p), str(p), stem=p.stem, jsonl=jsonl)

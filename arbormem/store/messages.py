@@ -79,6 +79,13 @@ class MessageStore(StoreCore):
     def rows(self, rowids: Sequence[int]) -> dict[int, Row]:
         """Messages by row number."""
 
+    def with_hashes(self, thread: Thread, chashes: Sequence[str]) -> list[Row]:
+        """The thread's messages whose content hash is one of ``chashes``, in thread
+        order, archived ones included. This reference version reads the whole thread;
+        a back-end with an index on the hashes answers from it."""
+        wanted = set(chashes)
+        return [row for row in self.iter_rows(thread) if row.chash in wanted]
+
     @abc.abstractmethod
     def messages(
         self,

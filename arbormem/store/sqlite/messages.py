@@ -289,6 +289,20 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
         with self._reading() as conn:
             return read_rows(conn, rowids)
 
+    def with_hashes(self, thread: Thread, chashes: Sequence[str]) -> list[Row]:
+        out: list[Row] = []
+        with self._reading() as conn:
+            for chunk, marks in batches(list(dict.fromkeys(chashes))):
+                out.extend(
+                    row_of(r)
+                    for r in conn.execute(
+                        ROW_SELECT + f" WHERE m.chash IN ({marks}) AND m.thread_id = ?",
+                        [*chunk, thread.id],
+                    )
+                )
+        out.sort(key=lambda row: row.message.index)
+        return out
+
     def messages(
         self,
         thread: Thread,
