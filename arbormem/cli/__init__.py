@@ -3,7 +3,8 @@
 The store is ``--db``, else ``ARBORMEM_DB``, else the config file's ``db``,
 else a per-user default path; the scope is ``--user`` and ``--agent``
 (``ARBORMEM_USER`` / ``ARBORMEM_AGENT``), ``default``/``default`` when none is
-given. Commands that return data take ``--json``.
+given. These global options go before or after the command name. Commands
+that return data take ``--json``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from arbormem.cli.common import (
     progress_bar,
     status,
 )
+from arbormem.cli.group import StoreGroup
 from arbormem.errors import ArbormemError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=StoreGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
 @click.option(
     "--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default]."
@@ -62,11 +64,15 @@ def cli(
 ) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
 
+    The options below go before or after the command: 'arbormem --user alice
+    sessions' and 'arbormem sessions --user alice' are the same.
+
     \b
     Examples:
       arbormem ingest chat.jsonl
       arbormem search "what is Sarah allergic to?"
       arbormem --user alice sessions
+      arbormem search "tea" --user alice --agent support
       arbormem bench locomo ../shared/datasets/locomo
     """
     ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)

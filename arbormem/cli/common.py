@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class StoreOptions:
-    """Global options given before the command (``--db``, ``--user``...)."""
+    """Global options (``--db``, ``--user``...), given before or after the command."""
 
     def __init__(
         self,
@@ -40,6 +40,15 @@ class StoreOptions:
         self.reranker = reranker
         #: ``--read-only``: True, else None (read-only only when it cannot be written).
         self.read_only: bool | None = True if read_only else None
+
+    def given_after_command(self, name: str, value: Any) -> None:
+        """A global option given after the command name (see :mod:`arbormem.cli.group`)."""
+        if name == "read_only":
+            self.read_only = True if value else None
+        elif name in ("db", "user", "agent", "embedder", "reranker"):
+            setattr(self, name, value)
+        else:  # a new global option must be taught here
+            raise AssertionError(f"unknown global option {name!r}")
 
     def open(self, *, existing: bool = False) -> Any:
         """The store; with ``existing`` (commands that only read) an error when there

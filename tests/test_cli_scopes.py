@@ -1,0 +1,41 @@
+"""Scopes and stores from the command line: where the global options go, what an
+empty scope says, and what is not a store. Run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import run_cli, write_json
+
+HASH = {"ARBORMEM_EMBEDDER": "hash"}
+
+
+def test_global_options_go_after_the_command_too(tmp_path: Path) -> None:
+    db = tmp_path / "after.db"
+    chat = write_json(tmp_path / "c.json", [{"role": "user", "content": "sam drinks green tea"}])
+    # `search x --user sam` was "No such option '--user'. Did you mean '--since'?"
+    added = run_cli("ingest", str(chat), "--db", str(db), "--user", "sam", env=HASH)
+    assert added.returncode == 0, added.stderr
+    found = run_cli("search", "green tea", "--json", "--db", str(db), "-u", "sam", env=HASH)
+    assert found.returncode == 0, found.stderr
+    assert [h["content"] for h in json.loads(found.stdout)] == ["sam drinks green tea"]
+    assert (
+        json.loads(
+            run_cli("--db", str(db), "--user", "sam", "sessions", "--json", env=HASH).stdout
+        )[0]["message_count"]
+        == 1
+    )
+    # After the command it wins over the environment, as before the command it does.
+    env = {**HASH, "ARBORMEM_DB": str(db), "ARBORMEM_USER": "nobody"}
+    stats = run_cli("stats", "--json", "--user", "sam", "--read-only", env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["messages"] == 1
+    # The same option with two values is an error, not a silent pick.
+    both = run_cli("--user", "bob", "sessions", "--user", "sam", "--db", str(db), env=HASH)
+    assert both.returncode == 2
+    assert "--user is given twice, 'bob' before the command and 'sam' after it" in both.stderr
+    same = run_cli("--user", "sam", "sessions", "--user", "sam", "--db", str(db), env=HASH)
+    assert same.returncode == 0 and "session-1" in same.stdout
+    helped = run_cli("search", "--help")
+    assert "may also be given here, after the command" in helped.stdout
