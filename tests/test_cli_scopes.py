@@ -39,3 +39,34 @@ def test_global_options_go_after_the_command_too(tmp_path: Path) -> None:
     assert same.returncode == 0 and "session-1" in same.stdout
     helped = run_cli("search", "--help")
     assert "may also be given here, after the command" in helped.stdout
+
+
+def test_an_empty_scope_names_the_scopes_the_store_holds(tmp_path: Path) -> None:
+    env = {**HASH, "ARBORMEM_DB": str(tmp_path / "scopes.db")}
+    chat = write_json(tmp_path / "c.json", [{"role": "user", "content": "a lemon cake for Leo"}])
+    for user, agent in (("sam", "default"), ("samuel", "support"), ("alice", "default")):
+        out = run_cli("--user", user, "--agent", agent, "ingest", str(chat), env=env)
+        assert out.returncode == 0, out.stderr
+    users = "Users in this store, nearest first: sam, samuel, alice (choose one with --user)"
+    # A mistyped user was "No sessions." and nothing more.
+    typo = run_cli("--user", "sma", "sessions", env=env)
+    assert typo.returncode == 0 and typo.stdout == "No sessions.\n"
+    assert "nothing is stored for user 'sma' with agent 'default'" in typo.stderr
+    assert users in typo.stderr
+    # stdout stays what a program reads; the hint is on stderr only.
+    as_json = run_cli("--user", "sma", "search", "lemon cake", "--json", env=env)
+    assert as_json.stdout.strip() == "[]" and users in as_json.stderr
+    for args in (["context", "cake"], ["tree"], ["stats"], ["export"], ["show", "x"]):
+        assert users in run_cli("--user", "sma", *args, env=env).stderr, args
+    agent = run_cli("--user", "samuel", "--agent", "suport", "sessions", env=env).stderr
+    assert "Agents of user 'samuel' in this store, nearest first: support" in agent
+    # A scope that holds messages gives no hint, even when nothing matches.
+    found = run_cli("--user", "sam", "search", "zeppelin", env=env)
+    assert found.stdout == "No matches.\n" and found.stderr == ""
+    empty = tmp_path / "empty.db"
+    export = write_json(
+        tmp_path / "e.json", {"format": "arbormem-export", "version": 1, "threads": []}
+    )
+    assert run_cli("--db", str(empty), "import", str(export), env=HASH).returncode == 0
+    nothing = run_cli("--db", str(empty), "sessions", env=HASH).stderr
+    assert f"the store {empty} holds no messages yet" in nothing

@@ -23,6 +23,7 @@ from arbormem.cli.common import (
     status,
 )
 from arbormem.cli.group import StoreGroup
+from arbormem.cli.scopes import hint_if_empty
 from arbormem.errors import ArbormemError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -231,6 +232,8 @@ def search(
             neighbors=neighbors,
             all_agents=all_agents,
         )
+        if not hits:
+            hint_if_empty(mem, all_agents=all_agents)
     if as_json:
         echo_json([h.to_dict() for h in hits])
         return
@@ -272,6 +275,8 @@ def sessions(opts: StoreOptions, as_json: bool) -> None:
     """
     with opts.open(existing=True) as mem:
         found = mem.sessions()
+        if not found:
+            hint_if_empty(mem)
     if as_json:
         echo_json([s.to_dict() for s in found])
         return
@@ -309,6 +314,7 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
             try:
                 messages = [mem.get(target)]
             except NotFound:
+                hint_if_empty(mem)
                 raise NotFound(
                     f"no session or message {target!r} in scope {mem.scope}"
                     " (list sessions with 'arbormem sessions')"
@@ -356,6 +362,7 @@ def forget(
       arbormem forget --session session-2 --yes
       arbormem --user alice forget --everything-of-user --yes
     """
+    from arbormem.errors import NotFound
 
     chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
     if chosen != 1:
@@ -376,12 +383,16 @@ def forget(
         if not yes and not click.confirm(f"Forget {what} for good?", default=False, err=True):
             click.echo("Nothing forgotten.", err=True)
             return
-        if whole_user:
-            counts = mem.forget(user=mem.scope.user)
-        elif whole_thread:
-            counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
-        else:
-            counts = mem.forget(message_id, session=session)
+        try:
+            if whole_user:
+                counts = mem.forget(user=mem.scope.user)
+            elif whole_thread:
+                counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
+            else:
+                counts = mem.forget(message_id, session=session)
+        except NotFound:
+            hint_if_empty(mem, all_agents=whole_user)
+            raise
     if as_json:
         echo_json(counts)
     else:
@@ -413,11 +424,12 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
         kwargs: dict[str, Any] = {"everything": everything}
         if all_agents:
             kwargs["user"] = user
+        data = mem.export(None if dest == "-" else dest, **kwargs)
+        if not data["threads"]:
+            hint_if_empty(mem, all_agents=all_agents)
         if dest == "-":
-            data = mem.export(**kwargs)
             echo_json(data)
         else:
-            data = mem.export(dest, **kwargs)
             n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
             click.echo(
                 f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}", err=True
@@ -507,6 +519,8 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
     with opts.open(existing=True) as mem:
         info = mem.stats()
         info["db"] = str(mem.path)
+        if not info["messages"]:
+            hint_if_empty(mem)
     if as_json:
         echo_json(info)
     else:

@@ -21,6 +21,8 @@ values, it is an error). The store is `--db`, else `ARBORMEM_DB`, else
 the config file's `db`, else the per-user default (`~/.local/share/arbormem/memory.db`
 on Linux). Only `ingest`, `import` and `chat` create a store; the other commands report
 that there is none at that path (a mistyped `--db`) instead of making an empty one.
+A command that finds its scope empty (a mistyped `--user` or `--agent`) says so on
+stderr, naming the users (or the user's agents) the store holds, nearest first.
 """
 
 

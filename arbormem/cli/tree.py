@@ -6,6 +6,7 @@ import click
 from click.core import ParameterSource
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+from arbormem.cli.scopes import hint_if_empty
 
 
 @click.command()
@@ -44,6 +45,7 @@ def tree(
         raise click.UsageError(f"choose one export: --{' or --'.join(chosen)}")
     fmt = chosen[0] if chosen else None
     with opts.open(existing=True) as mem:
+        hint_if_empty(mem)
         if fmt:
             click.echo(
                 mem.render_tree(
