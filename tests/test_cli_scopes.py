@@ -70,3 +70,24 @@ def test_an_empty_scope_names_the_scopes_the_store_holds(tmp_path: Path) -> None
     assert run_cli("--db", str(empty), "import", str(export), env=HASH).returncode == 0
     nothing = run_cli("--db", str(empty), "sessions", env=HASH).stderr
     assert f"the store {empty} holds no messages yet" in nothing
+
+
+def test_an_empty_file_or_a_folder_is_not_a_store(tmp_path: Path) -> None:
+    empty = tmp_path / "touched.db"
+    empty.touch()
+    # Read commands used to turn it into an empty store and answer "No sessions."
+    for args in (["sessions"], ["search", "x"], ["stats"], ["context", "x"], ["export"]):
+        out = run_cli("--db", str(empty), *args, env=HASH)
+        assert out.returncode == 1, (args, out.stdout)
+        assert f"{empty} is an empty file (0 bytes), not an arbormem store" in out.stderr
+        assert empty.stat().st_size == 0 and sorted(tmp_path.iterdir()) == [empty]
+    # Storing into it is what makes it a store.
+    chat = write_json(tmp_path / "c.json", [{"role": "user", "content": "a lemon cake"}])
+    assert run_cli("--db", str(empty), "ingest", str(chat), env=HASH).returncode == 0
+    assert "session-1" in run_cli("--db", str(empty), "sessions", env=HASH).stdout
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    for args in (["sessions"], ["ingest", str(chat)]):
+        out = run_cli("--db", str(folder), *args, env=HASH)
+        assert out.returncode == 1 and f"{folder} is a folder" in out.stderr, args
+    assert list(folder.iterdir()) == []
