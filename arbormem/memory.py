@@ -1094,10 +1094,12 @@ class Memory:
         Messages whose id is already stored with the same content are skipped,
         so importing the same file twice is harmless; a different message under
         an existing id is an error. Returns ``{"threads", "messages", "skipped",
-        "archived", "not_archived"}``: messages marked archived are archived again
-        by whole exchanges, and ``not_archived`` counts those that could not be
-        (the tree is off, or the first imported message joined this store's open
-        exchange), with a warning.
+        "archived", "not_archived", "session_states"}``: messages marked archived
+        are archived again by whole exchanges, and ``not_archived`` counts those
+        that could not be (the tree is off, or the first imported message joined
+        this store's open exchange), with a warning. ``session_states`` counts the
+        sessions whose memory mode, tracked state and summary were restored (a
+        session that already has one here keeps its own).
         """
         if isinstance(source, Mapping):
             data: Any = source
@@ -1107,11 +1109,11 @@ class Memory:
             data = parse_json(read_bytes_as_text(Path(name)), name)
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
         self.backend.writable()
-        vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
-        added = archived_again = left_live = 0
+        vectors = self._embed_new([m for p in plan for m in p.messages])
+        added = archived_again = left_live = states_restored = 0
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
-        for scope, _, _ in plan:
+        for scope, *_ in plan:
             self._thread(scope)
         with self._write_lock, self.grower.dropped_on_failure(), self.backend.transaction():
             # Planned again where no other writer can come in between: another process
@@ -1120,7 +1122,7 @@ class Memory:
             # message embedded for neither plan is stored without a vector, and the
             # first search embeds it.
             plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
-            for scope, msgs, archived in plan:
+            for scope, msgs, archived, states in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
                 # Only this thread's vectors: passing all of them made every thread
@@ -1138,7 +1140,12 @@ class Memory:
                     archived_again += done
                     left_live += len(marked) - done
                 added += len(rows)
-        for scope, _, _ in plan:
+                for key, state in states.items():
+                    # A session's own state wins: it may be newer than the export's.
+                    if not self.backend.session_state(thread, key):
+                        self.backend.put_session_state(thread, key, state)
+                        states_restored += 1
+        for scope, *_ in plan:
             thread = self._thread(scope)
             if thread:
                 self.vectors.invalidate(thread)
@@ -1158,6 +1165,7 @@ class Memory:
             "skipped": skipped,
             "archived": archived_again,
             "not_archived": left_live,
+            "session_states": states_restored,
         }
 
     # -- maintenance ----------------------------------------------------------------------------

@@ -535,6 +535,15 @@ class Backend(abc.ABC):
     def put_session_state(self, thread: Thread, session: str, state: Mapping[str, Any]) -> None:
         """Store a session's working-memory state (a JSON object)."""
 
+    def session_states(self, thread: Thread) -> dict[str, dict[str, Any]]:
+        """Every stored session state of a thread, by session, in session order.
+
+        This default reads the sessions that hold messages one by one; a back-end
+        overrides it with one query that also finds sessions holding only a state
+        (a mode set before the session's first message)."""
+        found = {s.id: self.session_state(thread, s.id) for s in self.sessions(thread)}
+        return {key: state for key, state in found.items() if state}
+
     # -- the topic tree ------------------------------------------------------------------
 
     @abc.abstractmethod
