@@ -86,7 +86,8 @@ def tree(
 @click.option(
     "--prune-trivial",
     is_flag=True,
-    help="Soft-archive exchanges whose messages are all under 20 words.",
+    help="Soft-archive small talk: exchanges whose messages are all under 20 words and "
+    "carry no name, number, date or personal statement.",
 )
 @click.option("--undo", "undo_id", type=int, help="Undo the logged reorganisation with this id.")
 @click.option("--log", "show_log", is_flag=True, help="List past reorganisations and rebuilds.")
