@@ -21,7 +21,7 @@ from arbormem.errors import (
     TreeError,
 )
 from arbormem.memory import Memory
-from arbormem.models import Hit, Message, Scope, Session
+from arbormem.models import Hit, Hits, Message, Scope, Session
 from arbormem.recall import RecallConfig
 from arbormem.rerank import Reranker
 
@@ -48,6 +48,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "Hit",
+    "Hits",
     "InputError",
     "LLMError",
     "Memory",

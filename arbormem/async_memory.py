@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from arbormem.memory import Memory
-from arbormem.models import Hit, Message, Session
+from arbormem.models import Hits, Message, Session
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ class AsyncMemory:
     async def add_many(self, messages: Any, **kwargs: Any) -> list[Message]:
         return await self._run(self.memory.add_many, list(messages), **kwargs)
 
-    async def search(self, query: str, **kwargs: Any) -> list[Hit]:
+    async def search(self, query: str, **kwargs: Any) -> Hits:
         return await self._run(self.memory.search, query, **kwargs)
 
     async def get(self, message_id: str, **kwargs: Any) -> Message:

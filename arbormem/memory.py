@@ -36,7 +36,7 @@ from arbormem.ingest import (
     normalize_role,
     prepare,
 )
-from arbormem.models import Hit, Message, Scope, Session
+from arbormem.models import Hits, Message, Scope, Session
 from arbormem.recall import RecallConfig, Retriever
 from arbormem.rerank import Reranker, get_reranker
 from arbormem.store import (
@@ -48,6 +48,7 @@ from arbormem.store import (
     Thread,
     open_backend,
 )
+from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 from arbormem.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
 from arbormem.tree.background import IdleReorganizer
@@ -641,12 +642,14 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
-    ) -> list[Hit]:
+    ) -> Hits:
         """The ``k`` messages that best answer ``query``, best first.
 
         Confined to one scope (``user`` with ``agent``); ``all_agents=True``
         widens it to every agent of that user, never to another user.
         ``neighbors=n`` attaches the n turns before and after each hit.
+        Soft-archived messages are never hits; the result (a list) names those
+        that hold the query's words in ``archived`` (see :class:`Hits`).
         """
         _query(query)
         _count("k", k, 1)
@@ -670,7 +673,9 @@ class Memory:
         if self._idle is not None:
             for thread in threads:
                 self._idle.touch(thread, wrote=False)
-        return self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        hits = self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        archived, count = self.backend.archived_matches(threads, query_terms(query), filters, k)
+        return Hits(hits, archived=archived, archived_count=count)
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
         """One message by id; :class:`NotFound` when it is not in this scope."""

@@ -215,6 +215,9 @@ def search(
 ) -> None:
     """Recall the messages that best answer QUERY.
 
+    Messages archived by 'reorganize --prune-trivial' are never hits; a note
+    on stderr names those that hold the query's words.
+
     \b
     Examples:
       arbormem search "when is the party?"
@@ -234,6 +237,19 @@ def search(
         )
         if not hits:
             hint_if_empty(mem, all_agents=all_agents)
+    if hits.archived_count:
+        # On stderr: stdout may be --json for a program, and stays a list of hits.
+        shown = ", ".join(hits.archived) + (
+            f" and {hits.archived_count - len(hits.archived)} more"
+            if hits.archived_count > len(hits.archived)
+            else ""
+        )
+        click.echo(
+            f"note: {hits.archived_count} archived message(s) also hold these words and are "
+            f"left out of search: {shown} ('arbormem show ID' reads one; "
+            "'arbormem reorganize --undo LOG_ID' brings a run's back)",
+            err=True,
+        )
     if as_json:
         echo_json([h.to_dict() for h in hits])
         return

@@ -672,6 +672,40 @@ class Backend(abc.ABC):
     def archived_rowids(self, thread: Thread) -> set[int]:
         """Row numbers of the thread's archived messages."""
 
+    def archived_matches(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        filters: Filters | None = None,
+        limit: int = 10,
+    ) -> tuple[list[str], int]:
+        """The soft-archived messages of these threads, within ``filters``, whose
+        indexed terms include any of ``terms`` (analysed as a query's are): the ids
+        of the best ``limit`` (most of the terms first, newest first among equals)
+        and how many there are in all.
+
+        Search leaves archived messages out; this says which would have matched.
+        This default reads every archived message; a back-end with a full-text
+        index may do better."""
+        from arbormem.text import analyze_message
+
+        wanted = set(terms)
+        rowids = sorted(r for t in threads for r in self.archived_rowids(t))
+        found: list[tuple[int, int, str]] = []
+        for rowid, row in self.rows(rowids).items():
+            m = row.message
+            if filters is not None and not (
+                (not filters.sessions or m.session in filters.sessions)
+                and (filters.since is None or m.timestamp >= filters.since)
+                and (filters.until is None or m.timestamp < filters.until)
+                and (not filters.roles or m.role in filters.roles)
+            ):
+                continue
+            if n := len(wanted.intersection(analyze_message(m.content, m.speaker))):
+                found.append((-n, -rowid, m.id))
+        found.sort()
+        return [mid for _, _, mid in found[:limit]], len(found)
+
     @abc.abstractmethod
     def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
         """Leaves with archived messages: ``"whole"`` all of them archived, ``"partly"``
