@@ -21,7 +21,7 @@ from arbormem.errors import (
     TreeError,
 )
 from arbormem.memory import Memory
-from arbormem.models import Hit, Ingested, Message, Scope, Session
+from arbormem.models import Hit, Hits, Ingested, Message, Scope, Session
 from arbormem.recall.rerank import Reranker
 from arbormem.recall.retriever import RecallConfig
 
@@ -48,6 +48,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "Hit",
+    "Hits",
     "Ingested",
     "InputError",
     "LLMError",

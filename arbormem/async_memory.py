@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from arbormem.memory import Memory
-from arbormem.models import Hit, Ingested, Message, Session
+from arbormem.models import Hits, Ingested, Message, Session
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ class AsyncMemory:
     async def ingest(self, messages: Any, **kwargs: Any) -> Ingested:
         return await self._run(self.memory.ingest, list(messages), **kwargs)
 
-    async def search(self, query: str, **kwargs: Any) -> list[Hit]:
+    async def search(self, query: str, **kwargs: Any) -> Hits:
         return await self._run(self.memory.search, query, **kwargs)
 
     async def get(self, message_id: str, **kwargs: Any) -> Message:

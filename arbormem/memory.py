@@ -38,7 +38,7 @@ from arbormem.ingest.validate import (
     normalize_role,
     prepare,
 )
-from arbormem.models import Hit, Ingested, Message, Scope, Session
+from arbormem.models import Hits, Ingested, Message, Scope, Session
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig, Retriever
 from arbormem.settings import DEFAULT_ANN_THRESHOLD
@@ -51,6 +51,7 @@ from arbormem.store import (
     Thread,
     open_store,
 )
+from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 from arbormem.tree.background import IdleReorganizer
 from arbormem.tree.check import OpenChecks, TreeProblem
@@ -732,12 +733,14 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
-    ) -> list[Hit]:
+    ) -> Hits:
         """The ``k`` messages that best answer ``query``, best first.
 
         Confined to one scope (``user`` with ``agent``); ``all_agents=True``
         widens it to every agent of that user, never to another user.
         ``neighbors=n`` attaches the n turns before and after each hit.
+        Soft-archived messages are never hits; the result (a list) names those
+        that hold the query's words in ``archived`` (see :class:`Hits`).
         """
         _query(query)
         _count("k", k, 1)
@@ -761,7 +764,9 @@ class Memory:
         if self._idle is not None:
             for thread in threads:
                 self._idle.touch(thread, wrote=False)
-        return self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        hits = self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        archived, count = self.backend.archived_matches(threads, query_terms(query), filters, k)
+        return Hits(hits, archived=archived, archived_count=count)
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
         """One message by id; :class:`NotFound` when it is not in this scope."""
@@ -1173,10 +1178,12 @@ class Memory:
         Messages whose id is already stored with the same content are skipped,
         so importing the same file twice is harmless; a different message under
         an existing id is an error. Returns ``{"threads", "messages", "skipped",
-        "archived", "not_archived"}``: messages marked archived are archived again
-        by whole exchanges, and ``not_archived`` counts those that could not be
-        (the tree is off, or the first imported message joined this store's open
-        exchange), with a warning.
+        "archived", "not_archived", "session_states"}``: messages marked archived
+        are archived again by whole exchanges, and ``not_archived`` counts those
+        that could not be (the tree is off, or the first imported message joined
+        this store's open exchange), with a warning. ``session_states`` counts the
+        sessions whose memory mode, tracked state and summary were restored (a
+        session that already has one here keeps its own).
         """
         if isinstance(source, Mapping):
             data: Any = source
@@ -1186,11 +1193,11 @@ class Memory:
             data = parse_json(read_bytes_as_text(Path(name)), name)
         plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
         self.backend.writable()
-        vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
-        added = archived_again = left_live = 0
+        vectors = self._embed_new([m for p in plan for m in p.messages])
+        added = archived_again = left_live = states_restored = 0
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
-        for scope, _, _ in plan:
+        for scope, *_ in plan:
             self._thread(scope)
         with self._write_lock, self.grower.dropped_on_failure(), self.backend.transaction():
             # Planned again where no other writer can come in between: another process
@@ -1199,7 +1206,7 @@ class Memory:
             # message embedded for neither plan is stored without a vector, and the
             # first search embeds it.
             plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
-            for scope, msgs, archived in plan:
+            for scope, msgs, archived, states in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
                 # Only this thread's vectors: passing all of them made every thread
@@ -1217,6 +1224,11 @@ class Memory:
                     archived_again += done
                     left_live += len(marked) - done
                 added += len(rows)
+                for key, state in states.items():
+                    # A session's own state wins: it may be newer than the export's.
+                    if not self.backend.session_state(thread, key):
+                        self.backend.put_session_state(thread, key, state)
+                        states_restored += 1
         if left_live:
             # An exchange is archived whole or not at all: the tree is off, or an
             # imported message joined an exchange of this store (its open one).
@@ -1233,6 +1245,7 @@ class Memory:
             "skipped": skipped,
             "archived": archived_again,
             "not_archived": left_live,
+            "session_states": states_restored,
         }
 
     # -- maintenance ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ changes. Messages are stored verbatim and never rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -178,3 +178,23 @@ class Ingested:
         """The messages stored by this call, in order."""
         skipped = set(self.skipped)
         return [m for i, m in enumerate(self.messages) if i not in skipped]
+
+
+class Hits(list[Hit]):
+    """What :meth:`Memory.search` returns: the hits, best first, as a list, with
+    word of the archived messages the search left out.
+
+    ``archived`` holds the ids of soft-archived messages (small talk archived by
+    ``reorganize(prune_trivial_leaves=True)``) of the same scope and filters that
+    hold any of the query's words, best match first, at most as many as the
+    hits asked for; ``archived_count`` counts them all. Search never returns
+    them as hits: ``Memory.get(id)`` reads one, ``restore_archived()`` brings
+    them back into recall.
+    """
+
+    def __init__(
+        self, hits: Iterable[Hit] = (), *, archived: Sequence[str] = (), archived_count: int = 0
+    ) -> None:
+        super().__init__(hits)
+        self.archived: list[str] = list(archived)
+        self.archived_count = max(archived_count, len(self.archived))

@@ -306,6 +306,7 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
             "skipped": 0,
             "archived": 0,
             "not_archived": 0,
+            "session_states": 0,
         }
         again = other.export(everything=True)
         assert again["threads"] == dump["threads"]

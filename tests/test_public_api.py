@@ -13,6 +13,7 @@ def test_exported_names_are_deliberate() -> None:
         "Embedder",
         "EmbedderError",
         "Hit",
+        "Hits",
         "Ingested",
         "InputError",
         "LLMError",

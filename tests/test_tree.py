@@ -1346,6 +1346,10 @@ def test_a_rebuild_never_leaves_an_archived_message_in_a_live_exchange(tmp_path:
         assert mem.backend.archived_leaves(thread, which="partly") == []
 
 
+#: Small talk told apart by a word (a number in it would make it state a fact).
+PARTY_WORDS = ("fun", "wild", "lovely", "loud")
+
+
 def test_archived_small_talk_reaches_no_topic_path_or_prompt(mem: Memory) -> None:
     long = " ".join(["the tomato seedlings need repotting into larger pots"] * 4)
     for e in range(4):
@@ -1354,7 +1358,7 @@ def test_archived_small_talk_reaches_no_topic_path_or_prompt(mem: Memory) -> Non
         mem.add("Yes: " + long + ".", role="assistant", timestamp=at + timedelta(seconds=10))
     for e in range(4):
         at = T0 + timedelta(days=1, minutes=2 * e)
-        mem.add(f"Ha, the kumquat party was fun {e}!", timestamp=at)
+        mem.add(f"Ha, the kumquat party was {PARTY_WORDS[e]}!", timestamp=at)
         mem.add(
             "Kumquat party indeed, glad you enjoyed it.",
             role="assistant",
@@ -1402,7 +1406,7 @@ def test_an_archived_topic_on_the_active_path_comes_back_with_a_live_exchange(
     src = Memory(tmp_path / "src.db", embedder=HashingEmbedder(64), llm=None)
     for e in range(3):
         at = T0 + timedelta(minutes=2 * e)
-        src.add(f"Ha, the kumquat party was fun {e}!", timestamp=at, session="s0")
+        src.add(f"Ha, the kumquat party was {PARTY_WORDS[e]}!", timestamp=at, session="s0")
         src.add(
             "Kumquat party indeed, glad you enjoyed it.",
             role="assistant",

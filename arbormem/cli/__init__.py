@@ -3,7 +3,8 @@
 The store is ``--db``, else ``ARBORMEM_DB``, else the config file's ``db``,
 else a per-user default path; the scope is ``--user`` and ``--agent``
 (``ARBORMEM_USER`` / ``ARBORMEM_AGENT``), ``default``/``default`` when none is
-given. Commands that return data take ``--json``.
+given. These global options go before or after the command name. Commands
+that return data take ``--json``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from arbormem.cli.common import (
     progress_bar,
     status,
 )
+from arbormem.cli.group import StoreGroup
+from arbormem.cli.scopes import hint_if_empty
 from arbormem.errors import ArbormemError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=StoreGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
 @click.option(
     "--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default]."
@@ -62,12 +65,16 @@ def cli(
 ) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
 
+    The options below go before or after the command: 'arbormem --user alice
+    sessions' and 'arbormem sessions --user alice' are the same.
+
     \b
     Examples:
       arbormem example && arbormem ingest conversation.json
       arbormem add "Sarah is allergic to peanuts." --speaker Tom
       arbormem search "what is Sarah allergic to?"
       arbormem --user alice sessions
+      arbormem search "tea" --user alice --agent support
       arbormem bench locomo locomo10.json
     """
     ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
@@ -289,6 +296,9 @@ def search(
 ) -> None:
     """Recall the messages that best answer QUERY.
 
+    Messages archived by 'reorganize --prune-trivial' are never hits; a note
+    on stderr names those that hold the query's words.
+
     \b
     Examples:
       arbormem search "when is the party?"
@@ -305,6 +315,21 @@ def search(
             role=list(role) or None,
             neighbors=neighbors,
             all_agents=all_agents,
+        )
+        if not hits:
+            hint_if_empty(mem, all_agents=all_agents)
+    if hits.archived_count:
+        # On stderr: stdout may be --json for a program, and stays a list of hits.
+        shown = ", ".join(hits.archived) + (
+            f" and {hits.archived_count - len(hits.archived)} more"
+            if hits.archived_count > len(hits.archived)
+            else ""
+        )
+        click.echo(
+            f"note: {hits.archived_count} archived message(s) also hold these words and are "
+            f"left out of search: {shown} ('arbormem show ID' reads one; "
+            "'arbormem reorganize --undo LOG_ID' brings a run's back)",
+            err=True,
         )
     if as_json:
         echo_json([h.to_dict() for h in hits])
@@ -347,6 +372,8 @@ def sessions(opts: StoreOptions, as_json: bool) -> None:
     """
     with opts.open(existing=True) as mem:
         found = mem.sessions()
+        if not found:
+            hint_if_empty(mem)
     if as_json:
         echo_json([s.to_dict() for s in found])
         return
@@ -384,6 +411,7 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
             try:
                 messages = [mem.get(target)]
             except NotFound:
+                hint_if_empty(mem)
                 raise NotFound(
                     f"no session or message {target!r} in scope {mem.scope}"
                     " (list sessions with 'arbormem sessions')"
@@ -431,6 +459,7 @@ def forget(
       arbormem forget --session session-2 --yes
       arbormem --user alice forget --everything-of-user --yes
     """
+    from arbormem.errors import NotFound
 
     chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
     if chosen != 1:
@@ -451,12 +480,16 @@ def forget(
         if not yes and not click.confirm(f"Forget {what} for good?", default=False, err=True):
             click.echo("Nothing forgotten.", err=True)
             return
-        if whole_user:
-            counts = mem.forget(user=mem.scope.user)
-        elif whole_thread:
-            counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
-        else:
-            counts = mem.forget(message_id, session=session)
+        try:
+            if whole_user:
+                counts = mem.forget(user=mem.scope.user)
+            elif whole_thread:
+                counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
+            else:
+                counts = mem.forget(message_id, session=session)
+        except NotFound:
+            hint_if_empty(mem, all_agents=whole_user)
+            raise
     if as_json:
         echo_json(counts)
     else:
@@ -488,11 +521,12 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
         kwargs: dict[str, Any] = {"everything": everything}
         if all_agents:
             kwargs["user"] = user
+        data = mem.export(None if dest == "-" else dest, **kwargs)
+        if not data["threads"]:
+            hint_if_empty(mem, all_agents=all_agents)
         if dest == "-":
-            data = mem.export(**kwargs)
             echo_json(data)
         else:
-            data = mem.export(dest, **kwargs)
             n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
             click.echo(
                 f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}", err=True
@@ -582,6 +616,8 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
     with opts.open(existing=True) as mem:
         info = mem.stats()
         info["db"] = str(mem.path)
+        if not info["messages"]:
+            hint_if_empty(mem)
     if as_json:
         echo_json(info)
     else:

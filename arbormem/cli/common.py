@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class StoreOptions:
-    """Global options given before the command (``--db``, ``--user``...)."""
+    """Global options (``--db``, ``--user``...), given before or after the command."""
 
     def __init__(
         self,
@@ -41,6 +41,15 @@ class StoreOptions:
         #: ``--read-only``: True, else None (read-only only when it cannot be written).
         self.read_only: bool | None = True if read_only else None
 
+    def given_after_command(self, name: str, value: Any) -> None:
+        """A global option given after the command name (see :mod:`arbormem.cli.group`)."""
+        if name == "read_only":
+            self.read_only = True if value else None
+        elif name in ("db", "user", "agent", "embedder", "reranker"):
+            setattr(self, name, value)
+        else:  # a new global option must be taught here
+            raise AssertionError(f"unknown global option {name!r}")
+
     def open(self, *, existing: bool = False) -> Any:
         """The store; with ``existing`` (commands that only read) an error when there
         is none yet, instead of creating an empty one (and its folders) at a mistyped
@@ -49,12 +58,27 @@ class StoreOptions:
         from arbormem.errors import StoreError
         from arbormem.memory import Memory
 
-        if existing:
-            db = store_settings(self.db if self.db is not None else UNSET).db
-            if db != ":memory:" and not Path(db).expanduser().exists():
+        db = store_settings(self.db if self.db is not None else UNSET).db
+        path = Path(db).expanduser()
+        if db != ":memory:" and path.is_dir():
+            raise StoreError(
+                f"{db} is a folder: --db (or ARBORMEM_DB) names the store's file, "
+                f"for example {Path(db) / 'memory.db'}"
+            )
+        if existing and db != ":memory:":
+            if not path.exists():
                 raise StoreError(
                     f"no store at {db}: nothing has been stored there yet "
                     "('arbormem ingest' or 'import' creates it; check --db or ARBORMEM_DB)"
+                )
+            if _empty_file(path):
+                # SQLite takes an empty file for an empty database: opened to be read,
+                # it silently became an empty store (often a mistyped --db, or a file
+                # made by `touch` or a failed copy).
+                raise StoreError(
+                    f"{db} is an empty file (0 bytes), not an arbormem store "
+                    "('arbormem ingest' or 'import' makes a store of it; check --db or "
+                    "ARBORMEM_DB)"
                 )
         return Memory(
             self.db if self.db is not None else UNSET,
@@ -93,6 +117,17 @@ class StoreOptions:
                     except OSError:  # not empty: something else is in it now
                         break
             raise
+
+
+def _empty_file(path: Path) -> bool:
+    """A 0-byte file with no write-ahead log holding pages for it."""
+    try:
+        if not path.is_file() or path.stat().st_size:
+            return False
+        wal = Path(f"{path}-wal")
+        return not (wal.is_file() and wal.stat().st_size)
+    except OSError:  # unreadable: opening it says why
+        return False
 
 
 def _holds_no_message(path: Path) -> bool:

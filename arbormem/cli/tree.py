@@ -6,6 +6,7 @@ import click
 from click.core import ParameterSource
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+from arbormem.cli.scopes import hint_if_empty
 
 
 @click.command()
@@ -44,6 +45,7 @@ def tree(
         raise click.UsageError(f"choose one export: --{' or --'.join(chosen)}")
     fmt = chosen[0] if chosen else None
     with opts.open(existing=True) as mem:
+        hint_if_empty(mem)
         if fmt:
             click.echo(
                 mem.render_tree(
@@ -84,7 +86,8 @@ def tree(
 @click.option(
     "--prune-trivial",
     is_flag=True,
-    help="Soft-archive exchanges whose messages are all under 20 words.",
+    help="Soft-archive small talk: exchanges whose messages are all under 20 words and "
+    "carry no name, number, date or personal statement.",
 )
 @click.option("--undo", "undo_id", type=int, help="Undo the logged reorganisation with this id.")
 @click.option("--log", "show_log", is_flag=True, help="List past reorganisations and rebuilds.")

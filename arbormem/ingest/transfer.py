@@ -2,12 +2,19 @@
 
 An export is one JSON object::
 
-    {"format": "arbormem-export", "version": 1, "exported_at": "...",
+    {"format": "arbormem-export", "version": 2, "exported_at": "...",
      "threads": [{"user": "...", "agent": "...",
                   "sessions": [{"id": "...", "metadata": {...},
                                 "messages": [{"id", "index", "role", "speaker",
                                               "content", "timestamp", "metadata",
-                                              "archived" (only when true)}]}]}]}
+                                              "archived" (only when true)}],
+                                "state" (only when stored): {"mode", "tracker",
+                                    "summary", "summary_upto", "seen", "floor"}}]}]}
+
+``state`` is the session's working memory (:mod:`arbormem.context.working`): its memory
+mode, what the mode tracks, and its rolling summary. A session that holds only a
+state (a mode set before its first message) is listed with no messages. Version
+1 had no states; its exports still import.
 
 Vectors and the topic tree are derived, so they are not exported; an import
 recomputes them, and archives again the exchanges marked archived.
@@ -15,18 +22,39 @@ recomputes them, and archives again the exchanges marked archived.
 
 from __future__ import annotations
 
+import bisect
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from arbormem.errors import InputError
+from arbormem.context.modes import MODES, get_mode
+from arbormem.context.trackers import new_tracker, tracker_from_dict
+from arbormem.errors import ArbormemError, InputError
 from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
 from arbormem.store.base import Backend
 from arbormem.store.types import NewMessage, Thread
 from arbormem.timeutil import format_timestamp
 
+log = logging.getLogger(__name__)
+
 EXPORT_FORMAT = "arbormem-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+#: The versions an import reads (1: before session states were exported).
+IMPORT_VERSIONS = (1, 2)
+#: Positions stay below this (as message indices do).
+MAX_POSITION = 2**62
+
+
+class ThreadPlan(NamedTuple):
+    """What an import appends to one scope."""
+
+    scope: Scope
+    messages: list[NewMessage]
+    #: Ids of the messages to archive again.
+    archived: set[str]
+    #: Session states by session, their positions in the store's numbering.
+    states: dict[str, dict[str, Any]]
 
 
 def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
@@ -40,6 +68,7 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
         s.id: {"id": s.id, "metadata": dict(s.metadata), "messages": []}
         for s in backend.sessions(thread)
     }
+    states = backend.session_states(thread)
     # Each message's own flag: a message archived with its exchange stays archived
     # after a new message joined that exchange (it then is only partly archived).
     archived = backend.archived_rowids(thread)
@@ -59,15 +88,71 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
         if row.rowid in archived:
             item["archived"] = True
         sessions[m.session]["messages"].append(item)
+    for key, stored in states.items():
+        try:
+            state = check_state(stored, Where(f"session {key!r} of {thread.user}/{thread.agent}"))
+        except InputError as exc:
+            # Loading it would rebuild it too: a damaged state is worth nothing.
+            log.warning("a damaged session state is left out of the export: %s", exc)
+            continue
+        sessions.setdefault(key, {"id": key, "metadata": {}, "messages": []})["state"] = state
     return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
+
+
+def check_state(value: Any, where: Where) -> dict[str, Any]:
+    """A session state from an export (or the store), checked and in its stored form.
+
+    Keys other than those :class:`arbormem.context.working.SessionMemory` stores are
+    left out; a missing tracker is an empty one of the mode."""
+
+    def fail(message: str, name: str) -> InputError:
+        return InputError(message, source=where.source, field=where.field(name))
+
+    if not isinstance(value, Mapping):
+        raise fail(f"must be an object, got {type(value).__name__}", "state")
+    try:
+        mode = get_mode(value.get("mode", "")).name
+    except ArbormemError:
+        raise fail(
+            f"must be one of {', '.join(MODES)}, got {value.get('mode')!r}", "state.mode"
+        ) from None
+    saved = value.get("tracker")
+    if saved is None:
+        tracker = new_tracker(mode).to_dict()
+    elif not isinstance(saved, Mapping) or saved.get("mode") != mode:
+        raise fail(f"must be a saved {mode} tracker (its 'mode' is {mode!r})", "state.tracker")
+    else:
+        try:
+            tracker = tracker_from_dict(saved).to_dict()
+        except ArbormemError as exc:
+            raise fail(f"cannot be restored: {exc}", "state.tracker") from None
+    summary = value.get("summary") or ""
+    if not isinstance(summary, str):
+        raise fail(f"must be a string, got {type(summary).__name__}", "state.summary")
+    out: dict[str, Any] = {"mode": mode, "tracker": tracker, "summary": summary}
+    for name in ("summary_upto", "seen", "floor"):
+        n = value.get(name) or 0
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < MAX_POSITION:
+            raise fail("must be a non-negative integer below 2**62", f"state.{name}")
+        out[name] = n
+    return out
+
+
+def _renumbered(state: dict[str, Any], given: list[int], first: int) -> dict[str, Any]:
+    """``state`` with its positions moved along with messages appended from ``first``
+    on, in the order of their exported positions ``given`` (sorted): a position
+    becomes that of the first message at or after it."""
+    moved = dict(state)
+    for name in ("summary_upto", "seen", "floor"):
+        moved[name] = first + bisect.bisect_left(given, state[name])
+    return moved
 
 
 def plan_import(
     backend: Backend, data: Any, name: str, max_bytes: int
-) -> tuple[list[tuple[Scope, list[NewMessage], set[str]]], int]:
+) -> tuple[list[ThreadPlan], int]:
     """Validate a whole export before anything is written; returns what to append
-    to each scope (with the ids of the messages to archive again) and how many
-    messages were already stored."""
+    to each scope and how many messages were already stored."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
             "is not an arbormem export",
@@ -75,16 +160,18 @@ def plan_import(
             field="format",
             hint="produce one with 'arbormem export' or Memory.export()",
         )
-    if data.get("version") != EXPORT_VERSION:
+    version = data.get("version")
+    if isinstance(version, bool) or version not in IMPORT_VERSIONS:
         raise InputError(
-            f"export version {data.get('version')!r} is not supported (expected {EXPORT_VERSION})",
+            f"export version {version!r} is not supported (this arbormem reads "
+            f"{' and '.join(map(str, IMPORT_VERSIONS))})",
             source=name,
             field="version",
         )
     threads = data.get("threads")
     if not isinstance(threads, list):
         raise InputError("must be a list", source=name, field="threads")
-    plan: list[tuple[Scope, list[NewMessage], set[str]]] = []
+    plan: list[ThreadPlan] = []
     seen_ids: set[str] = set()
     planned_next: dict[Scope, int] = {}  # per scope: the first index after this plan's
     skipped = 0
@@ -103,6 +190,7 @@ def plan_import(
             raise InputError("must be a list", source=name, field=where_t + ".sessions")
         msgs: list[NewMessage] = []
         archived: set[str] = set()
+        states: dict[str, dict[str, Any]] = {}
         for si, s in enumerate(sessions):
             where_s = f"{where_t}.sessions[{si}]"
             if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
@@ -112,6 +200,8 @@ def plan_import(
             key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
             if key is None:
                 raise InputError("missing", source=name, field=where_s + ".id")
+            if s.get("state") is not None:
+                states[key] = check_state(s["state"], Where(name, None, where_s + "."))
             for mi, m in enumerate(s["messages"]):
                 new = _import_message(
                     m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes
@@ -161,9 +251,10 @@ def plan_import(
             for n in msgs:
                 n.index = None
             planned_next[scope] = next_free + len(msgs)
+            states = {k: _renumbered(st, given, next_free) for k, st in states.items()}
         elif given:
             planned_next[scope] = max(given) + 1
-        plan.append((scope, msgs, archived))
+        plan.append(ThreadPlan(scope, msgs, archived, states))
     return plan, skipped
 
 

@@ -117,3 +117,17 @@ class LexicalIndex(StoreCore):
     @abc.abstractmethod
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """Document frequency of each term over all messages, and the message count."""
+
+    @abc.abstractmethod
+    def archived_matches(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        filters: Filters | None = None,
+        limit: int = 10,
+    ) -> tuple[list[str], int]:
+        """The soft-archived messages of these threads, within ``filters``, whose
+        indexed terms include any of ``terms`` (analysed as a query's are): the ids
+        of the best ``limit`` (most of the terms first, newest first among equals)
+        and how many there are in all. Search leaves archived messages out; this
+        says which would have matched."""

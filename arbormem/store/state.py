@@ -23,3 +23,9 @@ class SessionStateStore(StoreCore):
     @abc.abstractmethod
     def put_session_state(self, thread: Thread, session: str, state: Mapping[str, Any]) -> None:
         """Store a session's working-memory state (a JSON object)."""
+
+    @abc.abstractmethod
+    def session_states(self, thread: Thread) -> dict[str, dict[str, Any]]:
+        """Every stored session state of a thread, by session, in session order,
+        sessions that hold only a state (a mode set before the session's first
+        message) included."""

@@ -183,9 +183,11 @@ def drop_reader(store: weakref.ref[SQLiteConnection], conn: sqlite3.Connection) 
         conn.close()
 
 
-def filter_sql(threads: Sequence[Thread], filters: Filters | None) -> tuple[str, list[Any]]:
+def filter_sql(
+    threads: Sequence[Thread], filters: Filters | None, *, archived: bool = False
+) -> tuple[str, list[Any]]:
     marks = ",".join("?" * len(threads))
-    sql = f"m.thread_id IN ({marks}) AND m.archived = 0"
+    sql = f"m.thread_id IN ({marks}) AND m.archived = {int(archived)}"
     args: list[Any] = [t.id for t in threads]
     if filters is None:
         return sql, args

@@ -45,3 +45,14 @@ class SQLiteState(SQLiteConnection):
                     thread.id,
                 ),
             )
+
+    def session_states(self, thread: Thread) -> dict[str, dict[str, Any]]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT st.session_key, st.state FROM session_state st"
+                " LEFT JOIN sessions s ON s.thread_id = st.thread_id AND s.key = st.session_key"
+                " WHERE st.thread_id = ?"
+                " ORDER BY s.first_index IS NULL, s.first_index, st.session_key",
+                (thread.id,),
+            ).fetchall()
+        return {key: state for key, text in rows if (state := load_json(text))}
