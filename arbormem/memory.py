@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from arbormem import validate
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
@@ -203,6 +204,7 @@ class Memory:
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
         self.scope = Scope(settings.user, settings.agent)
+        self.limits = validate.Limits()
         self.session_gap: timedelta = resolve(
             session_gap,
             "ARBORMEM_SESSION_GAP",
@@ -320,10 +322,14 @@ class Memory:
     # -- scope helpers -----------------------------------------------------------------
 
     def _scope(self, user: str | None, agent: str | None) -> Scope:
-        for field, value in (("user", user), ("agent", agent)):
-            if value is not None and not isinstance(value, str):
-                raise InputError(f"must be text, got {type(value).__name__}", field=field)
-        return Scope(user or self.scope.user, agent or self.scope.agent)
+        """The scope a call names: None is the store's default; a blank or mistyped id
+        is an :class:`InputError` (a blank one fell back to the default, and
+        ``forget(user="")`` deleted the default user's thread)."""
+        most = self.limits.name_bytes
+        return Scope(
+            validate.scope_id(user, "user", max_bytes=most) or self.scope.user,
+            validate.scope_id(agent, "agent", max_bytes=most) or self.scope.agent,
+        )
 
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
         """The scope's thread, its tree checked once per process (see
@@ -708,6 +714,7 @@ class Memory:
 
     def scopes(self, user: str | None = None) -> list[Scope]:
         """Every scope in the store (or one user's), for administration."""
+        user = validate.scope_id(user, "user", max_bytes=self.limits.name_bytes)
         return [Scope(t.user, t.agent) for t in self.backend.threads(user)]
 
     def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
@@ -1059,12 +1066,13 @@ class Memory:
                 source=str(Path(dest).expanduser()),
                 hint="export to another file",
             )
+        scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
             threads = self.backend.threads()
         elif agent is None and user is not None:
             threads = self.backend.threads(user)
         else:
-            threads = self._threads(self._scope(user, agent), False)
+            threads = self._threads(scope, False)
         out: dict[str, Any] = {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
