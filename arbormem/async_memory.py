@@ -45,7 +45,8 @@ class AsyncMemory:
         return await self._run(self.memory.add, content, **kwargs)
 
     async def add_many(self, messages: Any, **kwargs: Any) -> list[Message]:
-        return await self._run(self.memory.add_many, list(messages), **kwargs)
+        # Passed as given: Memory.add_many checks it (list() raised a raw TypeError).
+        return await self._run(self.memory.add_many, messages, **kwargs)
 
     async def search(self, query: str, **kwargs: Any) -> list[Hit]:
         return await self._run(self.memory.search, query, **kwargs)

@@ -100,10 +100,10 @@ DEFAULT_CONTEXT_WINDOW = 8192
 MAX_POSITION = 2**62
 
 
-def _query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("must be a non-empty string", field="query")
-    return query
+def _query(query: Any, max_bytes: int) -> str:
+    """A query: a non-blank string of valid UTF-8, no larger than a message may be
+    (``context`` is given the user's next message as its query)."""
+    return validate.text(query, "query", max_bytes=max_bytes)
 
 
 def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
@@ -115,17 +115,24 @@ def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
     return value
 
 
-def _session_name(value: Any, where: Where = Where()) -> str | None:
+def _session_name(
+    value: Any, where: Where = Where(), *, max_bytes: int = validate.MAX_NAME_BYTES
+) -> str | None:
     """A session name as add stores it and import reads it back: stripped, never
-    blank (a padded name found nothing once add began to strip it)."""
+    blank (a padded name found nothing once add began to strip it). A whole number
+    is read as its digits, as the file formats read it."""
     if value is None:
         return None
-    return check_name(value if isinstance(value, str) else str(value), "session", where)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    return check_name(value, "session", where, max_bytes=max_bytes)
 
 
-def _sessions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def _sessions(value: str | Sequence[str] | None, max_bytes: int) -> tuple[str, ...] | None:
     names = _as_tuple(value, "session")
-    return None if names is None else tuple(str(_session_name(n)) for n in names)
+    return (
+        None if names is None else tuple(str(_session_name(n, max_bytes=max_bytes)) for n in names)
+    )
 
 
 def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -186,6 +193,8 @@ class Memory:
         recall: RecallConfig | None = None,
         session_gap: timedelta | float | Any = UNSET,
         max_message_bytes: int | Any = UNSET,
+        max_name_bytes: int | Any = UNSET,
+        max_metadata_bytes: int | Any = UNSET,
         synchronous: str = "NORMAL",
         tree: TreeConfig | bool | None = None,
         llm: Any = UNSET,
@@ -197,14 +206,27 @@ class Memory:
             raise InputError(
                 f"must be True, False or None, got {type(read_only).__name__}", field="read_only"
             )
+        if path is not UNSET:
+            validate.path(path, "path")  # checked only: a sqlite:/// URL is kept as given
+            path = os.fspath(path)
+        for field, value, kinds in (
+            ("tree", tree, (TreeConfig, bool)),
+            ("recall", recall, (RecallConfig,)),
+            ("backend", backend, (Backend,)),
+        ):
+            if value is not None and not isinstance(value, kinds):
+                raise InputError(
+                    f"must be {' or '.join(k.__name__ for k in kinds)} or None, "
+                    f"got {validate.type_name(value)}",
+                    field=field,
+                )
         settings = store_settings(
-            db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
+            db=path,
             user=user,
             agent=agent,
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
         self.scope = Scope(settings.user, settings.agent)
-        self.limits = validate.Limits()
         self.session_gap: timedelta = resolve(
             session_gap,
             "ARBORMEM_SESSION_GAP",
@@ -221,6 +243,28 @@ class Memory:
             whole_at_least(1),
             field="max_message_bytes",
         )
+        #: The size limits of content, names and metadata (see :mod:`arbormem.validate`).
+        self.limits = validate.Limits(
+            message_bytes=self.max_message_bytes,
+            name_bytes=resolve(
+                max_name_bytes,
+                "ARBORMEM_MAX_NAME_BYTES",
+                "max_name_bytes",
+                validate.MAX_NAME_BYTES,
+                whole_at_least(1),
+                field="max_name_bytes",
+            ),
+            metadata_bytes=resolve(
+                max_metadata_bytes,
+                "ARBORMEM_MAX_METADATA_BYTES",
+                "max_metadata_bytes",
+                validate.MAX_METADATA_BYTES,
+                whole_at_least(2),  # "{}"
+                field="max_metadata_bytes",
+            ),
+        )
+        for field, given in (("user", settings.user), ("agent", settings.agent)):
+            validate.name(given, field, max_bytes=self.limits.name_bytes, strip=False)
         ann_threshold = resolve(
             ann_threshold,
             "ARBORMEM_ANN_THRESHOLD",
@@ -331,6 +375,21 @@ class Memory:
             validate.scope_id(agent, "agent", max_bytes=most) or self.scope.agent,
         )
 
+    def _mode(self, value: Any) -> str:
+        """A memory mode named by a caller, or an InputError listing the modes."""
+        from arbormem.errors import ConfigError
+        from arbormem.modes import get_mode
+
+        text = validate.name(value, "mode", max_bytes=self.limits.name_bytes)
+        try:
+            return get_mode(text).name
+        except ConfigError as exc:
+            raise InputError(str(exc), field="mode") from None
+
+    def _message_id(self, value: Any) -> str:
+        """A message id to look up, as given (never stripped: it must match)."""
+        return validate.name(value, "message_id", max_bytes=self.limits.name_bytes, strip=False)
+
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
         """The scope's thread, its tree checked once per process (see
         :class:`~arbormem.tree.check.OpenChecks`); ``wait=False`` for reads, which
@@ -397,7 +456,7 @@ class Memory:
             role=role,
             speaker=speaker,
             timestamp=timestamp,
-            metadata=dict(metadata or {}),
+            metadata=check_metadata(metadata, max_bytes=self.limits.metadata_bytes),
             session=session,
             id=id,
         )
@@ -417,6 +476,13 @@ class Memory:
         Each item is a mapping with ``content`` and optionally ``role``,
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+            raise InputError(
+                f"must be a list of messages, got {validate.type_name(messages)}",
+                field="messages",
+                hint="pass [{'content': ...}, ...]; add() takes one message",
+            )
+        validate.callback(progress, "progress")
         records = []
         for i, item in enumerate(messages):
             if isinstance(item, Record):
@@ -433,7 +499,11 @@ class Memory:
                     role=item.get("role", "user"),
                     speaker=item.get("speaker", item.get("name")),
                     timestamp=item.get("timestamp"),
-                    metadata=check_metadata(item.get("metadata"), Where(prefix=f"messages[{i}].")),
+                    metadata=check_metadata(
+                        item.get("metadata"),
+                        Where(prefix=f"messages[{i}]."),
+                        max_bytes=self.limits.metadata_bytes,
+                    ),
                     session=item.get("session"),
                     id=item.get("id"),
                     where=Where(prefix=f"messages[{i}]."),
@@ -466,6 +536,7 @@ class Memory:
                 where=r.where,
                 max_bytes=self.max_message_bytes,
                 now=now,
+                limits=self.limits,
             )
             for r in records
         ]
@@ -482,8 +553,11 @@ class Memory:
                 )
             given.add(p.id)
         # Named as export writes them and import reads them back: stripped, never blank.
+        most = self.limits.name_bytes
+        batch = _session_name(session, max_bytes=most)  # the caller's session=, named so
         explicit = [
-            _session_name(r.session if r.session is not None else session, r.where) for r in records
+            batch if r.session is None else _session_name(r.session, r.where, max_bytes=most)
+            for r in records
         ]
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
         # also writes the window keys its newest messages would change again.
@@ -654,9 +728,10 @@ class Memory:
         widens it to every agent of that user, never to another user.
         ``neighbors=n`` attaches the n turns before and after each hit.
         """
-        _query(query)
+        _query(query, self.limits.message_bytes)
         _count("k", k, 1)
         _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        validate.flag(all_agents, "all_agents")
         if k * (2 * neighbors + 1) > MAX_WITH_NEIGHBORS:
             # k=10,000 with 100 neighbours read two million messages (35 s, 3.9 GB).
             raise InputError(
@@ -667,7 +742,7 @@ class Memory:
             )
         scope = self._scope(user, agent)
         filters = Filters(
-            sessions=_sessions(session),
+            sessions=_sessions(session, self.limits.name_bytes),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
             roles=_roles(role),
@@ -680,6 +755,7 @@ class Memory:
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
         """One message by id; :class:`NotFound` when it is not in this scope."""
+        message_id = self._message_id(message_id)
         scope = self._scope(user, agent)
         row = self.backend.get(message_id)
         if row is None or row.message.scope != scope:
@@ -697,7 +773,7 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
-        session = _session_name(session)
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
         for name, value in (("start", start), ("end", end), ("limit", limit)):
             if value is not None:
                 _count(name, value, 0, MAX_POSITION)
@@ -748,7 +824,9 @@ class Memory:
 
         Returns counts of what went.
         """
-        session = _session_name(session)
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
+        if message_id is not None:
+            message_id = self._message_id(message_id)
         if message_id is not None and session is not None:
             raise InputError("give a message id or a session, not both", field="forget")
         scope = self._scope(user, agent)
@@ -867,7 +945,8 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """Switch a session's memory mode; its messages, summary and window are kept."""
-        session = _session_name(session)
+        mode = self._mode(mode)  # before the thread is made for it
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
         scope = self._scope(user, agent)
         thread = self._thread(scope, create=True, wait=False)  # session state, not the tree
         assert thread is not None
@@ -901,12 +980,34 @@ class Memory:
         """
         from arbormem.session import build_context
 
+        _query(query, self.limits.message_bytes)
+        if budget_tokens is None:  # resolve() reads None as "off", which a budget is not
+            raise InputError(
+                "must be a whole number of tokens, got None",
+                field="budget_tokens",
+                hint="leave it out for the configured budget",
+            )
+        if k is not None:
+            _count("k", k, 1)
+        _count("paths", paths, 0)
+        if system_prompt is not None:
+            if not isinstance(system_prompt, str):
+                raise InputError(
+                    f"must be a string, got {validate.type_name(system_prompt)}",
+                    field="system_prompt",
+                )
+            validate.utf8_size(
+                system_prompt,
+                "system_prompt",
+                max_bytes=self.limits.message_bytes,
+                setting="max_message_bytes",
+            )
         return build_context(
             self,
             query,
             budget_tokens=budget_tokens,
-            mode=mode,
-            session=_session_name(session),
+            mode=None if mode is None else self._mode(mode),
+            session=_session_name(session, max_bytes=self.limits.name_bytes),
             system_prompt=system_prompt,
             k=k,
             paths=paths,
@@ -922,6 +1023,7 @@ class Memory:
         self, *, user: str | None = None, agent: str | None = None, messages: bool = True
     ) -> TopicNode:
         """The thread's topic tree under a virtual root (empty if nothing is stored)."""
+        validate.flag(messages, "messages")
         return self.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
 
     def render_tree(
@@ -936,6 +1038,10 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """The tree as ``text``, ``json``, ``mermaid`` or ``dot``."""
+        for field, value in (("summaries", summaries), ("messages", messages), ("leaves", leaves)):
+            validate.flag(value, field)
+        if depth is not None:
+            _count("depth", depth, 0, MAX_POSITION)
         return self.trees.render(
             self._thread(self._scope(user, agent)),
             format,
@@ -968,6 +1074,7 @@ class Memory:
                 f"must be a cosine similarity from 0 to 1, got {similarity_threshold!r}",
                 field="similarity_threshold",
             )
+        validate.flag(prune_trivial_leaves, "prune_trivial_leaves")
         thread = self._thread(self._scope(user, agent))
         if thread is None or not self.tree_config.enabled:
             return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}
@@ -977,6 +1084,7 @@ class Memory:
         self, log_id: int, *, user: str | None = None, agent: str | None = None
     ) -> dict[str, Any]:
         """Put the tree back as it was before reorganisation ``log_id``."""
+        _count("log_id", log_id, 0, MAX_POSITION)
         thread = self._thread(self._scope(user, agent))
         if thread is None:
             raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
@@ -1017,8 +1125,10 @@ class Memory:
         with ``drill``, a path whose summary does not cover the query carries the
         topic's best turns (multi-resolution).
         """
-        _query(query)
+        _query(query, self.limits.message_bytes)
         _count("k", k, 1)
+        validate.flag(all_agents, "all_agents")
+        validate.flag(drill, "drill")
         if (
             isinstance(threshold, bool)
             or not isinstance(threshold, (int, float))
@@ -1059,12 +1169,14 @@ class Memory:
         With ``dest`` the JSON is also written there (atomically). Vectors are
         not exported: they are derived, and recomputed on import.
         """
-        if dest is not None and self._store_file(Path(dest).expanduser()):
+        target = None if dest is None else validate.path(dest, "dest")
+        if target is not None and (target.is_dir() or not target.name):
+            raise InputError("is a folder", field="dest", hint="give a file path to write to")
+        validate.flag(everything, "everything")
+        if target is not None and self._store_file(target):
             # Replacing the database with its own export destroyed the store.
             raise InputError(
-                "is this store's own file",
-                source=str(Path(dest).expanduser()),
-                hint="export to another file",
+                "is this store's own file", source=str(target), hint="export to another file"
             )
         scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
@@ -1079,8 +1191,8 @@ class Memory:
             "exported_at": format_timestamp(utcnow()),
             "threads": [export_thread(self.backend, t) for t in threads],
         }
-        if dest is not None:
-            path = Path(dest).expanduser()
+        if target is not None:
+            path = target
             # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
             tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
             try:
@@ -1111,9 +1223,10 @@ class Memory:
             data: Any = source
             name = "<import>"
         else:
-            name = os.fspath(source)
-            data = parse_json(read_bytes_as_text(Path(name)), name)
-        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
+            path = validate.path(source, "source")
+            name = str(path)
+            data = parse_json(read_bytes_as_text(path), name)
+        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes, self.limits)
         self.backend.writable()
         vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
         added = archived_again = left_live = 0
@@ -1127,7 +1240,9 @@ class Memory:
             # above (its messages are then skipped, or the positions given up). A
             # message embedded for neither plan is stored without a vector, and the
             # first search embeds it.
-            plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
+            plan, skipped = plan_import(
+                self.backend, data, name, self.max_message_bytes, self.limits
+            )
             for scope, msgs, archived in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
@@ -1204,6 +1319,8 @@ class Memory:
         This also happens on its own, lazily, the first time a thread is searched
         after the embedder changed.
         """
+        validate.flag(prune, "prune")
+        validate.callback(progress, "progress")
         self.backend.writable()
         model = self.embedder.model_id
         embedded = 0

@@ -23,6 +23,7 @@ from arbormem.ingest import Where, check_name, prepare
 from arbormem.models import Scope
 from arbormem.store.base import Backend, NewMessage, Thread
 from arbormem.timeutil import format_timestamp
+from arbormem.validate import DEFAULT_LIMITS, Limits
 
 EXPORT_FORMAT = "arbormem-export"
 EXPORT_VERSION = 1
@@ -62,11 +63,13 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
 
 
 def plan_import(
-    backend: Backend, data: Any, name: str, max_bytes: int
+    backend: Backend, data: Any, name: str, max_bytes: int, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[tuple[Scope, list[NewMessage], set[str]]], int]:
     """Validate a whole export before anything is written; returns what to append
     to each scope (with the ids of the messages to archive again) and how many
-    messages were already stored."""
+    messages were already stored. ``max_bytes`` limits each message's content,
+    ``limits`` its names and metadata."""
+    most = limits.name_bytes
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
             "is not an arbormem export",
@@ -92,8 +95,10 @@ def plan_import(
         if not isinstance(t, Mapping):
             raise InputError("must be an object", source=name, field=where_t)
         scope = Scope(
-            check_name(t.get("user"), "user", Where(name, None, where_t + ".")) or "",
-            check_name(t.get("agent"), "agent", Where(name, None, where_t + ".")) or "",
+            check_name(t.get("user"), "user", Where(name, None, where_t + "."), max_bytes=most)
+            or "",
+            check_name(t.get("agent"), "agent", Where(name, None, where_t + "."), max_bytes=most)
+            or "",
         )
         if not scope.user or not scope.agent:
             raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
@@ -108,12 +113,12 @@ def plan_import(
                 raise InputError(
                     "must be an object with a 'messages' list", source=name, field=where_s
                 )
-            key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
+            key = check_name(s.get("id"), "id", Where(name, None, where_s + "."), max_bytes=most)
             if key is None:
                 raise InputError("missing", source=name, field=where_s + ".id")
             for mi, m in enumerate(s["messages"]):
                 new = _import_message(
-                    m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes
+                    m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes, limits
                 )
                 if new.id in seen_ids:
                     raise InputError(
@@ -166,7 +171,9 @@ def plan_import(
     return plan, skipped
 
 
-def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMessage:
+def _import_message(
+    m: Any, session: str, where: Where, max_bytes: int, limits: Limits
+) -> NewMessage:
     if not isinstance(m, Mapping):
         raise InputError("must be an object", source=where.source, field=where.prefix.rstrip("."))
     if m.get("timestamp") is None:
@@ -181,6 +188,7 @@ def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMe
         message_id=m.get("id"),
         where=where,
         max_bytes=max_bytes,
+        limits=limits,
     )
     index = m.get("index")
     if index is not None and (

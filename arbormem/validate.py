@@ -74,8 +74,9 @@ def utf8_size(
 ) -> int:
     """The UTF-8 size of ``value``; an error for an unpaired surrogate, or a size over
     ``max_bytes`` (whose hint names ``setting``)."""
-    # Never fewer bytes than characters: a huge string is refused before it is encoded.
-    if max_bytes is not None and len(value) > max_bytes:
+    # Never fewer bytes than characters: a string far over is refused before it is
+    # encoded (a gigabyte string is not copied to be measured).
+    if max_bytes is not None and len(value) > 4 * max_bytes:
         raise InputError(
             f"is at least {len(value):,} bytes, over the limit of {max_bytes:,}",
             source=source,
@@ -200,4 +201,13 @@ def path(value: Any, field: str) -> Path:
         raise InputError("is empty: give a file path", field=field)
     if "\x00" in raw:
         raise InputError("contains a NUL character", field=field)
+    try:
+        # Names that are not UTF-8 on disk arrive as \udc80-\udcff and encode back;
+        # any other lone surrogate cannot be a file name.
+        os.fsencode(raw)
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"cannot be a file name here (unpaired surrogate at character {exc.start})",
+            field=field,
+        ) from None
     return Path(raw).expanduser()
