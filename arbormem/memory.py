@@ -283,6 +283,15 @@ class Memory:
             from arbormem.llm import get_llm, resolve_llm_config
 
             llm = get_llm(resolve_llm_config())
+        else:
+            from arbormem.llm import LLMClient
+
+            if llm is not None and not isinstance(llm, LLMClient):
+                raise InputError(
+                    f"must be an arbormem.llm.LLMClient or None, got {validate.type_name(llm)}",
+                    field="llm",
+                    hint="build one with arbormem.llm.get_llm(resolve_llm_config(model=...))",
+                )
         if backend is not None and read_only is not None and read_only != backend.read_only:
             raise InputError(
                 f"the back-end given is {'' if backend.read_only else 'not '}read-only: "

@@ -360,6 +360,7 @@ def test_wrong_values_when_opening_a_store_name_the_argument(tmp_path: Path) -> 
         ({"recall": {"k": 5}}, "recall"),
         ({"backend": "sqlite"}, "backend"),
         ({"max_name_bytes": 0}, "max_name_bytes"),
+        ({"llm": "gpt-4o"}, "llm"),  # a model name is not a client: it failed at close()
     ):
         with pytest.raises(InputError) as err:
             Memory(**{"path": tmp_path / "m.db", "embedder": "hash", "llm": None, **kwargs})

@@ -348,6 +348,7 @@ OPEN_KEYWORDS: dict[str, st.SearchStrategy[Any]] = {
     "tree": st.sampled_from([None, True, False]),
     "synchronous": st.sampled_from(["NORMAL", "full"]),
     "reranker": st.sampled_from([None, "none"]),
+    "llm": st.none(),
 }
 
 
@@ -365,6 +366,7 @@ def _fuzz_open(tmp_path: Path, config: settings) -> None:
         )
         kwargs = {k: draw(HOSTILE if k in hostile else OPEN_KEYWORDS[k]) for k in given}
         kwargs.setdefault("embedder", "hash")
+        kwargs.setdefault("llm", None)
         return path, kwargs
 
     @config
@@ -373,7 +375,7 @@ def _fuzz_open(tmp_path: Path, config: settings) -> None:
         path, kwargs = call
 
         def open_and_use() -> None:
-            with Memory(path, llm=None, **kwargs) as mem:
+            with Memory(path, **kwargs) as mem:
                 mem.add("Leo is allergic to peanuts.", metadata={"k": "v"}, speaker="Maya")
                 mem.search("peanuts")
 
