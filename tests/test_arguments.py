@@ -366,3 +366,15 @@ def test_wrong_values_when_opening_a_store_name_the_argument(tmp_path: Path) -> 
             Memory(**{"path": tmp_path / "m.db", "embedder": "hash", "llm": None, **kwargs})
         assert err.value.field == field
     assert list(tmp_path.iterdir()) == []  # no file left behind
+
+
+def test_a_timestamp_string_has_a_length_limit(memory: Memory) -> None:
+    # Ten million digits were read as a date (1111-11-11), and a long string that was
+    # not one came back whole in the error message.
+    for stamp in ("1" * 10_000_000, "2024-01-01T" + "1" * 1000, "soon " * 100_000):
+        with pytest.raises(InputError, match="characters long") as err:
+            memory.add("hi", timestamp=stamp)
+        assert err.value.field == "timestamp" and len(str(err.value)) < 500
+        with pytest.raises(InputError, match="characters long"):
+            memory.search("hi", since=stamp)
+    assert memory.messages() == []
