@@ -999,17 +999,9 @@ class Memory:
         if k is not None:
             _count("k", k, 1)
         _count("paths", paths, 0)
-        if system_prompt is not None:
-            if not isinstance(system_prompt, str):
-                raise InputError(
-                    f"must be a string, got {validate.type_name(system_prompt)}",
-                    field="system_prompt",
-                )
-            validate.utf8_size(
-                system_prompt,
-                "system_prompt",
-                max_bytes=self.limits.message_bytes,
-                setting="max_message_bytes",
+        if system_prompt is not None:  # "" is the default prompt, as None is
+            validate.text(
+                system_prompt, "system_prompt", max_bytes=self.limits.message_bytes, blank=True
             )
         return build_context(
             self,

@@ -113,15 +113,16 @@ def text(
     setting: str = "max_message_bytes",
     source: str | None = None,
     line: int | None = None,
+    blank: bool = False,
 ) -> str:
-    """A non-blank string of valid UTF-8 without NUL, at most ``max_bytes``: a query
-    or a system prompt. Returned as given."""
+    """A string of valid UTF-8 without NUL, at most ``max_bytes``, and not blank unless
+    ``blank``: a query or a system prompt. Returned as given."""
     if not isinstance(value, str):
         raise InputError(
             f"must be a string, got {type_name(value)}", source=source, line=line, field=field
         )
     utf8_size(value, field, max_bytes=max_bytes, setting=setting, source=source, line=line)
-    if not value.strip():
+    if not blank and not value.strip():
         raise InputError("must be a non-empty string", source=source, line=line, field=field)
     if "\x00" in value:
         raise InputError("contains a NUL character", source=source, line=line, field=field)
