@@ -45,10 +45,11 @@ class AsyncMemory:
         return await self._run(self.memory.add, content, **kwargs)
 
     async def add_many(self, messages: Any, **kwargs: Any) -> list[Message]:
-        return await self._run(self.memory.add_many, list(messages), **kwargs)
+        # Passed as given: Memory.add_many checks it (list() raised a raw TypeError).
+        return await self._run(self.memory.add_many, messages, **kwargs)
 
     async def ingest(self, messages: Any, **kwargs: Any) -> Ingested:
-        return await self._run(self.memory.ingest, list(messages), **kwargs)
+        return await self._run(self.memory.ingest, messages, **kwargs)
 
     async def search(self, query: str, **kwargs: Any) -> Hits:
         return await self._run(self.memory.search, query, **kwargs)

@@ -88,6 +88,8 @@ FILE_KEYS: Final = frozenset(
         "reranker",
         "session_gap",
         "max_message_bytes",
+        "max_name_bytes",
+        "max_metadata_bytes",
         "ann_threshold",
         "memory_mode",
         "context_budget",
@@ -286,12 +288,24 @@ def to_bool(value: Any) -> bool:
 def scope_name(value: Any) -> str:
     """A user or agent id: text that is not blank and has no surrounding spaces (an
     empty id was stored as given, and `agent = true` in a file became "True")."""
+    from arbormem.arguments import shown
+
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {type(value).__name__}")
     if not value.strip():
         raise ValueError("must not be blank")
     if value != value.strip():
-        raise ValueError(f"must have no spaces around it, got {value!r}")
+        raise ValueError(f"must have no spaces around it, got {shown(value)}")
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # From a command line with bytes that are not UTF-8 (Python reads them as
+        # lone surrogates); stored, it failed deep in SQLite.
+        raise ValueError(
+            f"is not valid UTF-8 (unpaired surrogate at character {exc.start})"
+        ) from None
     return value
 
 

@@ -19,11 +19,11 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arbormem import arguments
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound, StoreError
@@ -101,10 +101,10 @@ DEFAULT_CONTEXT_WINDOW = 8192
 MAX_POSITION = 2**62
 
 
-def _query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("must be a non-empty string", field="query")
-    return query
+def _query(query: Any, max_bytes: int) -> str:
+    """A query: a non-blank string of valid UTF-8, no larger than a message may be
+    (``context`` is given the user's next message as its query)."""
+    return arguments.text(query, "query", max_bytes=max_bytes)
 
 
 def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
@@ -116,17 +116,24 @@ def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
     return value
 
 
-def _session_name(value: Any, where: Where = Where()) -> str | None:
+def _session_name(
+    value: Any, where: Where = Where(), *, max_bytes: int = arguments.MAX_NAME_BYTES
+) -> str | None:
     """A session name as add stores it and import reads it back: stripped, never
-    blank (a padded name found nothing once add began to strip it)."""
+    blank (a padded name found nothing once add began to strip it). A whole number
+    is read as its digits, as the file formats read it."""
     if value is None:
         return None
-    return check_name(value if isinstance(value, str) else str(value), "session", where)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    return check_name(value, "session", where, max_bytes=max_bytes)
 
 
-def _sessions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def _sessions(value: str | Sequence[str] | None, max_bytes: int) -> tuple[str, ...] | None:
     names = _as_tuple(value, "session")
-    return None if names is None else tuple(str(_session_name(n)) for n in names)
+    return (
+        None if names is None else tuple(str(_session_name(n, max_bytes=max_bytes)) for n in names)
+    )
 
 
 def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -204,6 +211,8 @@ class Memory:
         recall: RecallConfig | None = None,
         session_gap: timedelta | float | Any = UNSET,
         max_message_bytes: int | Any = UNSET,
+        max_name_bytes: int | Any = UNSET,
+        max_metadata_bytes: int | Any = UNSET,
         synchronous: str = "NORMAL",
         tree: TreeConfig | bool | None = None,
         llm: Any = UNSET,
@@ -215,8 +224,22 @@ class Memory:
             raise InputError(
                 f"must be True, False or None, got {type(read_only).__name__}", field="read_only"
             )
+        if path is not UNSET:
+            arguments.path(path, "path")  # checked only: a sqlite:/// URL is kept as given
+            path = os.fspath(path)
+        for field, value, kinds in (
+            ("tree", tree, (TreeConfig, bool)),
+            ("recall", recall, (RecallConfig,)),
+            ("backend", backend, (Backend,)),
+        ):
+            if value is not None and not isinstance(value, kinds):
+                raise InputError(
+                    f"must be {' or '.join(k.__name__ for k in kinds)} or None, "
+                    f"got {arguments.type_name(value)}",
+                    field=field,
+                )
         settings = store_settings(
-            db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
+            db=path,
             user=user,
             agent=agent,
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
@@ -238,6 +261,28 @@ class Memory:
             whole_at_least(1),
             field="max_message_bytes",
         )
+        #: The size limits of content, names and metadata (see :mod:`arbormem.arguments`).
+        self.limits = arguments.Limits(
+            message_bytes=self.max_message_bytes,
+            name_bytes=resolve(
+                max_name_bytes,
+                "ARBORMEM_MAX_NAME_BYTES",
+                "max_name_bytes",
+                arguments.MAX_NAME_BYTES,
+                whole_at_least(1),
+                field="max_name_bytes",
+            ),
+            metadata_bytes=resolve(
+                max_metadata_bytes,
+                "ARBORMEM_MAX_METADATA_BYTES",
+                "max_metadata_bytes",
+                arguments.MAX_METADATA_BYTES,
+                whole_at_least(2),  # "{}"
+                field="max_metadata_bytes",
+            ),
+        )
+        for field, given in (("user", settings.user), ("agent", settings.agent)):
+            arguments.name(given, field, max_bytes=self.limits.name_bytes, strip=False)
         ann_threshold = resolve(
             ann_threshold,
             "ARBORMEM_ANN_THRESHOLD",
@@ -256,6 +301,15 @@ class Memory:
             from arbormem.llm import get_llm, resolve_llm_config
 
             llm = get_llm(resolve_llm_config())
+        else:
+            from arbormem.llm import LLMClient
+
+            if llm is not None and not isinstance(llm, LLMClient):
+                raise InputError(
+                    f"must be an arbormem.llm.LLMClient or None, got {arguments.type_name(llm)}",
+                    field="llm",
+                    hint="build one with arbormem.llm.get_llm(resolve_llm_config(model=...))",
+                )
         if backend is not None and read_only is not None and read_only != backend.read_only:
             raise InputError(
                 f"the back-end given is {'' if backend.read_only else 'not '}read-only: "
@@ -331,10 +385,29 @@ class Memory:
     # -- scope helpers -----------------------------------------------------------------
 
     def _scope(self, user: str | None, agent: str | None) -> Scope:
-        for field, value in (("user", user), ("agent", agent)):
-            if value is not None and not isinstance(value, str):
-                raise InputError(f"must be text, got {type(value).__name__}", field=field)
-        return Scope(user or self.scope.user, agent or self.scope.agent)
+        """The scope a call names: None is the store's default; a blank or mistyped id
+        is an :class:`InputError` (a blank one fell back to the default, and
+        ``forget(user="")`` deleted the default user's thread)."""
+        most = self.limits.name_bytes
+        return Scope(
+            arguments.scope_id(user, "user", max_bytes=most) or self.scope.user,
+            arguments.scope_id(agent, "agent", max_bytes=most) or self.scope.agent,
+        )
+
+    def _mode(self, value: Any) -> str:
+        """A memory mode named by a caller, or an InputError listing the modes."""
+        from arbormem.context.modes import get_mode
+        from arbormem.errors import ConfigError
+
+        text = arguments.name(value, "mode", max_bytes=self.limits.name_bytes)
+        try:
+            return get_mode(text).name
+        except ConfigError as exc:
+            raise InputError(str(exc), field="mode") from None
+
+    def _message_id(self, value: Any) -> str:
+        """A message id to look up, as given (never stripped: it must match)."""
+        return arguments.name(value, "message_id", max_bytes=self.limits.name_bytes, strip=False)
 
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
         """The scope's thread, its tree checked once per process (see
@@ -402,7 +475,7 @@ class Memory:
             role=role,
             speaker=speaker,
             timestamp=timestamp,
-            metadata=dict(metadata or {}),
+            metadata=check_metadata(metadata, max_bytes=self.limits.metadata_bytes),
             session=session,
             id=id,
         )
@@ -422,6 +495,7 @@ class Memory:
         Each item is a mapping with ``content`` and optionally ``role``,
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
+        arguments.callback(progress, "progress")
         records = self._records(messages)
         added = self._add_records(
             records, session=session, user=user, agent=agent, progress=progress
@@ -450,6 +524,7 @@ class Memory:
         name one, instead of joining the current session by their time, which would
         be now. Like :meth:`add_many`, all in one transaction.
         """
+        arguments.callback(progress, "progress")
         return self._add_records(
             self._records(messages),
             session=session,
@@ -459,8 +534,13 @@ class Memory:
             ingest=True,
         )
 
-    @staticmethod
-    def _records(messages: Iterable[Mapping[str, Any] | Record]) -> list[Record]:
+    def _records(self, messages: Iterable[Mapping[str, Any] | Record]) -> list[Record]:
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+            raise InputError(
+                f"must be a list of messages, got {arguments.type_name(messages)}",
+                field="messages",
+                hint="pass [{'content': ...}, ...]; add() takes one message",
+            )
         records = []
         for i, item in enumerate(messages):
             if isinstance(item, Record):
@@ -477,7 +557,11 @@ class Memory:
                     role=item.get("role", "user"),
                     speaker=item.get("speaker", item.get("name")),
                     timestamp=item.get("timestamp"),
-                    metadata=check_metadata(item.get("metadata"), Where(prefix=f"messages[{i}].")),
+                    metadata=check_metadata(
+                        item.get("metadata"),
+                        Where(prefix=f"messages[{i}]."),
+                        max_bytes=self.limits.metadata_bytes,
+                    ),
                     session=item.get("session"),
                     id=item.get("id"),
                     where=Where(prefix=f"messages[{i}]."),
@@ -509,6 +593,7 @@ class Memory:
                 where=r.where,
                 max_bytes=self.max_message_bytes,
                 now=now,
+                limits=self.limits,
             )
             for r in records
         ]
@@ -525,8 +610,11 @@ class Memory:
                 )
             given.add(p.id)
         # Named as export writes them and import reads them back: stripped, never blank.
+        most = self.limits.name_bytes
+        batch = _session_name(session, max_bytes=most)  # the caller's session=, named so
         explicit = [
-            _session_name(r.session if r.session is not None else session, r.where) for r in records
+            batch if r.session is None else _session_name(r.session, r.where, max_bytes=most)
+            for r in records
         ]
         fresh = _undated_starts(records, explicit) if ingest else [False] * len(records)
         # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
@@ -742,9 +830,10 @@ class Memory:
         Soft-archived messages are never hits; the result (a list) names those
         that hold the query's words in ``archived`` (see :class:`Hits`).
         """
-        _query(query)
+        _query(query, self.limits.message_bytes)
         _count("k", k, 1)
         _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        arguments.flag(all_agents, "all_agents")
         if k * (2 * neighbors + 1) > MAX_WITH_NEIGHBORS:
             # k=10,000 with 100 neighbours read two million messages (35 s, 3.9 GB).
             raise InputError(
@@ -755,7 +844,7 @@ class Memory:
             )
         scope = self._scope(user, agent)
         filters = Filters(
-            sessions=_sessions(session),
+            sessions=_sessions(session, self.limits.name_bytes),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
             roles=_roles(role),
@@ -770,6 +859,7 @@ class Memory:
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
         """One message by id; :class:`NotFound` when it is not in this scope."""
+        message_id = self._message_id(message_id)
         scope = self._scope(user, agent)
         row = self.backend.get(message_id)
         if row is None or row.message.scope != scope:
@@ -787,7 +877,7 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
-        session = _session_name(session)
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
         for name, value in (("start", start), ("end", end), ("limit", limit)):
             if value is not None:
                 _count(name, value, 0, MAX_POSITION)
@@ -804,6 +894,7 @@ class Memory:
 
     def scopes(self, user: str | None = None) -> list[Scope]:
         """Every scope in the store (or one user's), for administration."""
+        user = arguments.scope_id(user, "user", max_bytes=self.limits.name_bytes)
         return [Scope(t.user, t.agent) for t in self.backend.threads(user)]
 
     def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
@@ -837,7 +928,9 @@ class Memory:
 
         Returns counts of what went.
         """
-        session = _session_name(session)
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
+        if message_id is not None:
+            message_id = self._message_id(message_id)
         if message_id is not None and session is not None:
             raise InputError("give a message id or a session, not both", field="forget")
         scope = self._scope(user, agent)
@@ -954,7 +1047,8 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """Switch a session's memory mode; its messages, summary and window are kept."""
-        session = _session_name(session)
+        mode = self._mode(mode)  # before the thread is made for it
+        session = _session_name(session, max_bytes=self.limits.name_bytes)
         scope = self._scope(user, agent)
         thread = self._thread(scope, create=True, wait=False)  # session state, not the tree
         assert thread is not None
@@ -988,12 +1082,26 @@ class Memory:
         """
         from arbormem.context.working import build_context
 
+        _query(query, self.limits.message_bytes)
+        if budget_tokens is None:  # resolve() reads None as "off", which a budget is not
+            raise InputError(
+                "must be a whole number of tokens, got None",
+                field="budget_tokens",
+                hint="leave it out for the configured budget",
+            )
+        if k is not None:
+            _count("k", k, 1)
+        _count("paths", paths, 0)
+        if system_prompt is not None:  # "" is the default prompt, as None is
+            arguments.text(
+                system_prompt, "system_prompt", max_bytes=self.limits.message_bytes, blank=True
+            )
         return build_context(
             self,
             query,
             budget_tokens=budget_tokens,
-            mode=mode,
-            session=_session_name(session),
+            mode=None if mode is None else self._mode(mode),
+            session=_session_name(session, max_bytes=self.limits.name_bytes),
             system_prompt=system_prompt,
             k=k,
             paths=paths,
@@ -1009,6 +1117,7 @@ class Memory:
         self, *, user: str | None = None, agent: str | None = None, messages: bool = True
     ) -> TopicNode:
         """The thread's topic tree under a virtual root (empty if nothing is stored)."""
+        arguments.flag(messages, "messages")
         return self.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
 
     def render_tree(
@@ -1023,6 +1132,10 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """The tree as ``text``, ``json``, ``mermaid`` or ``dot``."""
+        for field, value in (("summaries", summaries), ("messages", messages), ("leaves", leaves)):
+            arguments.flag(value, field)
+        if depth is not None:
+            _count("depth", depth, 0, MAX_POSITION)
         return self.trees.render(
             self._thread(self._scope(user, agent)),
             format,
@@ -1055,6 +1168,7 @@ class Memory:
                 f"must be a cosine similarity from 0 to 1, got {similarity_threshold!r}",
                 field="similarity_threshold",
             )
+        arguments.flag(prune_trivial_leaves, "prune_trivial_leaves")
         thread = self._thread(self._scope(user, agent))
         if thread is None or not self.tree_config.enabled:
             return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}
@@ -1064,6 +1178,7 @@ class Memory:
         self, log_id: int, *, user: str | None = None, agent: str | None = None
     ) -> dict[str, Any]:
         """Put the tree back as it was before reorganisation ``log_id``."""
+        _count("log_id", log_id, 0, MAX_POSITION)
         thread = self._thread(self._scope(user, agent))
         if thread is None:
             raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
@@ -1104,8 +1219,10 @@ class Memory:
         with ``drill``, a path whose summary does not cover the query carries the
         topic's best turns (multi-resolution).
         """
-        _query(query)
+        _query(query, self.limits.message_bytes)
         _count("k", k, 1)
+        arguments.flag(all_agents, "all_agents")
+        arguments.flag(drill, "drill")
         if (
             isinstance(threshold, bool)
             or not isinstance(threshold, (int, float))
@@ -1136,27 +1253,30 @@ class Memory:
         With ``dest`` the JSON is also written there (atomically). Vectors are
         not exported: they are derived, and recomputed on import.
         """
-        if dest is not None and self.backend.owns_path(Path(dest).expanduser()):
+        target = None if dest is None else arguments.path(dest, "dest")
+        if target is not None and (target.is_dir() or not target.name):
+            raise InputError("is a folder", field="dest", hint="give a file path to write to")
+        arguments.flag(everything, "everything")
+        if target is not None and self.backend.owns_path(target):
             # Replacing the database with its own export destroyed the store.
             raise InputError(
-                "is this store's own file",
-                source=str(Path(dest).expanduser()),
-                hint="export to another file",
+                "is this store's own file", source=str(target), hint="export to another file"
             )
+        scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
             threads = self.backend.threads()
         elif agent is None and user is not None:
             threads = self.backend.threads(user)
         else:
-            threads = self._threads(self._scope(user, agent), False)
+            threads = self._threads(scope, False)
         out: dict[str, Any] = {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
             "exported_at": format_timestamp(utcnow()),
             "threads": [export_thread(self.backend, t) for t in threads],
         }
-        if dest is not None:
-            path = Path(dest).expanduser()
+        if target is not None:
+            path = target
             # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
             tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
             try:
@@ -1189,9 +1309,10 @@ class Memory:
             data: Any = source
             name = "<import>"
         else:
-            name = os.fspath(source)
-            data = parse_json(read_bytes_as_text(Path(name)), name)
-        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
+            path = arguments.path(source, "source")
+            name = str(path)
+            data = parse_json(read_bytes_as_text(path), name)
+        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes, self.limits)
         self.backend.writable()
         vectors = self._embed_new([m for p in plan for m in p.messages])
         added = archived_again = left_live = states_restored = 0
@@ -1205,7 +1326,9 @@ class Memory:
             # above (its messages are then skipped, or the positions given up). A
             # message embedded for neither plan is stored without a vector, and the
             # first search embeds it.
-            plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
+            plan, skipped = plan_import(
+                self.backend, data, name, self.max_message_bytes, self.limits
+            )
             for scope, msgs, archived, states in plan:
                 thread = self._thread(scope, create=True)
                 assert thread is not None
@@ -1287,6 +1410,8 @@ class Memory:
         This also happens on its own, lazily, the first time a thread is searched
         after the embedder changed.
         """
+        arguments.flag(prune, "prune")
+        arguments.callback(progress, "progress")
         self.backend.writable()
         model = self.embedder.model_id
         embedded = 0

@@ -348,7 +348,9 @@ def test_user_and_agent_ids_must_be_names(
     with Memory(db_path, embedder=HashingEmbedder(8), llm=None) as mem:
         with pytest.raises(InputError, match="'agent': must not be blank"):
             mem.add("x", agent=" ")
-        assert mem.search("x", agent=" ") == []  # reading creates nothing
+        # Not the default agent: a blank id is refused in every call (and creates nothing).
+        with pytest.raises(InputError, match="'agent': must not be blank"):
+            mem.search("x", agent=" ")
         # A thread an earlier version stored under a padded id stays readable and
         # can be forgotten.
         mem.backend.thread(" bob", "default", create=True)

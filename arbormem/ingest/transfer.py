@@ -27,6 +27,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from arbormem.arguments import DEFAULT_LIMITS, Limits
 from arbormem.context.modes import MODES, get_mode
 from arbormem.context.trackers import new_tracker, tracker_from_dict
 from arbormem.errors import ArbormemError, InputError
@@ -149,10 +150,12 @@ def _renumbered(state: dict[str, Any], given: list[int], first: int) -> dict[str
 
 
 def plan_import(
-    backend: Backend, data: Any, name: str, max_bytes: int
+    backend: Backend, data: Any, name: str, max_bytes: int, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[ThreadPlan], int]:
     """Validate a whole export before anything is written; returns what to append
-    to each scope and how many messages were already stored."""
+    to each scope and how many messages were already stored. ``max_bytes`` limits
+    each message's content, ``limits`` its names and metadata."""
+    most = limits.name_bytes
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
             "is not an arbormem export",
@@ -180,8 +183,10 @@ def plan_import(
         if not isinstance(t, Mapping):
             raise InputError("must be an object", source=name, field=where_t)
         scope = Scope(
-            check_name(t.get("user"), "user", Where(name, None, where_t + ".")) or "",
-            check_name(t.get("agent"), "agent", Where(name, None, where_t + ".")) or "",
+            check_name(t.get("user"), "user", Where(name, None, where_t + "."), max_bytes=most)
+            or "",
+            check_name(t.get("agent"), "agent", Where(name, None, where_t + "."), max_bytes=most)
+            or "",
         )
         if not scope.user or not scope.agent:
             raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
@@ -197,14 +202,14 @@ def plan_import(
                 raise InputError(
                     "must be an object with a 'messages' list", source=name, field=where_s
                 )
-            key = check_name(s.get("id"), "id", Where(name, None, where_s + "."))
+            key = check_name(s.get("id"), "id", Where(name, None, where_s + "."), max_bytes=most)
             if key is None:
                 raise InputError("missing", source=name, field=where_s + ".id")
             if s.get("state") is not None:
                 states[key] = check_state(s["state"], Where(name, None, where_s + "."))
             for mi, m in enumerate(s["messages"]):
                 new = _import_message(
-                    m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes
+                    m, key, Where(name, None, f"{where_s}.messages[{mi}]."), max_bytes, limits
                 )
                 if new.id in seen_ids:
                     raise InputError(
@@ -258,7 +263,9 @@ def plan_import(
     return plan, skipped
 
 
-def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMessage:
+def _import_message(
+    m: Any, session: str, where: Where, max_bytes: int, limits: Limits
+) -> NewMessage:
     if not isinstance(m, Mapping):
         raise InputError("must be an object", source=where.source, field=where.prefix.rstrip("."))
     if m.get("timestamp") is None:
@@ -273,6 +280,7 @@ def _import_message(m: Any, session: str, where: Where, max_bytes: int) -> NewMe
         message_id=m.get("id"),
         where=where,
         max_bytes=max_bytes,
+        limits=limits,
     )
     index = m.get("index")
     if index is not None and (

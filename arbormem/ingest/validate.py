@@ -11,7 +11,10 @@ fix. The rules (also in ``docs/python-api.md``):
 * ``role`` is one of user, assistant, system, tool; the aliases human, ai, bot,
   model, function and developer are mapped; anything else is refused.
 * ``timestamp`` is optional (now, UTC) and read by :mod:`arbormem.timeutil`.
-* ``speaker`` is an optional non-empty string; ``metadata`` a JSON object.
+* ``speaker`` is an optional non-empty string and ``id`` an optional one, each at
+  most ``max_name_bytes`` (1 KiB); ``metadata`` a JSON object of at most
+  ``max_metadata_bytes`` (64 KiB) as JSON. No string anywhere may hold an unpaired
+  surrogate (see :mod:`arbormem.arguments`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from arbormem import arguments
+from arbormem.arguments import MAX_MESSAGE_BYTES, Limits
 from arbormem.errors import InputError, MessageTooLarge
 from arbormem.ids import content_hash, new_id
 from arbormem.models import ROLE_ALIASES, ROLES
 from arbormem.store.types import NewMessage
 from arbormem.text import analyze_message
 from arbormem.timeutil import parse_timestamp, utcnow
-
-MAX_MESSAGE_BYTES = 1024 * 1024
 
 KNOWN_FIELDS = frozenset(
     {"id", "role", "content", "speaker", "name", "timestamp", "metadata", "session"}
@@ -61,7 +64,7 @@ def normalize_role(value: Any, where: Where = Where()) -> str:
     role = ROLE_ALIASES.get(role, role)
     if role not in ROLES:
         raise InputError(
-            f"unknown role {value!r}",
+            f"unknown role {arguments.shown(value)}",
             source=where.source,
             line=where.line,
             field=where.field("role"),
@@ -139,7 +142,10 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def check_metadata(value: Any, where: Where = Where()) -> dict[str, Any]:
+def check_metadata(
+    value: Any, where: Where = Where(), *, max_bytes: int | None = None
+) -> dict[str, Any]:
+    """A JSON object of valid UTF-8 (at most ``max_bytes`` as JSON when given)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -161,7 +167,7 @@ def check_metadata(value: Any, where: Where = Where()) -> dict[str, Any]:
     try:
         # NaN and Infinity are not JSON: stored, they made every --json output and
         # every export unreadable to strict parsers (JavaScript's JSON.parse).
-        json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InputError(
             f"is not JSON-serialisable: {exc}",
@@ -170,20 +176,38 @@ def check_metadata(value: Any, where: Where = Where()) -> dict[str, Any]:
             field=where.field("metadata"),
             hint="use null or a string where a number is NaN or infinite",
         ) from None
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        # It passed the encoder above, then failed the store's with a raw error.
+        raise InputError(
+            "holds a key or value that is not valid UTF-8 (an unpaired surrogate)",
+            source=where.source,
+            line=where.line,
+            field=where.field("metadata"),
+            hint="decode the source text as UTF-8 before passing it",
+        ) from None
+    arguments.utf8_size(
+        encoded,
+        where.field("metadata"),
+        max_bytes=max_bytes,
+        setting="max_metadata_bytes",
+        source=where.source,
+        line=where.line,
+    )
     return dict(value)
 
 
-def check_name(value: Any, name: str, where: Where = Where()) -> str | None:
+def check_name(
+    value: Any, name: str, where: Where = Where(), *, max_bytes: int | None = None
+) -> str | None:
+    """None, or a non-blank string of valid UTF-8 (at most ``max_bytes`` when given),
+    stripped of surrounding spaces."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(
-            f"must be a non-empty string, got {value!r}",
-            source=where.source,
-            line=where.line,
-            field=where.field(name),
-        )
-    return value.strip()
+    return arguments.name(
+        value, where.field(name), max_bytes=max_bytes, source=where.source, line=where.line
+    )
 
 
 def prepare(
@@ -198,11 +222,13 @@ def prepare(
     where: Where = Where(),
     max_bytes: int = MAX_MESSAGE_BYTES,
     now: datetime | None = None,
+    limits: Limits = arguments.DEFAULT_LIMITS,
 ) -> NewMessage:
-    """Validate one message and compute what the store needs to index it."""
+    """Validate one message and compute what the store needs to index it.
+    ``max_bytes`` limits the content; ``limits`` the names and the metadata."""
     text = check_content(content, where, max_bytes=max_bytes)
     role_name = normalize_role(role, where)
-    speaker_name = check_name(speaker, "speaker", where)
+    speaker_name = check_name(speaker, "speaker", where, max_bytes=limits.name_bytes)
     if timestamp is None:
         when = now or utcnow()
     else:
@@ -216,8 +242,8 @@ def prepare(
                 field=where.field("timestamp"),
                 hint=exc.hint,
             ) from None
-    meta = check_metadata(metadata, where)
-    uid = check_name(message_id, "id", where) or new_id()
+    meta = check_metadata(metadata, where, max_bytes=limits.metadata_bytes)
+    uid = check_name(message_id, "id", where, max_bytes=limits.name_bytes) or new_id()
     indexed = f"{speaker_name}: {text}" if speaker_name else text
     return NewMessage(
         id=uid,
