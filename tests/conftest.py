@@ -12,6 +12,9 @@ import pytest
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 
+#: Fixtures for tests against a real PostgreSQL server (``pg_server``, ``pg_url``).
+pytest_plugins = ["tests.pg_fixtures"]
+
 LOCOMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo"
 
 
