@@ -38,13 +38,15 @@ class TreeConfig:
     enabled: bool = True
     #: No node has more children than this; older consecutive children are grouped.
     max_children: int = 10
-    #: An exchange whose similarity to the active topic falls below this opens a new topic.
-    split_threshold: float = 0.35
-    #: Exchanges a topic holds before drift may split it.
-    min_exchanges: int = 2
+    #: A message whose continuity with the active topic (1 - the boundary model's
+    #: probability, see :mod:`arbormem.tree.segment`) falls below this opens a new topic.
+    split_threshold: float = 0.45
+    #: Exchanges a topic holds before a message may open the next one.
+    min_exchanges: int = 1
     #: Exchanges after which a topic is closed whatever the drift.
     max_exchanges: int = 24
-    #: Share of embedding cosine (against word overlap) in the drift similarity.
+    #: Weight of the embedding features against the word features in the boundary
+    #: model (0.5: as fitted; 0: words only; 1: embeddings only).
     dense_weight: float = 0.5
     #: Silence (minutes) inside one session that opens a new topic.
     gap_minutes: float = 30.0
