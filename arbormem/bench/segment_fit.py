@@ -87,14 +87,13 @@ def training_rows(dialogues: Embedded) -> tuple[list[dict[str, float]], list[int
         starts = gold_starts(dialogue.segments)
         state = TopicState()
         for i, (text, vec) in enumerate(zip(dialogue.utterances, vecs)):
+            if i:
+                values = features(state, text, vec)
+                if by_rule(state, text, values) is None:  # the model sees what rules leave
+                    rows.append(values)
+                    labels.append(int(i in starts))
             if i in starts:
-                if by_rule(state, text) is None:  # the model sees what the rules leave
-                    rows.append(features(state, text, vec))
-                    labels.append(1)
                 state.reset()
-            elif i and by_rule(state, text) is None:
-                rows.append(features(state, text, vec))
-                labels.append(0)
             state.add(text, vec)
     return rows, labels
 
@@ -152,10 +151,11 @@ def _opens(
     bias: float,
     threshold: float,
 ) -> bool:
-    ruled = by_rule(state, text)
+    values = features(state, text, vec)
+    ruled = by_rule(state, text, values)
     if ruled is not None:
         return ruled
-    p = boundary_probability(features(state, text, vec), weights=weights, bias=bias)
+    p = boundary_probability(values, weights=weights, bias=bias)
     return 1 - p < threshold
 
 
@@ -177,8 +177,11 @@ def run(train: Sequence[str], check: Sequence[str], embedder: str | None = None)
     data = embed([*train, *check], embedder)
     fitting = {f"{p} (even)": data[p][0::2] for p in train}
     held = {f"{p} (odd)": data[p][1::2] for p in train} | {p: data[p] for p in check}
+    # A file too small to join JOINED dialogues of a half has no joined set.
     junctions = {f"{p} (even, joined)": joined(data[p][0::2]) for p in train}
+    junctions = {name: dialogues for name, dialogues in junctions.items() if dialogues}
     held |= {f"{p} (odd, joined)": joined(data[p][1::2]) for p in train}
+    held = {name: dialogues for name, dialogues in held.items() if dialogues}
     rows: list[dict[str, float]] = []
     labels: list[int] = []
     for dialogues in fitting.values():

@@ -48,6 +48,8 @@ from arbormem.text import analyze
 WINDOW = 3
 #: Messages a topic holds before a message may open the next one.
 MIN_TOPIC_MESSAGES = 2
+#: ``content_words`` (log(1 + n)) of a message the abrupt-change rule judges: 3 words.
+ABRUPT_WORDS = math.log1p(3)
 
 FEATURES = (
     "cos_window",
@@ -64,25 +66,25 @@ DENSE_FEATURES = ("cos_window", "cos_topic")
 WORD_FEATURES = ("words_window", "words_topic", "new_question")
 
 #: Fitted by ``python -m arbormem.bench.segment_fit`` (see docs/benchmarks.md).
-BIAS = -1.62
+BIAS = -1.42
 WEIGHTS: Mapping[str, float] = {
-    "cos_window": -1.6,
-    "cos_topic": 0.33,
-    "words_window": -0.09,
-    "words_topic": -0.36,
-    "question": 1.79,
-    "after_question": -1.72,
-    "new_question": 0.63,
-    "content_words": 0.54,
-    "topic_length": -0.53,
+    "cos_window": -1.57,
+    "cos_topic": 0.41,
+    "words_window": -0.14,
+    "words_topic": -0.38,
+    "question": 1.74,
+    "after_question": -1.74,
+    "new_question": 0.6,
+    "content_words": 0.47,
+    "topic_length": -0.54,
 }
 
-#: Words that carry no subject: greetings, thanks, agreement, laughter.
+#: Words that carry no subject: greetings, thanks, agreement, laughter, offers of help.
 FILLER: frozenset[str] = frozenset(
     analyze(
         "yeah yes yep no nope ok okay sure right lol haha hahaha wow cool nice great "
         "awesome thanks thank hi hello hey good bye goodbye welcome oh ah hmm well "
-        "really agree fine alright"
+        "really agree fine alright please anything else something everything help"
     )
 )
 
@@ -176,7 +178,7 @@ def features(state: TopicState, text: str, vec: np.ndarray | None) -> dict[str, 
         "cos_topic": cos_topic,
         "words_window": len(words & window_words) / len(words) if words else 1.0,
         "words_topic": len(words & state.words) / len(words) if words else 1.0,
-        "question": float("?" in text),
+        "question": float(bool(asked)),
         "after_question": float(previous.endswith("?")),
         "new_question": len(asked - window_words) / len(asked) if asked else 0.0,
         "content_words": math.log1p(len(words)),
@@ -200,15 +202,22 @@ def boundary_probability(
     return 1 / (1 + math.exp(-max(-50.0, min(50.0, score))))
 
 
-def by_rule(state: TopicState, text: str) -> bool | None:
+def by_rule(state: TopicState, text: str, values: Mapping[str, float]) -> bool | None:
     """True or False where a rule settles whether the message opens a topic, None
-    where the model decides."""
+    where the model decides. ``values``: the message's :func:`features`."""
     if state.messages < MIN_TOPIC_MESSAGES:
         return False
     if not content_words(text) or is_farewell(text):
         return False  # greetings, thanks and goodbyes do not open topics
     if state.previous is not None and is_farewell(state.previous):
         return True
+    if (
+        values["cos_topic"] < 0
+        and values["words_topic"] == 0
+        and values["content_words"] >= ABRUPT_WORDS
+        and not values["after_question"]
+    ):
+        return True  # nothing in common with the topic, not even its direction
     return None
 
 
@@ -221,10 +230,11 @@ def opens_topic(
     dense_weight: float = 0.5,
 ) -> bool:
     """Whether this message starts a new topic (the rules, then the model)."""
-    ruled = by_rule(state, text)
+    values = features(state, text, vec)
+    ruled = by_rule(state, text, values)
     if ruled is not None:
         return ruled
-    continuity = 1 - boundary_probability(features(state, text, vec), dense_weight=dense_weight)
+    continuity = 1 - boundary_probability(values, dense_weight=dense_weight)
     return continuity < split_threshold
 
 
