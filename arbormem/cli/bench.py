@@ -294,8 +294,9 @@ def _segment_table(result: dict[str, Any]) -> None:
         table = Table(
             title=f"{source}: {figures['dialogues']} dialogues, {figures['utterances']} utterances"
         )
-        for label in ("system", "Pk", "WD", "F1", "P", "R", "predicted", "gold", "utt/s"):
-            table.add_column(label, justify="left" if label == "system" else "right")
+        table.add_column("system", no_wrap=True)
+        for label in ("Pk", "WD", "F1", "P", "R", "pred", "gold", "utt/s"):
+            table.add_column(label, justify="right", no_wrap=True)
         for name, s in figures["systems"].items():
             speed = s["utterances_per_s"]
             table.add_row(
@@ -307,7 +308,7 @@ def _segment_table(result: dict[str, Any]) -> None:
                 f"{s['recall']:.3f}",
                 str(s["boundaries_predicted"]),
                 str(s["boundaries_gold"]),
-                f"{speed:,.0f}" if speed else "-",
+                f"{speed:,.0f}" if speed and name == "arbormem" else "-",
             )
         console.print(table)
     for key, text in result["conventions"].items():
