@@ -30,8 +30,10 @@ _WHOLE = ("max_children", "min_exchanges", "max_exchanges", "summary_words")
 class TreeConfig:
     """How the tree grows and how much it weighs in recall.
 
-    The defaults are one configuration chosen on the LoCoMo development
-    conversations and used for every thread (see ``docs/benchmarks.md``).
+    The defaults are one configuration used for every thread: the boundary
+    settings (``split_threshold``, ``dense_weight``) were fitted on the dialogue
+    segmentation development data, the rest chosen on the LoCoMo development
+    conversations (see ``docs/benchmarks.md``).
     """
 
     #: Grow a tree at all. Off, arbormem ranks turns without topic signals ("flat").
