@@ -99,19 +99,19 @@ _QUESTION = re.compile(r"[^.!?\n]*\?")
 
 # A message is read by several features and rules, and once more as it joins its topic:
 # the readings are cached (pure functions of the text).
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def content_words(text: str) -> frozenset[str]:
     """The stemmed content words of a text, numbers and chat filler left out."""
     return frozenset(t for t in analyze(text) if not t.isdigit() and t not in FILLER)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def question_words(text: str) -> frozenset[str]:
     """The content words of the text's questions (sentences ending in "?")."""
     return frozenset(w for q in _QUESTION.findall(text) for w in content_words(q))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def is_farewell(text: str) -> bool:
     """A message that closes a conversation ("thanks, that's all, goodbye")."""
     return bool(_FAREWELL.search(text)) and len(content_words(text)) <= 6
