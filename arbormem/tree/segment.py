@@ -6,11 +6,12 @@ message against the *active topic*: the last :data:`WINDOW` messages of the
 topic and the topic as a whole, in embedding space and in content words, with
 the shape of the dialogue around it:
 
-* ``cos_window`` / ``cos_topic``: cosine of the message's vector with the mean
-  vector of the window and of the whole topic;
+* ``cos_window`` / ``cos_topic``: cosine of the message's vector with the sum
+  of the vectors of the window and of the whole topic;
 * ``words_window`` / ``words_topic``: the share of the message's content words
   (stemmed, no stop words, no numbers, no chat filler) already in them;
-* ``question``: the message asks something; ``new_question``: the share of
+* ``question``: the message asks about something (a question with a content
+  word: "anything else?" does not count); ``new_question``: the share of
   the words of its questions that are new to the window (a question about
   something new is how people change the subject; "and you?" is not);
 * ``after_question``: the previous message ended on a question, so this one
@@ -28,8 +29,10 @@ development dialogues (see ``docs/benchmarks.md``).
 Rules around the model: a message with no content word beyond chat filler
 (greetings, thanks, "ok", "lol") never opens a topic, nor does a farewell; a
 topic holds at least :data:`MIN_TOPIC_MESSAGES` messages before it can end;
-and a message with content after a farewell ("thanks, that's all, bye")
-opens a topic whatever the model says.
+a message with content after a farewell ("thanks, that's all, bye") opens a
+topic whatever the model says; and so does a message of at least three content
+words that shares none with the topic, whose vector points away from the
+topic's, and that does not follow a question.
 """
 
 from __future__ import annotations
