@@ -288,6 +288,84 @@ def scale(
         click.echo(f"wrote {plot_path}", err=True)
 
 
+def _segment_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for source, figures in result["files"].items():
+        table = Table(
+            title=f"{source}: {figures['dialogues']} dialogues, {figures['utterances']} utterances"
+        )
+        table.add_column("system", no_wrap=True)
+        for label in ("Pk", "WD", "F1", "P", "R", "pred", "gold", "utt/s"):
+            table.add_column(label, justify="right", no_wrap=True)
+        for name, s in figures["systems"].items():
+            speed = s["utterances_per_s"]
+            table.add_row(
+                name,
+                f"{s['pk']:.3f}",
+                f"{s['windowdiff']:.3f}",
+                f"{s['f1']:.3f}",
+                f"{s['precision']:.3f}",
+                f"{s['recall']:.3f}",
+                str(s["boundaries_predicted"]),
+                str(s["boundaries_gold"]),
+                f"{speed:,.0f}" if speed and name == "arbormem" else "-",
+            )
+        console.print(table)
+    for key, text in result["conventions"].items():
+        console.print(f"{key}: {text}", highlight=False)
+    console.print(f"embedder: {result['config']['embedder']}, llm: none", highlight=False)
+
+
+@bench.command("segment")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--embedder", help=EMBEDDER_HELP)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Score only the first N dialogues of each file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+@handle_errors
+def segment_cmd(
+    opts: StoreOptions,
+    paths: tuple[str, ...],
+    embedder: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Topic segmentation: the tree against gold boundaries, with two baselines.
+
+    Each dialogue is fed one utterance per add() into a fresh store (one
+    session, default tree, no LLM); a boundary falls wherever consecutive
+    utterances sit in different innermost topics. Reports Pk, WindowDiff,
+    boundary F1 and boundary counts for arbormem, no_boundary and a causal
+    texttiling, per file.
+
+    \b
+    Examples:
+      arbormem bench segment ../shared/datasets/segmentation/tiage-dev.json
+      arbormem bench segment a.json b.json --json
+      arbormem bench segment dialogues.json --limit 50 --embedder hash
+    """
+    import sys
+
+    from arbormem.bench.segment import run, to_json
+
+    def progress(msg: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(f"  {msg}", err=True)
+
+    result = run(paths, embedder=embedder or opts.embedder, limit=limit, progress=progress)
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        _segment_table(result)
+
+
 from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
 from arbormem.bench.context import click_command as context_command  # noqa: E402
 
