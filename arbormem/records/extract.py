@@ -1,0 +1,749 @@
+"""Records from an exchange, with no LLM.
+
+:func:`extract` reads a few consecutive messages (an *exchange*) and returns
+candidate records: attribute statements from the frames of
+:mod:`arbormem.records.patterns` ("I moved to Lyon", "her new number is ...",
+"Tom and I split up"), dated events ("we went camping last weekend"),
+preferences, constraints and decisions (the reasoning tracker's patterns), and
+numbered steps as procedures. Each record's text stands on its own: names for
+"I", "you", "she", absolute dates for "last week".
+
+Written for precision: questions, conditions and wishes ("if I move to
+Berlin", "I might switch jobs") give nothing, and a denial that names no known
+value ("I left Acme" when Acme is nobody's employer) is dropped by the resolver.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from arbormem.records.model import Record, record_id
+from arbormem.records.patterns import OCCUPATIONS, Match, match_sentence
+from arbormem.records.rewrite import Who, normalise, self_contained, utc, when
+from arbormem.records.vocab import (
+    ATTRIBUTES,
+    GIVEN_UP,
+    attribute_for_noun,
+    canonical_diet,
+    render,
+)
+from arbormem.text import STOPWORDS
+from arbormem.trackers.common import prose, sentences
+from arbormem.trackers.common import words as word_set
+
+__all__ = ["Candidate", "Context", "Turn", "extract"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message as extraction reads it."""
+
+    id: str
+    text: str
+    timestamp: datetime
+    speaker: str | None = None
+    role: str = "user"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What extraction knows around an exchange."""
+
+    #: The thread's known speakers (two of them make "you" the other one).
+    speakers: tuple[str, ...] = ()
+    #: Messages just before the exchange, oldest first (for "she" and "it").
+    recent: tuple[Turn, ...] = ()
+    scope: str = "default/default"
+    #: Who "I" is in a user message with no speaker name, and in an assistant's.
+    user_name: str = "the user"
+    assistant_name: str = "the assistant"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record as extraction proposes it, before the resolver places it."""
+
+    record: Record
+    #: A denial that counts only if it closes a known value.
+    needs_match: bool = False
+    #: A statement about the past ("used to live in Rome"): it closes nothing.
+    past: bool = False
+    #: The former value a change names ("moved from Paris"), if any.
+    former: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- words
+
+_NOT_NAMES = (
+    frozenset(
+        w.lower()
+        for w in word_set("""Also Then Finally Yesterday Today Tonight Tomorrow Now Sure Well Oh Yeah Yes No Hey
+    Hi Hello Thanks Guess Good Great Wow Anyway Anyways So Just Actually Honestly Plus Speaking Lol
+    Omg Btw Okay Ok God Christmas Easter Halloween Thanksgiving Covid Internet Last Next This
+    That These Those Our Your My His Her Their Its Everyone Everybody Someone Somebody Nobody
+    Maybe Perhaps Luckily Sadly Unfortunately Apparently Recently Lately Meanwhile Besides
+    Congrats Congratulations Cool Nice Awesome Amazing Totally Definitely Absolutely Really
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
+    June July August September October November December Mondays Tuesdays Wednesdays Thursdays
+    Fridays Saturdays Sundays Spring Summer Autumn Fall Winter Dear Love Cheers Bye See Agreed
+    Wait Remember Look Listen Please Sorry Haha Hmm Ugh Yay Aww Whoa Woah Glad Happy Exactly True
+    English Spanish French German Italian Mandarin Chinese Japanese""")
+    )
+    | STOPWORDS
+)
+_FAMILY = word_set("mom mum dad mother father grandma grandpa granny nana papa")
+_PRONOUNS = word_set("i me we us you he she him her they them")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|whether|would|could|might|may|maybe|perhaps|wish|hope|hoping|hopefully|"
+    r"thinking about|thinking of|considering|consider|planning|plan to|plans to|want to|wants to|"
+    r"wanted to|trying to decide|not sure|unless|supposed to|should|dream|dreaming|imagine|"
+    r"pretend|rumou?r|suppose|in case|what if|instead of)\b",
+    re.I,
+)
+_CLAUSE_BREAK = re.compile(
+    r"[,;:]\s+|\s+-\s+|\s+(?:but|and then|so|although|though|while)\s+", re.I
+)
+_CHANGE_CUES = re.compile(
+    r"\b(?:now|new|newly|these days|nowadays|anymore|any more|instead|switched|changed|since|"
+    r"as of|from now on|recently|just|finally|officially|latest|no longer)\b",
+    re.I,
+)
+_RHETORICAL = re.compile(
+    r"^(?:did you (?:hear|know)|have you heard|guess what|you know what)\b", re.I
+)
+_LIKE_BAD_START = word_set("""it that this these those them you your yours him her his their our us me how what when
+    where why who the a an all every each some any hearing seeing talking chatting having getting
+    being knowing so too there here doing seeing to my its one ones everything anything something
+    nothing everyone people when whatever reading about""")
+_ADJECTIVE_ENDS = word_set("safe good great nice new big small little old such own")
+_VAGUE_INFINITIVE = word_set("see hear know help chat talk have get be do go say tell hang")
+_PHRASE_BAD = word_set("it that this them these those something anything everything")
+_DETERMINER = re.compile(r"^(?:a|an|the|some|any|my|our|his|her|their|your)\s+", re.I)
+_TIME_WORDS = word_set("""yesterday today tonight last ago week weekend month year monday tuesday wednesday thursday
+    friday saturday sunday january february march april may june july august september october
+    november december""")
+_EVENT = re.compile(
+    r"(?:^|[,;]\s+|\b(?:and|but|so|then|because|when)\s+)"
+    r"(?P<s>I|we|he|she|they|(?-i:[A-Z][a-z]+))\s+(?:(?:just|finally|recently|also|actually|"
+    r"officially|even|all|both|already|first|once)\s+)*"
+    r"(?P<verb>went|visited|ran|attended|started|finished|completed|adopted|bought|painted|took|"
+    r"made|celebrated|graduated|married|signed up|volunteered|hosted|won|traveled|travelled|flew|"
+    r"hiked|camped|met|gave|organized|organised|performed|played|competed|climbed|baked|cooked|"
+    r"planted|learned|learnt|wrote|published|launched|built|passed|received|sold|opened|created|"
+    r"began|raised|donated|spoke|presented|taught|returned|came back|drove|walked|swam|surfed|"
+    r"skied|danced|sang|recorded|released|fixed|renovated|decorated|joined|got (?:married|engaged|"
+    r"divorced|promoted|a (?:new )?(?:job|car|house|tattoo|degree|certificate)))\b",
+    re.I,
+)
+_MILESTONES = re.compile(
+    r"\b(?:graduated|got married|got engaged|got divorced|got promoted|adopted|retired|gave birth|"
+    r"had a baby|passed away)\b",
+    re.I,
+)
+_DECISION_WORDS = word_set(
+    "decided decide let going chose picked settled opted went decision agreed"
+)
+_CONSTRAINT_WORDS = word_set(
+    "budget deadline due must cannot can allowed limit most maximum timeline have need avoid"
+)
+_STEP = re.compile(r"^\s*(?:(\d{1,2})[.)]|step\s+(\d{1,2})\s*[:.)-])\s+(.+)$", re.I)
+_INTENT = re.compile(
+    r"\b(?:how to|how do (?:I|you|we)|steps? to|in order to|to)\s+(?P<i>[^:.?!\n]{4,80})", re.I
+)
+_WORD = re.compile(r"[a-z][a-z'-]*|\d+")
+_WEEKLY = re.compile(
+    r"\b(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b\d{1,2}(?::\d{2})?\s*"
+    r"(?:am|pm|a\.m\.|p\.m\.|o'clock)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b|\b(?:mornings?|"
+    r"afternoons?|evenings?|nights?)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\s+\d",
+    re.I,
+)
+_NAMEISH = re.compile(r"(?-i:[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)")
+_REL_WORDS = (
+    "best friend|friend|sister|brother|mom|mum|mother|dad|father|wife|husband|partner|girlfriend|"
+    "boyfriend|cousin|aunt|uncle|son|daughter|boss|manager|colleague|coworker|co-worker|roommate|"
+    "flatmate|neighbour|neighbor|grandma|grandmother|grandpa|grandfather|niece|nephew|fiance|fiancee|"
+    "stepmom|stepdad|sibling|kid|teammate|classmate|mentor"
+)
+_PERSON_CUE = re.compile(
+    rf"\b(?:my|our|your|his|her|their)\s+(?:{_REL_WORDS}),?\s+(?P<a>[A-Z][a-z]+)\b"
+    r"|\b(?P<b>[A-Z][a-z]+)(?='s\b|\s+(?:said|told|says|mentioned|just|has|had|is|was|will|moved|"
+    r"lives|works|started|got|quit|left|broke|texted|called|thinks|wants|loves|finally|recently)\b)"
+)
+
+
+# --------------------------------------------------------------------------- people
+
+
+class _People:
+    """Who is who in one message: the speaker, the addressee, the last person named."""
+
+    def __init__(self, turn: Turn, context: Context, earlier: Sequence[Turn]) -> None:
+        self.turn = turn
+        self.context = context
+        self.earlier = earlier
+        role = turn.role
+        self.speaker = turn.speaker or (
+            context.assistant_name if role == "assistant" else context.user_name
+        )
+        others = [s for s in dict.fromkeys(context.speakers) if s != self.speaker]
+        if len(others) == 1:
+            self.addressee: str | None = others[0]
+        elif role == "assistant" and not turn.speaker:
+            self.addressee = context.user_name
+        else:
+            self.addressee = None
+        self._third: list[tuple[str, int]] | None = None
+
+    def known(self) -> set[str]:
+        return {self.speaker, *(self.context.speakers)}
+
+    def third(self, sentence: str, before: int) -> str | None:
+        """The person "he", "she" or "they" most likely is: the last one named."""
+        inside = [
+            m.group("a") or m.group("b")
+            for m in _PERSON_CUE.finditer(sentence, 0, before)
+            if _is_person(m.group("a") or m.group("b"), self)
+        ]
+        if inside:
+            return inside[-1]
+        if self._third is None:
+            found: list[tuple[str, int]] = []
+            for n, turn in enumerate([*self.context.recent, *self.earlier, self.turn]):
+                for m in _PERSON_CUE.finditer(turn.text):
+                    name = m.group("a") or m.group("b")
+                    if _is_person(name, self):
+                        found.append((name, n))
+            self._third = found
+        return self._third[-1][0] if self._third else None
+
+    def named(self, raw: str, sentence: str, at: int) -> str | None:
+        """The subject a pronoun, a relation ("my sister") or a name stands for."""
+        text = raw.strip()
+        low = text.lower()
+        if low in ("i", "me", "we", "us", "myself"):
+            return self.speaker
+        if low in ("you", "yourself"):
+            return self.addressee
+        if low in ("he", "she", "they", "him", "her", "them"):
+            return self.third(sentence, at)
+        owner, _, rest = text.partition(" ")
+        owner_low = owner.lower()
+        if rest and (
+            owner_low in ("my", "our", "your", "his", "her", "their") or owner.endswith("'s")
+        ):
+            words = rest.split()
+            if len(words) >= 2 and words[-1][:1].isupper() and words[-1].lower() not in _NOT_NAMES:
+                return words[-1]  # "my sister Ana" is Ana
+            whose = self.owner(owner, sentence, at)
+            return f"{whose}'s {rest}" if whose else None
+        words = text.split()
+        while words and words[0].lower() in _NOT_NAMES:
+            words = words[1:]  # "Finally Sam" at the start of a sentence is Sam
+        if not words:
+            return None
+        if words[0].lower() in _FAMILY:
+            return f"{self.speaker}'s {words[0].lower()}"
+        return " ".join(words)
+
+    def owner(self, word: str, sentence: str, at: int) -> str | None:
+        """The person a possessive ("my", "her", "Ana's") stands for."""
+        low = word.lower()
+        if low in ("my", "our"):
+            return self.speaker
+        if low == "your":
+            return self.addressee
+        if low in ("his", "her", "their"):
+            return self.third(sentence, at)
+        if low.endswith("'s"):
+            return self.named(word[:-2], sentence, at)
+        return None
+
+
+def _is_person(name: str | None, people: _People) -> bool:
+    if not name or name.lower() in _NOT_NAMES:
+        return False
+    return name not in (people.speaker, people.addressee)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _clean_value(m: Match, kind: str, people: _People) -> list[str]:
+    """The value(s) a match states, cleaned, or [] if it is not a usable value."""
+    raw = m.groups.get("v", "")
+    value = raw.strip().strip("\"'").rstrip(".,;:!?)")
+    if kind == "fixed":
+        return [m.frame.fixed] if m.frame.fixed else []
+    if kind == "diet":
+        diet = canonical_diet(value)
+        return [diet] if diet else []
+    if kind == "given_up":
+        diet = GIVEN_UP.get(m.groups.get("g", "").lower())
+        return [diet] if diet else []
+    if kind == "pet":
+        if value and value.lower() not in _NOT_NAMES:
+            return [value]
+        species = m.groups.get("k", "").lower()
+        if not species:
+            return []
+        species = (
+            re.sub(r"(?:ies)$", "y", species) if species.endswith("ies") else species.rstrip("s")
+        )
+        return [f"a {species}"]
+    if not value:
+        return []
+    if kind in ("place", "org", "name"):
+        words = value.split()
+        while words and words[-1].lower() in _NOT_NAMES and words[-1][:1].isupper():
+            words = words[:-1]
+        if not words or words[0].lower() in _NOT_NAMES - {"the", "a", "an"}:
+            return []
+        value = " ".join(words)
+        if kind != "name" and value in people.known():
+            return []  # "joined Ana for lunch": a person, not an employer
+        return [value]
+    if kind == "phone":
+        digits = re.sub(r"\D", "", value)
+        return [value] if 7 <= len(digits) <= 15 else []
+    if kind == "email":
+        return [value.lower()]
+    if kind == "when":
+        value = re.sub(r"^(?:on|at)\s+", "", value, flags=re.I)
+        return [value] if _WEEKLY.search(value) else []
+    if kind in ("title", "occupation"):
+        value = _DETERMINER.sub("", value)
+        words = value.lower().split()
+        if not words or len(words) > 4 or words[0] in STOPWORDS:
+            return []
+        head = words[-1].rstrip("s") if words[-1] not in OCCUPATIONS else words[-1]
+        if kind == "occupation" and head not in OCCUPATIONS and words[-1] not in OCCUPATIONS:
+            return []
+        return [value]
+    if kind == "like":
+        words = value.split()
+        first = words[0].lower()
+        if first == "to":
+            ok = len(words) > 1 and words[1].lower() not in _VAGUE_INFINITIVE and len(words) <= 5
+            return [value] if ok else []
+        if first in _LIKE_BAD_START or first in STOPWORDS or len(words) > 6:
+            return []
+        if words[-1].lower() in STOPWORDS or words[-1].lower() in _ADJECTIVE_ENDS:
+            return []  # cut short: "creating a safe (and inviting place)"
+        return [value]
+    # a phrase: allergens and open values, several joined by "and"
+    value = _DETERMINER.sub("", value)
+    parts = [
+        p.strip() for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", value) if p.strip()
+    ]
+    parts = [_DETERMINER.sub("", p) for p in parts]
+    parts = [p for p in parts if p.lower() not in _PHRASE_BAD and len(p.split()) <= 4]
+    if m.attribute not in ("allergy",):
+        return [value] if parts else []
+    return parts
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+@dataclass
+class _Said:
+    """One sentence of one turn, as extraction works on it."""
+
+    turn: Turn
+    people: _People
+    text: str
+    now: datetime
+
+
+def _clause_lead(sentence: str, start: int) -> str:
+    """The part of the clause before position ``start``."""
+    lead = sentence[:start]
+    breaks = list(_CLAUSE_BREAK.finditer(lead))
+    return lead[breaks[-1].end() :] if breaks else lead
+
+
+def _clause_around(sentence: str, start: int, end: int) -> str:
+    lead_breaks = list(_CLAUSE_BREAK.finditer(sentence, 0, start))
+    begin = lead_breaks[-1].end() if lead_breaks else 0
+    tail = _CLAUSE_BREAK.search(sentence, end)
+    return sentence[begin : tail.start() if tail else len(sentence)]
+
+
+def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
+    out: list[Candidate] = []
+    taken: list[tuple[int, int, str]] = []
+    sentence = said.text
+    for m in match_sentence(sentence):
+        frame = m.frame
+        if any(a < m.end and m.start < b and attr == m.attribute for a, b, attr in taken):
+            continue  # a longer match of the same attribute got here first
+        if _HYPOTHETICAL.search(_clause_lead(sentence, m.start)) or _HYPOTHETICAL.search(
+            sentence, m.start, m.spans.get("v", (m.end, m.end))[0]
+        ):
+            continue
+        subject = _subject_of(m, said)
+        if not subject:
+            continue
+        values = _clean_value(m, frame.value, said.people)
+        if not values:
+            if frame.mode != "negated" or frame.attribute not in ("partner", "pets"):
+                continue
+            values = [""]  # "we broke up": closes whoever is current
+        clause = _clause_around(sentence, m.start, m.end)
+        mode = frame.mode
+        if mode == "state" and _CHANGE_CUES.search(clause):
+            mode = "change"
+        if mode in ("state", "change") and re.search(r"\bused to\b", clause, re.I):
+            mode = "past"
+        attribute = frame.attribute
+        noun = m.groups.get("n")
+        if attribute == "favourite":
+            attribute = attribute_for_noun(f"favourite {noun}") if noun else ""
+            if not noun or noun.lower() in (
+                "part",
+                "thing",
+                "things",
+                "bit",
+                "moment",
+                "way",
+                "memory",
+            ):
+                continue
+        elif attribute == "open":
+            if not noun or noun.lower() in STOPWORDS:
+                continue
+            attribute = attribute_for_noun(noun)
+        taken.append((m.start, m.end, frame.attribute))
+        stated = when(clause, said.now)
+        value_span = m.spans.get("v")
+        since = said.now
+        if stated is not None:
+            rng, a, b = stated
+            inside_value = value_span is not None and a < value_span[1] and value_span[0] < b
+            if not inside_value:
+                since = rng.start
+        for value in values:
+            out.append(
+                _attribute_candidate(said, context, m, subject, attribute, value, mode, since, noun)
+            )
+        employer = m.groups.get("e")
+        if employer and mode != "negated":
+            out.append(
+                _attribute_candidate(
+                    said, context, m, subject, "employer", employer, mode, since, None
+                )
+            )
+    return out
+
+
+def _subject_of(m: Match, said: _Said) -> str | None:
+    people = said.people
+    g = m.groups
+    if m.attribute == "schedule":
+        event = g.get("s", "")
+        words = event.split()
+        while words and (
+            words[0].lower() in ("the", "our", "my", "your", "this", "that", "their", "his", "her")
+            or words[0].endswith("'s")
+        ):
+            words = words[1:]
+        return " ".join(words) or None
+    if "s" in g:
+        return people.named(g["s"], said.text, m.spans["s"][0])
+    if "p" in g:
+        raw = g["p"]
+        if raw.endswith("'s") and " " in raw:  # "my sister's": a relation's
+            return people.named(raw[:-2], said.text, m.spans["p"][0])
+        return people.owner(raw, said.text, m.spans["p"][0])
+    if "o" in g:
+        return people.named(g["o"], said.text, m.spans["o"][0])
+    return people.speaker
+
+
+def _attribute_candidate(
+    said: _Said,
+    context: Context,
+    m: Match,
+    subject: str,
+    attribute: str,
+    value: str,
+    mode: str,
+    since: datetime,
+    noun: str | None,
+) -> Candidate:
+    spec = ATTRIBUTES.get(attribute)
+    negated, past = mode == "negated", mode == "past"
+    shown = value or ("their partner" if attribute == "partner" else "a pet")
+    text = render(attribute, subject, shown, negated=negated, past=past, noun=_partner_noun(noun))
+    if attribute == "pets" and value and value[:1].isupper():
+        kind = m.groups.get("k", "").lower().rstrip("s")
+        text = render(
+            "pets", subject, f"a {kind} named {value}" if kind else value, negated=negated
+        )
+    kind = spec.kind if spec else "preference" if attribute.startswith("favourite") else "fact"
+    tags = [attribute]
+    if mode == "change":
+        tags.append("change")
+    if past:
+        tags.append("past")
+    if m.groups.get("k"):
+        tags.append(m.groups["k"].lower().rstrip("s"))
+    entities = [subject] if subject[:1].isupper() and "'s " not in subject else []
+    if value and value[:1].isupper() and m.frame.value in ("place", "org", "name", "pet"):
+        entities.append(value)
+    confidence = (
+        0.5 if said.turn.role == "assistant" else 0.75 if subject == said.people.speaker else 0.6
+    )
+    record = Record(
+        id=record_id(context.scope, text),
+        kind=kind,
+        text=text,
+        subject=subject,
+        attribute=attribute,
+        value=value or None,
+        negated=negated,
+        tags=tuple(tags),
+        entities=tuple(dict.fromkeys(entities)),
+        sources=(said.turn.id,),
+        valid_from=None if past else since,
+        valid_to=said.now if past else None,
+        confidence=confidence,
+        importance=0.7 if kind != "preference" else 0.5,
+        created_at=said.now,
+        updated_at=said.now,
+        scope=context.scope,
+    )
+    former = m.groups.get("w") if mode == "change" else None
+    return Candidate(
+        record, needs_match=m.frame.needs_match or (negated and not value), past=past, former=former
+    )
+
+
+def _partner_noun(noun: str | None) -> str | None:
+    if not noun:
+        return None
+    low = noun.lower()
+    return None if low in ("significant other",) else low
+
+
+def _event_records(said: _Said, context: Context, words: set[str]) -> list[Candidate]:
+    sentence = said.text
+    timed = bool(words & _TIME_WORDS) or bool(re.search(r"\b(?:19|20)\d\d\b", sentence))
+    if not timed and not _MILESTONES.search(sentence):
+        return []
+    m = _EVENT.search(sentence)
+    if m is None:
+        return []
+    start = m.start("s")
+    if _HYPOTHETICAL.search(_clause_lead(sentence, start)) or re.search(
+        r"\b(?:not|never)\b", sentence[start : m.end()], re.I
+    ):
+        return []
+    subject = said.people.named(m.group("s"), sentence, start)
+    if not subject or (
+        m.group("s")[:1].isupper() and m.group("s").lower() in _NOT_NAMES - _PRONOUNS
+    ):
+        return []
+    after = sentence[m.end() : m.end() + 12].split()
+    if after and after[0].lower() in ("it", "that", "this", "them", "one", "those", "these"):
+        return []  # "I made it yesterday": about something said before
+    tail = re.split(r"\s+-\s+|;|\s+(?:but|because|although|though)\s+", sentence[start:])[0]
+    if m.group("s").lower() == "we":
+        tail = f"{said.people.speaker} and others" + tail[2:]
+    stated = when(tail, said.now)
+    if stated is None and not _MILESTONES.search(tail):
+        return []
+    text = self_contained(tail, _who(said, sentence, start), said.now).rstrip(".!,") + "."
+    if len(text) > 220:
+        text = text[:217].rsplit(" ", 1)[0] + "..."
+    since = stated[0].start if stated else said.now
+    record = Record(
+        id=record_id(context.scope, text),
+        kind="event",
+        text=text,
+        subject=subject,
+        tags=("event",),
+        entities=(subject,) if subject[:1].isupper() and "'s " not in subject else (),
+        sources=(said.turn.id,),
+        valid_from=since,
+        confidence=0.6,
+        importance=0.5,
+        created_at=said.now,
+        updated_at=said.now,
+        scope=context.scope,
+    )
+    return [Candidate(record)]
+
+
+def _who(said: _Said, sentence: str, at: int) -> Who:
+    return Who(said.people.speaker, said.people.addressee, said.people.third(sentence, at))
+
+
+def _reasoning_records(said: _Said, context: Context, words: set[str]) -> list[Candidate]:
+    # the reasoning tracker's own patterns: decisions and limits (budgets, deadlines, bans)
+    from arbormem.trackers.reasoning import _constraints, _decision
+
+    out: list[Candidate] = []
+    sentence = said.text
+    if words & _DECISION_WORDS and not _HYPOTHETICAL.search(sentence):
+        decision = _decision(sentence)
+        if decision is not None:
+            text = f"{said.people.speaker} decided to {decision.text}"
+            if decision.rationale:
+                text += f", because {decision.rationale}"
+            text = self_contained(text, _who(said, sentence, len(sentence)), said.now) + "."
+            out.append(_plain(said, context, "fact", text, ("decision",), 0.6))
+    if words & _CONSTRAINT_WORDS:
+        for constraint in _constraints(sentence):
+            if not re.search(r"\b(?:I|we|my|our)\b", sentence) and not constraint.kind:
+                continue  # a rule about someone else's world, not this speaker's
+            body = constraint.describe()
+            text = (
+                self_contained(body, _who(said, sentence, len(sentence)), said.now).rstrip(".")
+                + "."
+            )
+            out.append(
+                _plain(
+                    said,
+                    context,
+                    "constraint",
+                    text,
+                    ("constraint", constraint.kind or "limit"),
+                    0.6,
+                )
+            )
+    return out
+
+
+def _plain(
+    said: _Said, context: Context, kind: str, text: str, tags: tuple[str, ...], importance: float
+) -> Candidate:
+    speaker = said.people.speaker
+    return Candidate(
+        Record(
+            id=record_id(context.scope, text),
+            kind=kind,
+            text=text,
+            subject=speaker,
+            tags=tuple(t for t in tags if t),
+            entities=(speaker,) if speaker[:1].isupper() else (),
+            sources=(said.turn.id,),
+            valid_from=said.now,
+            confidence=0.55,
+            importance=importance,
+            created_at=said.now,
+            updated_at=said.now,
+            scope=context.scope,
+        )
+    )
+
+
+def _procedure(
+    turn: Turn, exchange: Sequence[Turn], context: Context, now: datetime
+) -> list[Candidate]:
+    """Numbered steps in one message as a procedure record (intent + Markdown body)."""
+    lines = turn.text.splitlines()
+    steps: list[str] = []
+    first = None
+    for i, line in enumerate(lines):
+        m = _STEP.match(line)
+        if m:
+            if first is None:
+                first = i
+            steps.append(m.group(3).strip())
+        elif steps and line.strip() and not line.startswith((" ", "\t")):
+            break
+    if len(steps) < 2 or first is None:
+        return []
+    lead = " ".join(lines[:first]).strip()
+    asked = [t.text for t in exchange if t.role == "user" and t is not turn]
+    intent = None
+    for source in (lead, *reversed(asked)):
+        m = _INTENT.search(source)
+        if m:
+            intent = m.group("i").strip().rstrip(",;")
+            break
+    if intent is None:
+        intent = (lead or (asked[-1] if asked else "")).strip().rstrip(":.?!")[:80]
+    if not intent:
+        return []
+    people = _People(turn, context, ())
+    intent = self_contained(normalise(intent), Who(people.speaker, people.addressee), None)
+    intent = intent[:1].lower() + intent[1:]
+    body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
+    text = f"How to {intent}: {len(steps)} steps."
+    record = Record(
+        id=record_id(context.scope, f"{text}\n{body}"),
+        kind="procedure",
+        text=text,
+        tags=("procedure",),
+        sources=(turn.id,),
+        valid_from=now,
+        confidence=0.6,
+        importance=0.6,
+        created_at=now,
+        updated_at=now,
+        intent=intent,
+        body=body,
+        scope=context.scope,
+    )
+    return [Candidate(record)]
+
+
+_ABBREVIATION = re.compile(
+    r"\b(St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ave|Rd|Prof|Inc|Co|Ltd|No|vs|etc|e\.g|i\.e)\.$"
+)
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of a message; "St. Mary" and "Dr. Lee" do not end one."""
+    out: list[str] = []
+    for part in sentences(prose(text)):
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
+
+
+def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Candidate]:
+    """Candidate records from ``exchange`` (consecutive messages, oldest first).
+
+    Never raises on odd text; returns [] when there is nothing to remember.
+    Candidates with the same id (said twice in the exchange) are merged.
+    """
+    context = context or Context()
+    found: dict[str, Candidate] = {}
+    for n, turn in enumerate(exchange):
+        if turn.role not in ("user", "assistant") or not turn.text.strip():
+            continue
+        now = utc(turn.timestamp)
+        people = _People(turn, context, exchange[:n])
+        candidates: list[Candidate] = []
+        if "\n" in turn.text:
+            candidates.extend(_procedure(turn, exchange, context, now))
+        for raw in _sentences(turn.text):
+            text = normalise(raw)
+            if text.endswith("?") and not _RHETORICAL.match(text):
+                continue
+            said = _Said(turn, people, text.rstrip("?"), now)
+            words = set(_WORD.findall(text.lower()))
+            attributes = _attribute_records(said, context)
+            candidates.extend(attributes)
+            if not attributes:
+                candidates.extend(_event_records(said, context, words))
+            candidates.extend(_reasoning_records(said, context, words))
+        for c in candidates:
+            old = found.get(c.record.id)
+            if old is None:
+                found[c.record.id] = c
+            else:
+                merged = old.record.with_sources(c.record.sources)
+                found[c.record.id] = replace(
+                    old, record=replace(merged, mentions=old.record.mentions + 1)
+                )
+    return list(found.values())
