@@ -107,9 +107,17 @@ _HYPOTHETICAL = re.compile(
 _CLAUSE_BREAK = re.compile(
     r"[,;:]\s+|\s+-\s+|\s+(?:but|and then|so|although|though|while)\s+", re.I
 )
+# Words that make a statement of a value a change of it ("my number is *now* ..."):
+# before such a record, the value was something else.
 _CHANGE_CUES = re.compile(
-    r"\b(?:now|new|newly|these days|nowadays|anymore|any more|instead|switched|changed|since|"
-    r"as of|from now on|recently|just|finally|officially|latest|no longer)\b",
+    r"\b(?:now|new|newly|anymore|any more|instead|switched|changed|since|as of|from now on|"
+    r"latest|no longer)\b",
+    re.I,
+)
+# "for a few years now": the value has held a long time, "now" announces no change
+_LONG_STANDING = re.compile(
+    r"\bfor (?:a few|a couple of|many|several|some|two|three|four|five|ten|\d+) "
+    r"(?:years|months|decades)\b|\bfor (?:years|ages|a long time|a while|decades)\b|\balways\b",
     re.I,
 )
 _RHETORICAL = re.compile(
@@ -119,6 +127,7 @@ _LIKE_BAD_START = word_set("""it that this these those them you your yours him h
     where why who the a an all every each some any hearing seeing talking chatting having getting
     being knowing so too there here doing seeing to my its one ones everything anything something
     nothing everyone people when whatever reading about""")
+_CLAUSE_OPENERS = word_set("so but which who although though because since really")
 _ADJECTIVE_ENDS = word_set("safe good great nice new big small little old such own")
 _VAGUE_INFINITIVE = word_set("see hear know help chat talk have get be do go say tell hang")
 _PHRASE_BAD = word_set("it that this them these those something anything everything")
@@ -336,10 +345,13 @@ def _clean_value(m: Match, kind: str, people: _People) -> list[str]:
         return [value]
     # a phrase: allergens and open values, several joined by "and"
     value = _DETERMINER.sub("", value)
-    parts = [
-        p.strip() for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", value) if p.strip()
-    ]
-    parts = [_DETERMINER.sub("", p) for p in parts]
+    parts = []
+    for part in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", value):
+        part = part.strip()
+        if part and part.split()[0].lower() in STOPWORDS | _CLAUSE_OPENERS:
+            break  # "penicillin, so careful": the list ended, a new clause began
+        if part:
+            parts.append(_DETERMINER.sub("", part))
     parts = [p for p in parts if p.lower() not in _PHRASE_BAD and len(p.split()) <= 4]
     if m.attribute not in ("allergy",):
         return [value] if parts else []
@@ -366,11 +378,12 @@ def _clause_lead(sentence: str, start: int) -> str:
     return lead[breaks[-1].end() :] if breaks else lead
 
 
-def _clause_around(sentence: str, start: int, end: int) -> str:
+def _clause_around(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the clause holding ``sentence[start:end]``."""
     lead_breaks = list(_CLAUSE_BREAK.finditer(sentence, 0, start))
     begin = lead_breaks[-1].end() if lead_breaks else 0
     tail = _CLAUSE_BREAK.search(sentence, end)
-    return sentence[begin : tail.start() if tail else len(sentence)]
+    return begin, tail.start() if tail else len(sentence)
 
 
 def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
@@ -393,9 +406,10 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             if frame.mode != "negated" or frame.attribute not in ("partner", "pets"):
                 continue
             values = [""]  # "we broke up": closes whoever is current
-        clause = _clause_around(sentence, m.start, m.end)
+        begin, finish = _clause_around(sentence, m.start, m.end)
+        clause = sentence[begin:finish]
         mode = frame.mode
-        if mode == "state" and _CHANGE_CUES.search(clause):
+        if mode == "state" and _CHANGE_CUES.search(clause) and not _LONG_STANDING.search(clause):
             mode = "change"
         if mode in ("state", "change") and re.search(r"\bused to\b", clause, re.I):
             mode = "past"
@@ -419,10 +433,13 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             attribute = attribute_for_noun(noun)
         taken.append((m.start, m.end, frame.attribute))
         stated = when(clause, said.now)
+        if stated is None and mode == "change":
+            stated, begin = when(sentence, said.now), 0  # "I got a job at X, I started last week"
         value_span = m.spans.get("v")
         since = said.now
         if stated is not None:
             rng, a, b = stated
+            a, b = a + begin, b + begin
             inside_value = value_span is not None and a < value_span[1] and value_span[0] < b
             if not inside_value:
                 since = rng.start
@@ -454,6 +471,9 @@ def _subject_of(m: Match, said: _Said) -> str | None:
         return " ".join(words) or None
     if "s" in g:
         return people.named(g["s"], said.text, m.spans["s"][0])
+    if "and" in g:  # the subject of the clause the "and" continues
+        lead = _LEAD_SUBJECT.search(said.text, 0, m.start)
+        return people.named(lead.group(0), said.text, lead.start()) if lead else None
     if "p" in g:
         raw = g["p"]
         if raw.endswith("'s") and " " in raw:  # "my sister's": a relation's
@@ -694,6 +714,7 @@ def _procedure(
     return [Candidate(record)]
 
 
+_LEAD_SUBJECT = re.compile(r"\b(?:I|we|you|he|she|they)\b|(?-i:\b[A-Z][a-z]+\b)(?!'s)", re.I)
 _ABBREVIATION = re.compile(
     r"\b(St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ave|Rd|Prof|Inc|Co|Ltd|No|vs|etc|e\.g|i\.e)\.$"
 )

@@ -38,7 +38,11 @@ _REL = (
 )
 _NAMEW = r"(?-i:[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)"
 _OWNER = rf"(?:my|our|your|his|her|their|{_NAMEW}'s)"
-_SUBJ = rf"(?P<s>\b(?:I|we|you|he|she|they)\b|{_OWNER} {_REL}(?: {_NAMEW})?|{_NAMEW}(?: {_NAMEW})?)"
+_SUBJ = (
+    rf"(?:(?P<s>\b(?:I|we|you|he|she|they)\b|{_OWNER} {_REL}(?: {_NAMEW})?|{_NAMEW}(?: {_NAMEW})?)"
+    # "I left Acme and joined Globex": the second verb shares the first one's subject
+    r"|(?P<and>\band(?:\s+then)?)(?=\s))"
+)
 _POSS = rf"(?P<p>\b(?:my|our|your|his|her|their)\b|{_NAMEW}'s|{_OWNER} {_REL}(?: {_NAMEW})?'s)"
 _ADV = (
     r"(?:\s+(?:have|has|had|am|is|are|was|were|will|be|been|do|does|did|just|recently|finally|"
@@ -80,7 +84,8 @@ _DIET = (
 )
 _DIET_TRIGGERS = (
     "vegan vegetarian veggie pescatarian pescetarian keto ketogenic paleo gluten dairy lactose "
-    "plant flexitarian carnivore omnivore low mediterranean halal kosher"
+    "plant flexitarian carnivore omnivore low mediterranean halal kosher gluten-free dairy-free "
+    "plant-based low-carb lactose-free raw"
 )
 _NP = rf"(?P<v>(?:[\w'-]+ ){{0,4}}?[\w'-]+){_END}"
 _NPLIST = (
@@ -490,6 +495,14 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "phone",
+        "changed switched updated",
+        r"<S><ADV>(?:changed|switched|updated)\s+(?:(?:my|his|her|their|the)\s+)?(?:phone\s+|cell\s+)?"
+        r"numbers?\s*[,;:-]?\s*(?:and\s+)?(?:it is|the new one is|new one is|it is now)\s+(?:now\s+)?<PHONE>",
+        "change",
+        value="phone",
+    ),
+    _frame(
+        "phone",
         "reach call text contact ring",
         r"\b(?:reach|call|text|contact|ring|whatsapp)\s+(?P<o>me|him|her|them|us|<NAMEW>)\s+(?:on|at)\s+<PHONE>",
         value="phone",
@@ -597,6 +610,30 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "pets",
+        "name named called",
+        r"<S><ADV>(?:adopted|got|have|has|bought|rescued|brought home|took in|adopt|adopting|"
+        r"getting|gotten|welcomed)\s+(?:a|an|two|three|another|our|my|new|one)\s+"
+        r"(?:[\w-]+\s+){0,2}?<PET>\b[^.!?]{0,40}?\b(?:(?:her|his|its|their) name is|"
+        r"(?:she|he|it) is called|named (?:her|him|it)|called (?:her|him|it))\s+<NAME>",
+        "change",
+        value="pet",
+    ),
+    _frame(
+        "pets",
+        "named called",
+        r"<S><ADV>(?:named|called)\s+(?:(?:the|our|my|his|her|their)\s+(?:new\s+)?<PET>|him|her|it)\s+<NAME>",
+        "change",
+        value="pet",
+    ),
+    _frame(
+        "pets",
+        "meet",
+        r"\bmeet\s+<NAME>\s*,?\s+(?P<p>my|our)\s+(?:new\s+)?(?:little\s+)?<PET>",
+        "change",
+        value="pet",
+    ),
+    _frame(
+        "pets",
         "passed died away put",
         r"(?:<P>\s+(?:\w+\s+)?<PET>\s*,?\s*)?(?P<v><NAMEW>)?\s*(?:passed away|died|ran away|"
         r"was put down|had to be put down|was put to sleep)\b",
@@ -682,7 +719,8 @@ FRAMES: tuple[Frame, ...] = (
         "schedule",
         _EVENT_TRIGGERS,
         r"<EVENT>\s+(?:is|are|happens|takes place|meets|runs|starts)\s+(?:(?:now|still|usually|always|"
-        r"normally|going to be)\s+)?(?:on|at|every|each)\s+<WHEN>",
+        r"normally|going to be)\s+)?(?:(?:every|each)\s+(?:week|month|fortnight)\s+|weekly\s+)?"
+        r"(?:on|at|every|each)\s+<WHEN>",
         value="when",
     ),
     # ---------------------------------------------------------------- likes

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Protocol
 
 from arbormem.records.extract import Candidate
@@ -50,6 +50,7 @@ __all__ = [
 #: Share of words two texts must have in common to be one record said twice.
 DUPLICATE_OVERLAP = 0.8
 
+_DAWN = datetime(1, 1, 1, tzinfo=timezone.utc)
 _LEADING = word_set(
     "the a an our my your their his her this that weekly daily monthly regular usual"
 )
@@ -216,6 +217,8 @@ def _resolve_attribute(candidate: Candidate, view: RecordView) -> Plan:
             return _merge_plan(twin, new)
         if not targets and candidate.needs_match:
             return Plan("ignore")
+        if not new.value and len(targets) == 1 and targets[0].value:
+            new = _naming(new, targets[0].value)  # "we broke up": with whom is known
         return _closing(new, targets, "close" if targets else "add")
 
     if candidate.past:
@@ -225,6 +228,11 @@ def _resolve_attribute(candidate: Candidate, view: RecordView) -> Plan:
         twin = next((r for r in chain if not r.current and same_value(r, new)), None)
         if twin is not None and twin.valid_from is None:
             return _merge_plan(twin, new)
+        known = [r for r in chain if r.valid_from is not None and not r.negated]
+        if known and not multi:
+            # "I used to live in Rome" while Lyon is known: Rome came before all of it
+            first = min(known, key=lambda r: r.valid_from)  # type: ignore[arg-type, return-value]
+            new = replace(new, valid_to=first.valid_from, superseded_by=first.id)
         return Plan("history", new, (new,))
 
     same = [r for r in positive if same_value(r, new)]
@@ -263,6 +271,15 @@ def _resolve_attribute(candidate: Candidate, view: RecordView) -> Plan:
         extra.append(_former(candidate, new))
     plan = _closing(new, others, "supersede" if others else "add")
     return Plan(plan.action, plan.record, (*plan.writes, *extra), plan.closed)
+
+
+def _naming(denial: Record, value: str) -> Record:
+    """A denial that named no value, given the one it closes."""
+    from arbormem.records.vocab import render
+
+    assert denial.subject is not None and denial.attribute is not None
+    text = render(denial.attribute, denial.subject, value, negated=True)
+    return replace(denial, value=value, text=text, id=record_id(denial.scope, text))
 
 
 def _closing(
@@ -321,7 +338,8 @@ def value_at(chain: Sequence[Record], when: datetime) -> list[Record]:
         and (r.valid_to is None or r.valid_to > when)
     ]
     if held:
-        return sorted(held, key=lambda r: r.valid_from or when, reverse=True)
+        # the latest start first; a record of the past with no start is the oldest
+        return sorted(held, key=lambda r: r.valid_from or _DAWN, reverse=True)
     dated = sorted((r for r in chain if r.valid_from is not None), key=lambda r: r.valid_from)  # type: ignore[arg-type, return-value]
     if dated and "change" not in dated[0].tags and not dated[0].negated:
         return [dated[0]]

@@ -372,7 +372,9 @@ def query_attributes(query: str) -> dict[str, float]:
     >>> query_attributes("Which city does Sam live in now?")
     {'home': 1.0}
     """
-    said = set(_QUERY_WORD.findall(query.casefold()))
+    lowered = query.casefold()
+    living = "for a living" in lowered  # a job, not a home
+    said = set(_QUERY_WORD.findall(lowered.replace("for a living", " ")))
     found: dict[str, float] = {}
     for spec in ATTRIBUTES.values():
         if said & spec.cues:
@@ -380,6 +382,13 @@ def query_attributes(query: str) -> dict[str, float]:
     for spec in ATTRIBUTES.values():
         if spec.name not in found and said & spec.weak_cues:
             found[spec.name] = 0.5 if not found else 0.25
+    work = said & {"work", "works", "working", "worked", "job"}
+    if work and said & {"where", "company", "employer", "whom"}:
+        found["employer"] = 1.0
+        found.pop("job_title", None)
+    elif living or (work and said & {"as", "title", "role", "position"}):
+        found["job_title"] = 1.0
+        found.pop("employer", None)
     if "favourite" in said or "favorite" in said:
         found.pop("likes", None)
         words = query.casefold().split()
