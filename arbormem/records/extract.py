@@ -96,6 +96,10 @@ _NOT_NAMES = (
     | STOPWORDS
 )
 _FAMILY = word_set("mom mum dad mother father grandma grandpa granny nana papa")
+# Words a sentence that drops its "I" opens with: "Been vegan since May", "Just moved".
+_ELIDABLE = word_set(
+    "been just finally recently also now still currently totally really officially"
+)
 _PRONOUNS = word_set("i me we us you he she him her they them")
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|would|could|might|may|maybe|perhaps|wish|hope|hoping|hopefully|"
@@ -126,7 +130,8 @@ _RHETORICAL = re.compile(
 _LIKE_BAD_START = word_set("""it that this these those them you your yours him her his their our us me how what when
     where why who the a an all every each some any hearing seeing talking chatting having getting
     being knowing so too there here doing seeing to my its one ones everything anything something
-    nothing everyone people when whatever reading about""")
+    nothing everyone people when whatever reading about everywhere anywhere nowhere somewhere
+    theme""")
 _CLAUSE_OPENERS = word_set("so but which who although though because since really")
 _ADJECTIVE_ENDS = word_set("safe good great nice new big small little old such own")
 _VAGUE_INFINITIVE = word_set("see hear know help chat talk have get be do go say tell hang")
@@ -163,9 +168,9 @@ _STEP = re.compile(r"^\s*(?:(\d{1,2})[.)]|step\s+(\d{1,2})\s*[:.)-])\s+(.+)$", r
 _INTENT = re.compile(
     r"\b(?:how to|how do (?:I|you|we)|steps? to|in order to|to)\s+(?P<i>[^:.?!\n]{4,80})", re.I
 )
-_WORD = re.compile(r"[a-z][a-z'-]*|\d+")
+_WORD = re.compile(r"[a-z][a-z-]*|\d+")
 _WEEKLY = re.compile(
-    r"\b(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b\d{1,2}(?::\d{2})?\s*"
+    r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b\d{1,2}(?::\d{2})?\s*"
     r"(?:am|pm|a\.m\.|p\.m\.|o'clock)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b|\b(?:mornings?|"
     r"afternoons?|evenings?|nights?)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\s+\d",
     re.I,
@@ -345,10 +350,14 @@ def _clean_value(m: Match, kind: str, people: _People) -> list[str]:
         return [value]
     # a phrase: allergens and open values, several joined by "and"
     value = _DETERMINER.sub("", value)
-    parts = []
+    parts: list[str] = []
     for part in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", value):
         part = part.strip()
-        if part and part.split()[0].lower() in STOPWORDS | _CLAUSE_OPENERS:
+        if part and (
+            part.split()[0].lower() in STOPWORDS | _CLAUSE_OPENERS
+            or (parts and part[:1].isupper())
+            or len(part.split()) > 3
+        ):
             break  # "penicillin, so careful": the list ended, a new clause began
         if part:
             parts.append(_DETERMINER.sub("", part))
@@ -398,6 +407,10 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             sentence, m.start, m.spans.get("v", (m.end, m.end))[0]
         ):
             continue
+        if "i" in m.groups and _HYPOTHETICAL.search(sentence):
+            continue  # "Moving to Berlin would be nice"
+        if "and" in m.groups and frame.attribute in ("likes", "favourite"):
+            continue  # "I love the colours and love theme": a noun, not a second verb
         subject = _subject_of(m, said)
         if not subject:
             continue
@@ -448,7 +461,8 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
                 _attribute_candidate(said, context, m, subject, attribute, value, mode, since, noun)
             )
         employer = m.groups.get("e")
-        if employer and mode != "negated":
+        if employer:  # "a nurse at St. Mary's"; "left Acme for Globex": Globex is the change
+            mode = "change" if mode == "negated" else mode
             out.append(
                 _attribute_candidate(
                     said, context, m, subject, "employer", employer, mode, since, None
@@ -470,7 +484,16 @@ def _subject_of(m: Match, said: _Said) -> str | None:
             words = words[1:]
         return " ".join(words) or None
     if "s" in g:
-        return people.named(g["s"], said.text, m.spans["s"][0])
+        who = people.named(g["s"], said.text, m.spans["s"][0])
+        first = g["s"].split()[0].lower()
+        if who is not None or m.spans["s"][0] != 0 or first not in _ELIDABLE:
+            return who
+        # "Been on keto since January": a sentence that opens without its "I"
+    if "s" in g or "i" in g:  # "Moved to Lyon last week": the speaker, unless the verb says "she"
+        first = said.text.split(" ", 1)[0].lower()
+        if first.endswith("s") and not first.endswith("ss") and first != "was":
+            return None
+        return people.speaker
     if "and" in g:  # the subject of the clause the "and" continues
         lead = _LEAD_SUBJECT.search(said.text, 0, m.start)
         return people.named(lead.group(0), said.text, lead.start()) if lead else None
@@ -715,6 +738,37 @@ def _procedure(
 
 
 _LEAD_SUBJECT = re.compile(r"\b(?:I|we|you|he|she|they)\b|(?-i:\b[A-Z][a-z]+\b)(?!'s)", re.I)
+_INTERROGATIVE = re.compile(
+    r"^(?:who|whom|whose|what|which|where|when|why|how|do|does|did|is|are|was|were|can|could|"
+    r"would|will|have|has|had|should|shall|may|might|am|any|anyone)\b",
+    re.I,
+)
+_LOWERCASE_CHAT = re.compile(r"[^A-Z]*")
+_KEEP_LOWER = STOPWORDS | word_set(
+    "i im ive id ill lol ok okay yeah yes no hey hi hello thanks pls please just really"
+)
+
+
+def _capitalised(text: str) -> str:
+    """An all-lower-case message with the words that could be names capitalised, so
+    "i just moved to denver" reads like "i just moved to Denver". Verbs and
+    function words stay as they are."""
+    from arbormem.records.patterns import TRIGGERS
+
+    def cap(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if (
+            len(word) < 3
+            or word in _KEEP_LOWER
+            or word in TRIGGERS
+            or word.endswith(("ing", "ed", "ly"))
+        ):
+            return word
+        return word[:1].upper() + word[1:]
+
+    return re.sub(r"[a-z][a-z'-]*", cap, text)
+
+
 _ABBREVIATION = re.compile(
     r"\b(St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ave|Rd|Prof|Inc|Co|Ltd|No|vs|etc|e\.g|i\.e)\.$"
 )
@@ -750,7 +804,13 @@ def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Ca
         for raw in _sentences(turn.text):
             text = normalise(raw)
             if text.endswith("?") and not _RHETORICAL.match(text):
-                continue
+                # "She is vegan, any recipe ideas?": a statement, then the question
+                head, comma, _ = text.rpartition(", ")
+                if not comma or _INTERROGATIVE.match(text):
+                    continue
+                text = head
+            if _LOWERCASE_CHAT.fullmatch(text):
+                text = _capitalised(text)
             said = _Said(turn, people, text.rstrip("?"), now)
             words = set(_WORD.findall(text.lower()))
             attributes = _attribute_records(said, context)

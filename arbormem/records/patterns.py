@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from arbormem.trackers.common import words as word_set
 
-__all__ = ["FRAMES", "OCCUPATIONS", "Frame", "Match", "match_sentence"]
+__all__ = ["FRAMES", "OCCUPATIONS", "TRIGGERS", "Frame", "Match", "match_sentence"]
 
 #: What a frame's statement does: state a value, change to it, deny it, or place it in the past.
 MODES = ("state", "change", "negated", "past")
@@ -115,7 +115,9 @@ _WHEN = (
 _PET = (
     r"(?P<k>guinea pigs?|dogs?|pupp(?:y|ies)|pups?|cats?|kittens?|rabbits?|bunn(?:y|ies)|"
     r"parrots?|budgies?|hamsters?|tortoises?|turtles?|lizards?|geckos?|snakes?|horses?|ferrets?|"
-    r"goldfish|fish|birds?|chinchillas?|ponies|pony|rats?|iguanas?|hedgehogs?|cockatiels?)"
+    r"goldfish|fish|birds?|chinchillas?|ponies|pony|rats?|iguanas?|hedgehogs?|cockatiels?|"
+    r"kitty|kitties|greyhounds?|labradors?|spaniels?|terriers?|beagles?|collies?|poodles?|"
+    r"whippets?|dachshunds?|huskies|husky|retrievers?|pugs?|corgis?|lurchers?)"
 )
 _NEGATED_PARTS = re.compile(r"\b(?:not|never|no|nobody|neither|nor)\b", re.I)
 
@@ -198,7 +200,16 @@ _PIECES = {
 }
 
 
+_ELIDED = (
+    r"(?P<i>^)(?:(?:just|finally|recently|officially|also|now|have|been|am|still|currently|"
+    r"totally|really)\s+)*"
+)
+
+
 def _compile(source: str) -> re.Pattern[str]:
+    # "<S><ADV>" also matches a sentence that opens with the verb ("Moved to Lyon"):
+    # chat drops the "I".
+    source = source.replace("<S><ADV>", f"(?:<S><ADV>|{_ELIDED})")
     for key, piece in _PIECES.items():
         source = source.replace(key, piece)
     return re.compile(source, re.I)
@@ -225,6 +236,7 @@ _STARTED = (
 _WORKS = r"(?:work at|works at|working at|work for|works for|working for|employed at|employed by)"
 _LEFT = (
     r"(?:quit|left|leaving|leave|quitting|resigned from|got laid off from|was laid off from|"
+    r"handed in (?:my|his|her|their) notice (?:at|to)|gave (?:my|his|her|their) notice (?:at|to)|"
     r"laid off from|got fired from|was fired from|fired from|retired from|walked away from)"
 )
 _PARTNER = r"(?P<n>girlfriend|boyfriend|wife|husband|partner|fianc[eé]e?|spouse|significant other)"
@@ -250,6 +262,14 @@ FRAMES: tuple[Frame, ...] = (
         "live lives living reside resides residing based settled settling located",
         rf"<S><ADV>(?:now\s+)?{_LIVE}\s+(?:in|near|outside|over in|out in|down in|up in|just outside)"
         rf"\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:[\w-]+\s+){{0,3}}?(?:in|near)\s+)?<PLACE>",
+        value="place",
+    ),
+    _frame(
+        "home",
+        "now",
+        r"<S>\s+(?:am|is|are)\s+(?=[^.!?]*\bnow\b)(?:now\s+)?(?:living\s+|based\s+|settled\s+)?"
+        r"in\s+<PLACE>",
+        "change",
         value="place",
     ),
     _frame(
@@ -298,9 +318,10 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "address",
         "address",
-        r"<P>\s+(?:new\s+|current\s+|home\s+)*address\s*(?:is|:|has changed to|changed to|is now)\s*"
-        r"(?:now\s+)?(?P<v>\d+[\w\s.'#-]{3,60}?)(?=\s*(?:[.;!?]|$|,\s+(?:and|but|so)|\s+(?:and|but|now|if)\b))",
-        "change",
+        r"(?:<P>\s+)?(?:new\s+|current\s+|home\s+)*address\s*(?:is|:|has changed to|changed to|"
+        r"is now|'s)?\s*(?:(?:now|from\s+[\w\s]{2,20}?)\s*:?\s*)?"
+        r"(?P<v>\d+[\w\s.,'#-]{3,60}?)(?=\s*(?:[.;!?]|$)|,\s+(?:and|but|so|please|if)\b|"
+        r"\s+(?:and|but|now|if|from)\b)",
         value="phrase",
     ),
     _frame(
@@ -327,6 +348,21 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "employer",
+        "be",
+        r"<S><ADV>(?:be|am|is|are)\s+(?:at|with|joining)\s+<ORG>\s+as\s+(?:a\s+|an\s+|the\s+)?"
+        r"(?P<n>[\w-]+(?:\s+[\w-]+){0,3})",
+        "change",
+        value="org",
+    ),
+    _frame(
+        "employer",
+        "first",
+        r"<P>\s+first\s+(?:day|week|shift|morning)\s+(?:at|with|in)\s+<ORG>",
+        "change",
+        value="org",
+    ),
+    _frame(
+        "employer",
         "job role position employer company workplace",
         r"<P>\s+(?:new\s+|current\s+)?(?:job|role|position|employer|company|workplace)\s+is\s+"
         r"(?:now\s+)?(?:at|with)?\s*<ORG>",
@@ -336,6 +372,15 @@ FRAMES: tuple[Frame, ...] = (
         "employer",
         "quit left leaving leave quitting resigned laid fired retired walked",
         rf"<S><ADV>{_LEFT}\s+(?:(?:my|his|her|their|the)\s+(?:job|position|role|gig)\s+(?:at|with)\s+)?<ORG>",
+        "negated",
+        needs_match=True,
+        value="org",
+    ),
+    _frame(
+        "employer",
+        "quit left leaving quitting",
+        r"<S><ADV>(?:quit|left|leaving|quitting)\s+<ORG>\s+(?:for|to join|to go to|and joined)\s+"
+        r"(?P<e>(?-i:[A-Z0-9][\w'&.-]*(?: [A-Z0-9][\w'&.-]*){0,3}))",
         "negated",
         needs_match=True,
         value="org",
@@ -387,6 +432,14 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "job_title",
+        "made appointed named promoted",
+        r"\b(?:made|appointed|named|promoted)\s+(?P<o>me|him|her|them|<NAMEW>)\s+(?:to\s+)?(?:the\s+|a\s+|an\s+)?"
+        r"(?:new\s+)?<TITLE>",
+        "change",
+        value="occupation",
+    ),
+    _frame(
+        "job_title",
         "promoted",
         r"<S><ADV>(?:got |was |been |being )?promoted\s+to\s+(?:(?:a|an|the)\s+)?<TITLE>",
         "change",
@@ -403,8 +456,8 @@ FRAMES: tuple[Frame, ...] = (
         "job_title",
         " ".join(sorted(OCCUPATIONS | {f"{w}s" for w in OCCUPATIONS})),
         r"<S><ADV>(?:am|is|are|became|become|becoming|now)\s+(?:now\s+)?(?:a|an)\s+"
-        r"(?:(?:new|senior|junior|head|lead|full-time|part-time|freelance|registered|licensed|"
-        r"certified|qualified|trainee|staff|principal|chief|assistant|associate)\s+)*<TITLE>",
+        r"(?:(?:new|full-time|part-time|freelance)\s+)*<TITLE>"
+        r"(?:\s+(?:at|for|with)\s+(?P<e>(?-i:[A-Z0-9][\w'&.-]*(?:(?: (?:of|and|&))? [A-Z0-9&][\w'&.-]*){0,3})))?",
         value="occupation",
     ),
     # ---------------------------------------------------------------- school
@@ -448,30 +501,34 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "diet",
-        "stopped quit gave give giving cut cutting",
-        r"<S><ADV>(?:stopped|quit|gave up|give up|giving up|cut out|cutting out)\s+(?:eating\s+)?"
-        r"(?P<g>red meat|meat|animal products|dairy|gluten|carbs)\b",
+        "stopped quit gave give giving cut cutting off eating eat eats",
+        r"<S><ADV>(?:stopped|quit|gave up|give up|giving up|cut out|cutting out|off|not eating|"
+        r"no longer eat|no longer eating|do not eat|does not eat|never eat|never eats)\s+(?:eating\s+)?"
+        r"(?:any\s+)?(?P<g>red meat|meat|animal products|dairy|gluten|carbs)\b",
         "change",
         value="given_up",
     ),
     _frame(
         "diet",
         _DIET_TRIGGERS,
-        r"<S><ADV>(?:not|no longer)\s+(?:a\s+)?<DIET>",
+        r"<S><ADV>(?:not|no longer)\s+(?:(?:doing|on|following|eating|going|being|really|strictly)\s+)?"
+        r"(?:a\s+|an\s+|the\s+)?<DIET>(?:\s+diet)?",
         "negated",
         value="diet",
     ),
     _frame(
         "diet",
-        "being",
-        r"<S><ADV>(?:quit|stopped|gave up)\s+being\s+(?:a\s+)?<DIET>",
+        "being quit stopped gave dropped ditched abandoned done off finished fell",
+        r"<S><ADV>(?:quit|stopped|gave up(?: on)?|dropped|ditched|abandoned|done with|off|finished with|"
+        r"fell off)\s+(?:doing\s+|being\s+|the\s+|my\s+)?(?:a\s+)?<DIET>(?:\s+diet)?",
         "negated",
         value="diet",
     ),
     _frame(
         "diet",
         "meat",
-        r"<S><ADV>(?:eat|eats|eating|started eating|back to eating|went back to eating)\s+meat\s+again\b",
+        r"<S><ADV>(?:(?:eat|eats|eating|started eating|back to eating|went back to eating)\s+meat\s+again|"
+        r"back on meat|eating meat again|eat everything(?:\s+again)?)\b",
         "change",
         value="fixed",
         fixed="omnivore",
@@ -481,8 +538,8 @@ FRAMES: tuple[Frame, ...] = (
         "phone",
         "number phone cell mobile",
         r"<P>\s+(?:(?:new|current|cell|mobile|work|home|personal|phone|telephone|cellphone|private)\s+)*"
-        r"(?:number|phone|cell|mobile)(?:\s+number)?\s*(?:is now|is|has changed to|changed to|"
-        r"became|:|=|-)\s*(?:now\s+)?<PHONE>",
+        r"(?:number|phone|cell|mobile)(?:\s+number)?(?:'s|\s*(?:is now|is|has changed to|changed to|"
+        r"became|:|=|-))\s*(?:now\s+)?<PHONE>",
         value="phone",
     ),
     _frame(
@@ -503,6 +560,12 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "phone",
+        "use try call ring text",
+        r"\b(?:use|try|call|ring|text|whatsapp)\s+(?:me\s+(?:on|at)\s+)?<PHONE>",
+        value="phone",
+    ),
+    _frame(
+        "phone",
         "reach call text contact ring",
         r"\b(?:reach|call|text|contact|ring|whatsapp)\s+(?P<o>me|him|her|them|us|<NAMEW>)\s+(?:on|at)\s+<PHONE>",
         value="phone",
@@ -510,7 +573,7 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "phone",
         "number",
-        r"<S><ADV>(?:got|have|has|gotten|getting)\s+(?:a\s+)?new\s+(?:phone\s+|cell\s+|mobile\s+)?number"
+        r"<S><ADV>(?:got|have|has|gotten|getting)\s+(?:a\s+)?new\s+(?:phone\s+|cell\s+|mobile\s+)?(?:number|mobile|phone|cell)"
         r"\s*[:,-]?\s*(?:(?:it is|which is|and it is)\s+)?<PHONE>",
         "change",
         value="phone",
@@ -518,7 +581,7 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "phone",
         "number",
-        r"(?:^|[.!?]\s+)new\s+(?:phone\s+|cell\s+)?number\s*[:,-]?\s*(?:is\s+)?<PHONE>",
+        r"\bnew\s+(?:phone\s+|cell\s+|mobile\s+)?(?:number|mobile|phone|cell)\b[^.!?\d@]{0,40}?<PHONE>",
         "change",
         value="phone",
     ),
@@ -527,7 +590,7 @@ FRAMES: tuple[Frame, ...] = (
         "email",
         "email e-mail mail",
         r"<P>\s+(?:(?:new|current|work|personal|private)\s+)*(?:email|e-mail|mail)(?:\s+address)?"
-        r"\s*(?:is now|is|has changed to|changed to|:|=|-)\s*(?:now\s+)?<EMAIL>",
+        r"(?:'s|\s*(?:is now|is|has changed to|changed to|:|=|-))\s*(?:now\s+)?<EMAIL>",
         value="email",
     ),
     _frame(
@@ -541,6 +604,13 @@ FRAMES: tuple[Frame, ...] = (
         "email e-mail",
         r"<S><ADV>(?:changed|switched|updated|got|have|has)\s+(?:(?:my|his|her|their|the|a)\s+)?"
         r"(?:new\s+)?(?:email|e-mail)(?:\s+address)?\s+(?:to\s+|[:,-]\s*)?<EMAIL>",
+        "change",
+        value="email",
+    ),
+    _frame(
+        "email",
+        "use try instead",
+        r"\b(?:use|try|write to|email|mail)\s+(?:me\s+at\s+)?<EMAIL>\s+(?:from now on|instead|now|going forward)\b",
         "change",
         value="email",
     ),
@@ -580,6 +650,29 @@ FRAMES: tuple[Frame, ...] = (
         "broke broken breaking split separated separating divorced divorcing",
         rf"(?P<v><NAMEW>)\s+and\s+(?P<s>I|me)<ADV>{_SPLIT}",
         "negated",
+        value="name",
+    ),
+    _frame(
+        "partner",
+        "broke broken breaking split separated separating divorced divorcing quits ended",
+        rf"<P>\s+{_PARTNER}\s+and\s+(?:I|me)<ADV>{_SPLIT}",
+        "negated",
+        value="name",
+    ),
+    _frame(
+        "partner",
+        "dumped left",
+        r"(?P<v><NAMEW>)\s+(?:dumped|left|walked out on)\s+(?P<s>me)\b",
+        "negated",
+        needs_match=True,
+        value="name",
+    ),
+    _frame(
+        "partner",
+        "dumped left",
+        r"<S><ADV>(?:dumped|left)\s+<NAME>",
+        "negated",
+        needs_match=True,
         value="name",
     ),
     _frame(
@@ -644,8 +737,16 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "pets",
         "rehomed rehome gave lost",
-        r"<S><ADV>(?:rehomed|had to rehome|gave away|lost|had to give up)\s+(?:(?:my|our|his|her|their)\s+)?"
-        r"(?:\w+\s+)?(?:<PET>\s*,?\s*)?(?P<v><NAMEW>)?",
+        r"<S><ADV>(?:rehomed|had to rehome|gave away|lost|had to give up|had to put down)\s+"
+        r"(?:my|our|his|her|their)\s+(?:(?:old|sweet|little|lovely|beloved)\s+)?<PET>\b(?:\s*,?\s*<NAME>)?",
+        "negated",
+        needs_match=True,
+        value="pet",
+    ),
+    _frame(
+        "pets",
+        "rehomed rehome gave lost",
+        r"<S><ADV>(?:rehomed|had to rehome|gave away|lost|had to give up|had to put down)\s+<NAME>",
         "negated",
         needs_match=True,
         value="pet",
@@ -684,7 +785,7 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "allergy",
         "gone away cleared over disappeared",
-        r"<P>\s+(?P<v>[\w-]+(?:\s+[\w-]+)?)\s+allerg(?:y|ies)\s+(?:is|are|has|have)?\s*(?:gone|went away|"
+        r"(?:<P>|\bthe)\s+(?P<v>[\w-]+(?:\s+[\w-]+)?)\s+allerg(?:y|ies)\s+(?:is|are|has|have)?\s*(?:gone|went away|"
         r"cleared up|over|disappeared|vanished)\b",
         "negated",
         value="phrase",
@@ -701,9 +802,9 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "schedule",
         "moved moving rescheduled pushed bumped shifted changed switched",
-        r"<EVENT>\s+(?:(?:is|was|has been|got|will be|is being|are|have been)\s+)?"
-        r"(?:(?:now|just|officially|finally|been)\s+)*(?:moved|moving|rescheduled|pushed|bumped|"
-        r"shifted|changed|switched)\s+(?:(?:back|forward|up|over|out)\s+)?to\s+<WHEN>",
+        r"<EVENT>\s+(?:(?:is|was|has been|has|have|had|got|will be|is being|are|have been)\s+)?"
+        r"(?:(?:now|just|officially|finally|been)\s+)*(?:moved|moving|moves|rescheduled|pushed|bumped|"
+        r"shifted|changed|switched|changes|shifts)\s+(?:(?:back|forward|up|over|out)\s+)?to\s+<WHEN>",
         "change",
         value="when",
     ),
@@ -764,7 +865,9 @@ FRAMES: tuple[Frame, ...] = (
 )
 
 _ALL_TRIGGERS = frozenset(t for f in FRAMES for t in f.triggers)
-_WORD = re.compile(r"[a-z][a-z'-]*|\d+")
+#: Every trigger word of every frame (lower case).
+TRIGGERS = _ALL_TRIGGERS
+_WORD = re.compile(r"[a-z][a-z-]*|\d+")
 
 
 def candidate_frames(words: set[str]) -> list[Frame]:
@@ -785,11 +888,15 @@ def match_sentence(sentence: str) -> Iterator[Match]:
     for frame in candidate_frames(words):
         for m in frame.pattern.finditer(sentence):
             groups = {k: v for k, v in m.groupdict().items() if v}
+            if m.groupdict().get("i") is not None:
+                groups["i"] = "I"
             if frame.mode != "negated":
                 lead_end = m.start("v") if groups.get("v") else m.end()
                 if _NEGATED_PARTS.search(sentence, m.start(), lead_end):
                     continue
-            spans = {k: m.span(k) for k in groups}
+            spans = {k: m.span(k) for k in groups if k != "i"}
+            if "i" in groups:
+                spans["i"] = (0, 0)
             found.append(Match(frame, groups, spans, m.start(), m.end()))
     # the fuller reading of the same words first: "Tom and I broke up" over "I broke up"
     found.sort(key=lambda m: (-len(m.groups), m.start - m.end))

@@ -48,6 +48,25 @@ def _expand(m: re.Match[str]) -> str:
     return f"{g[9]}ant to"
 
 
+# "Dad's got a new number", "Sam's moved": a name's "'s" before a verb is "has" or "is".
+_NAME_HAS = re.compile(
+    r"\b([A-Z][a-z]+)'s(?=\s+(?:got|been|gone|moved|started|left|quit|taken|had|finally|just|"
+    r"also|now|recently|\w+ing|engaged|married|allergic|vegan|vegetarian|pescatarian|back|off|"
+    r"not|no longer|still|a|an)\b)"
+)
+
+
+def _name_has(m: re.Match[str]) -> str:
+    rest = m.string[m.end() : m.end() + 12].split(" ", 2)
+    nxt = rest[1].lower() if len(rest) > 1 else ""
+    verb = (
+        "has"
+        if nxt in ("got", "been", "gone", "moved", "started", "left", "quit", "taken", "had")
+        else "is"
+    )
+    return f"{m.group(1)} {verb}"
+
+
 def normalise(text: str) -> str:
     """``text`` with straight quotes and contractions expanded ("I'm" is "I am").
 
@@ -57,7 +76,8 @@ def normalise(text: str) -> str:
     text = text.translate(_QUOTES)
     if "'" not in text and "nna" not in text and "otta" not in text:
         return text
-    return _CONTRACTION.sub(_expand, text)
+    text = _CONTRACTION.sub(_expand, text)
+    return _NAME_HAS.sub(_name_has, text) if "'s " in text else text
 
 
 # --------------------------------------------------------------------------- dates
