@@ -133,6 +133,13 @@ _LIKE_BAD_START = word_set("""it that this these those them you your yours him h
     nothing everyone people when whatever reading about everywhere anywhere nowhere somewhere
     theme""")
 _CLAUSE_OPENERS = word_set("so but which who although though because since really")
+_VERBISH = word_set(
+    """makes brings does gets seems sure takes gives keeps helps feels looks sounds means goes
+    comes is was has had be being"""
+)
+_OBJECT_PRONOUN = re.compile(r"\b(?:them|it|him|her|this|that|these|those)\b", re.I)
+_VAGUE_LIKES = word_set("going playing making doing watching trying having getting taking seeing")
+_VAGUE_LIKES |= {"spending time", "hanging out", "being there", "it all", "all of it"}
 _ADJECTIVE_ENDS = word_set("safe good great nice new big small little old such own")
 _VAGUE_INFINITIVE = word_set("see hear know help chat talk have get be do go say tell hang")
 _PHRASE_BAD = word_set("it that this them these those something anything everything")
@@ -341,10 +348,13 @@ def _clean_value(m: Match, kind: str, people: _People) -> list[str]:
         words = value.split()
         first = words[0].lower()
         if first == "to":
-            ok = len(words) > 1 and words[1].lower() not in _VAGUE_INFINITIVE and len(words) <= 5
+            second = words[1].lower() if len(words) > 1 else ""
+            ok = second not in _VAGUE_INFINITIVE and second not in STOPWORDS and 1 < len(words) <= 5
             return [value] if ok else []
-        if first in _LIKE_BAD_START or first in STOPWORDS or len(words) > 6:
+        if first in _LIKE_BAD_START or first in STOPWORDS or first in _VERBISH or len(words) > 6:
             return []
+        if value.lower() in _VAGUE_LIKES or _OBJECT_PRONOUN.search(value):
+            return []  # "watching them play": about something said before
         if words[-1].lower() in STOPWORDS or words[-1].lower() in _ADJECTIVE_ENDS:
             return []  # cut short: "creating a safe (and inviting place)"
         return [value]
@@ -409,14 +419,18 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             continue
         if "i" in m.groups and _HYPOTHETICAL.search(sentence):
             continue  # "Moving to Berlin would be nice"
-        if "and" in m.groups and frame.attribute in ("likes", "favourite"):
-            continue  # "I love the colours and love theme": a noun, not a second verb
+        if frame.attribute in ("likes", "favourite") and (
+            "and" in m.groups or _COMPARISON.search(sentence, m.start, m.end)
+        ):
+            continue  # "love theme", "they are like family": a noun, a comparison
+        if _disagrees(m, sentence):
+            continue  # "Sounds like fun", "Life love family": not a person's statement
         subject = _subject_of(m, said)
         if not subject:
             continue
         values = _clean_value(m, frame.value, said.people)
         if not values:
-            if frame.mode != "negated" or frame.attribute not in ("partner", "pets"):
+            if frame.mode != "negated" or frame.attribute != "partner":
                 continue
             values = [""]  # "we broke up": closes whoever is current
         begin, finish = _clause_around(sentence, m.start, m.end)
@@ -456,6 +470,9 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             inside_value = value_span is not None and a < value_span[1] and value_span[0] < b
             if not inside_value:
                 since = rng.start
+        if frame.attribute == "likes":
+            owner = f"{said.people.speaker}'s"
+            values = [re.sub(r"\b(?:my|our)\b", owner, v) for v in values]
         for value in values:
             out.append(
                 _attribute_candidate(said, context, m, subject, attribute, value, mode, since, noun)
@@ -469,6 +486,22 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
                 )
             )
     return out
+
+
+def _disagrees(m: Match, sentence: str) -> bool:
+    """Whether a third-person subject meets a verb in the base form ("Sounds like fun"):
+    the capitalised word was not a person after all."""
+    raw = m.groups.get("s")
+    if not raw or raw.split()[0].lower() in ("i", "we", "you", "they") or "s" not in m.spans:
+        return False
+    words = sentence[m.spans["s"][1] :].split()
+    for word in words[:6]:
+        low = word.lower()
+        if low in _AUXILIARIES:
+            return False
+        if low not in _ADVERBS_AFTER_SUBJECT:
+            return low in _BASE_VERBS
+    return False
 
 
 def _subject_of(m: Match, said: _Said) -> str | None:
@@ -523,10 +556,8 @@ def _attribute_candidate(
     shown = value or ("their partner" if attribute == "partner" else "a pet")
     text = render(attribute, subject, shown, negated=negated, past=past, noun=_partner_noun(noun))
     if attribute == "pets" and value and value[:1].isupper():
-        kind = m.groups.get("k", "").lower().rstrip("s")
-        text = render(
-            "pets", subject, f"a {kind} named {value}" if kind else value, negated=negated
-        )
+        kind = m.groups.get("k", "").lower().rstrip("s") or "pet"
+        text = render("pets", subject, f"a {kind} named {value}", negated=negated)
     kind = spec.kind if spec else "preference" if attribute.startswith("favourite") else "fact"
     tags = [attribute]
     if mode == "change":
@@ -627,38 +658,39 @@ def _who(said: _Said, sentence: str, at: int) -> Who:
 
 
 def _reasoning_records(said: _Said, context: Context, words: set[str]) -> list[Candidate]:
-    # the reasoning tracker's own patterns: decisions and limits (budgets, deadlines, bans)
+    """Decisions (the reasoning tracker's patterns) and limits the speaker must keep to:
+    budgets and deadlines from the tracker, personal bans ("I can't eat dairy") here."""
     from arbormem.trackers.reasoning import _constraints, _decision
 
     out: list[Candidate] = []
     sentence = said.text
+    who = _who(said, sentence, len(sentence))
     if words & _DECISION_WORDS and not _HYPOTHETICAL.search(sentence):
         decision = _decision(sentence)
         if decision is not None:
-            text = f"{said.people.speaker} decided to {decision.text}"
-            if decision.rationale:
+            cue = _DECIDED.search(sentence)
+            if cue is not None:  # "I decided to ...": the speaker's own words, made self-contained
+                _, end = _clause_around(sentence, cue.start(), cue.end())
+                text = self_contained(sentence[cue.start() : end], who, said.now)
+            else:
+                text = self_contained(
+                    f"{said.people.speaker} chose to {decision.text}", who, said.now
+                )
+            if decision.rationale and "because" not in text:
                 text += f", because {decision.rationale}"
-            text = self_contained(text, _who(said, sentence, len(sentence)), said.now) + "."
-            out.append(_plain(said, context, "fact", text, ("decision",), 0.6))
+            out.append(_plain(said, context, "fact", text.rstrip(".") + ".", ("decision",), 0.6))
     if words & _CONSTRAINT_WORDS:
         for constraint in _constraints(sentence):
-            if not re.search(r"\b(?:I|we|my|our)\b", sentence) and not constraint.kind:
-                continue  # a rule about someone else's world, not this speaker's
-            body = constraint.describe()
-            text = (
-                self_contained(body, _who(said, sentence, len(sentence)), said.now).rstrip(".")
-                + "."
-            )
-            out.append(
-                _plain(
-                    said,
-                    context,
-                    "constraint",
-                    text,
-                    ("constraint", constraint.kind or "limit"),
-                    0.6,
-                )
-            )
+            if constraint.kind:  # budget, deadline, timeline, team size
+                body = constraint.describe()
+            elif (m := _PERSONAL_BAN.search(sentence)) and not _VAGUE_BAN.search(sentence):
+                body = sentence[m.start() :]
+            else:
+                continue  # "it must be scary", "I can't imagine": talk, not a limit
+            text = self_contained(body, who, said.now).rstrip(".") + "."
+            tags = ("constraint", constraint.kind or "limit")
+            out.append(_plain(said, context, "constraint", text, tags, 0.6))
+            break
     return out
 
 
@@ -749,6 +781,12 @@ _KEEP_LOWER = STOPWORDS | word_set(
 )
 
 
+def _mentions_trigger(text: str) -> bool:
+    from arbormem.records.patterns import TRIGGERS
+
+    return not TRIGGERS.isdisjoint(_WORD.findall(text))
+
+
 def _capitalised(text: str) -> str:
     """An all-lower-case message with the words that could be names capitalised, so
     "i just moved to denver" reads like "i just moved to Denver". Verbs and
@@ -769,13 +807,43 @@ def _capitalised(text: str) -> str:
     return re.sub(r"[a-z][a-z'-]*", cap, text)
 
 
+_DECIDED = re.compile(
+    r"\b(?:I|we|[A-Z][a-z]+)\s+(?:have\s+|had\s+|just\s+|finally\s+)*(?:decided|chose|picked|settled on|"
+    r"opted for|went with|agreed)\b"
+)
+_PERSONAL_BAN = re.compile(
+    r"\b(?:I|we|you)\s+(?:really\s+|just\s+|still\s+)?(?:can not|cannot|must not|should not|am not allowed to|"
+    r"are not allowed to|have to avoid|need to avoid|must avoid|should avoid|can only)\s+"
+    r"(?:eat|drink|have|use|take|consume|touch|lift|drive|fly|travel|run|work|spend|go)\b",
+    re.I,
+)
+_VAGUE_BAN = re.compile(r"\b(?:imagine|guess|picture|believe|wait|right now|help it)\b", re.I)
+_COMPARISON = re.compile(
+    r"\b(?:am|is|are|was|were|be|been|feels?|looks?|seems?)\s+(?:\w+\s+)?like\b", re.I
+)
+_BASE_VERBS = word_set(
+    """like love enjoy adore prefer hate dislike live work move relocate study join start quit
+    leave have eat go get become date"""
+)
+_AUXILIARIES = word_set(
+    "will would can could does did do should might may must to am is are was were"
+)
+_ADVERBS_AFTER_SUBJECT = word_set(
+    "just really also still now finally recently totally actually absolutely truly genuinely so"
+)
 _ABBREVIATION = re.compile(
     r"\b(St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ave|Rd|Prof|Inc|Co|Ltd|No|vs|etc|e\.g|i\.e)\.$"
 )
 
 
+_CAPTION = re.compile(r"\s*\[(?:shares|shared|image|photo|picture)[^\]]*\]", re.I)
+
+
 def _sentences(text: str) -> list[str]:
-    """The sentences of a message; "St. Mary" and "Dr. Lee" do not end one."""
+    """The sentences of a message; "St. Mary" and "Dr. Lee" do not end one. Captions of
+    shared pictures ("[shares a photo of ...]") describe an image, not the speaker."""
+    if "[" in text:
+        text = _CAPTION.sub("", text)
     out: list[str] = []
     for part in sentences(prose(text)):
         if out and _ABBREVIATION.search(out[-1]):
@@ -809,7 +877,7 @@ def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Ca
                 if not comma or _INTERROGATIVE.match(text):
                     continue
                 text = head
-            if _LOWERCASE_CHAT.fullmatch(text):
+            if _LOWERCASE_CHAT.fullmatch(text) and _mentions_trigger(text):
                 text = _capitalised(text)
             said = _Said(turn, people, text.rstrip("?"), now)
             words = set(_WORD.findall(text.lower()))

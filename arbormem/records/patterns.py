@@ -241,8 +241,8 @@ _LEFT = (
 )
 _PARTNER = r"(?P<n>girlfriend|boyfriend|wife|husband|partner|fianc[eé]e?|spouse|significant other)"
 _SPLIT = (
-    r"(?:broke up|broken up|breaking up|split up|split|separated|separating|divorced|divorcing|"
-    r"called it quits|ended things|ended it)"
+    r"(?:broke up|broken up|breaking up|split up|separated|separating|divorced|divorcing|"
+    r"called it quits|ended things|ended it|split(?=\s+(?:up|with|from)\b|\s*[,.;!]|\s*$))"
 )
 
 FRAMES: tuple[Frame, ...] = (
@@ -641,7 +641,10 @@ FRAMES: tuple[Frame, ...] = (
     _frame(
         "partner",
         "broke broken breaking split separated separating divorced divorcing quits ended",
-        rf"<S><ADV>{_SPLIT}(?:\s+(?:with|from)\s+<NAME>)?",
+        rf"<S><ADV>{_SPLIT}(?:\s+(?:with|from)\s+<NAME>)?"
+        # "we broke up", "we split up last month", not "we split the bill"
+        r"(?=\s*(?:[,.;!?]|$)|\s+(?:last|in|on|a|two|three|after|recently|yesterday|this|for|"
+        r"over|because|and|but|so|when|earlier|months|weeks)\b)",
         "negated",
         value="name",
     ),
@@ -870,11 +873,18 @@ TRIGGERS = _ALL_TRIGGERS
 _WORD = re.compile(r"[a-z][a-z-]*|\d+")
 
 
+_BY_TRIGGER: dict[str, list[int]] = {}
+for _n, _f in enumerate(FRAMES):
+    for _t in _f.triggers:
+        _BY_TRIGGER.setdefault(_t, []).append(_n)
+
+
 def candidate_frames(words: set[str]) -> list[Frame]:
-    """The frames whose trigger words ``words`` contains."""
-    if not words & _ALL_TRIGGERS:
+    """The frames whose trigger words ``words`` contains, in frame order."""
+    hit = words & _ALL_TRIGGERS
+    if not hit:
         return []
-    return [f for f in FRAMES if f.triggers & words]
+    return [FRAMES[n] for n in sorted({n for w in hit for n in _BY_TRIGGER[w]})]
 
 
 def match_sentence(sentence: str) -> Iterator[Match]:

@@ -112,9 +112,10 @@ def same_value(a: Record, b: Record) -> bool:
         return False
     if ka == kb or ka.startswith(kb + " ") or kb.startswith(ka + " "):
         return True
-    if a.attribute == "pets":  # "Rex died" closes "a dog named Rex"; "our dog died" too
-        kinds = {t for t in (*a.tags, *b.tags) if t not in ("pets", "change", "past")}
-        return ka.removeprefix("a ") in kinds or kb.removeprefix("a ") in kinds
+    if a.attribute == "pets":  # "our dog died" closes "a dog named Rex"
+        if ka.startswith("a ") and ka[2:] in b.tags:
+            return True
+        return kb.startswith("a ") and kb[2:] in a.tags
     return False
 
 

@@ -214,7 +214,7 @@ _PAST_OR_MODAL = word_set("""can could will would shall should may might must wa
     ran made took saw came gave found felt left kept told said thought knew bought brought
     began began drank ate wrote read met paid sold sent spent taught won lost built became
     grew held led let put set shut slept spoke stood swam threw understood woke wore not
-    need ought used""")
+    need ought used chose forgot drove rode sang fell caught fought sought heard""")
 _ADVERBS = (
     r"just|really|also|still|usually|always|never|finally|recently|actually|totally|now|often|"
     r"sometimes|even|only|mostly|already|truly|absolutely|officially|definitely|honestly|"
