@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -607,9 +608,14 @@ def _statement(rng: random.Random, story: _Story, value: str, said: datetime) ->
     template = rng.choice([t for t in pool if "{old}" not in t or old] or pool)
     if "{when}" not in template:
         phrase = ""
-    elif "since {when}" in template or "was {when}" in template:
+    elif "since {when}" in template.lower() or "was {when}" in template:
         phrase = rng.choice(("last week", "last month", "yesterday"))  # "since last week"
     start = None if first and "{when}" not in template else _when_date(phrase, said)
+    before = story.values[-1][0] if story.values else None
+    if start is not None and before is not None and start <= before + timedelta(days=2):
+        # "last month" must not date this change before the one it replaces
+        template = rng.choice([t for t in pool if "{when}" not in t] or [template])
+        phrase, start = "", said
     story.values.append((start, value))
     return _fill(template, story, value, old, phrase)
 
@@ -624,6 +630,7 @@ def _fill(template: str, story: _Story, value: str, old: str | None, phrase: str
         kind=story.kind,
         ev=story.rel,
     )
+    text = re.sub(r"\ba ([aeiou])", r"an \1", text)  # "an accountant"
     return " ".join(text.replace(" ,", ",").replace(" .", ".").replace(" !", "!").split())
 
 

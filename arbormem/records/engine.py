@@ -53,7 +53,7 @@ WEIGHTS: Mapping[str, float] = {
     "attribute": 1.5,
     "recency": 0.3,
     "current": 0.5,
-    "denial": -0.4,
+    "denial": -1.5,
     "confidence": 0.1,
 }
 _WORD = re.compile(r"[A-Za-z][\w'-]*")
@@ -336,7 +336,7 @@ class RecordBook:
         someone else), ``attribute`` (the query asks about the record's
         attribute), ``recency`` (rank of its start among the candidates),
         ``current`` (still holds), ``denial`` (a "no longer" record where a value
-        is asked for) and ``confidence``. ``current=True`` keeps only records
+        of the same attribute holds too) and ``confidence``. ``current=True`` keeps only records
         that still hold; ``as_of`` keeps what held then; ``speaker`` is who "I"
         and "my" in the query are.
         """
@@ -364,6 +364,10 @@ class RecordBook:
         rank = {r.id: i / max(1, len(order) - 1) for i, r in enumerate(order)}
         hits = []
         qset = set(terms)
+        # a denial ranks below a value of the same attribute that holds, not below others
+        held = {
+            (r.attribute, subject_key(r.subject)) for r in pool if r.attribute and not r.negated
+        }
         for r in pool:
             signals: dict[str, float] = {}
             if qset:
@@ -380,7 +384,7 @@ class RecordBook:
             weight = asked.get(r.attribute or "", 0.0)
             if weight:
                 signals["attribute"] = weight
-                if r.negated:
+                if r.negated and (r.attribute, subject_key(r.subject)) in held:
                     signals["denial"] = 1.0
             signals["recency"] = rank[r.id]
             if r.current:

@@ -56,7 +56,8 @@ _END = (
     r"nowadays|at the moment|for now|as of|from now on|instead|last|next|this|on|in|at|for|"
     r"with|from|to|by|as|yesterday|today|tonight|tomorrow|ago|about|if|or|starting|effective|"
     r"full-time|part-time|recently|lately|right now|currently|officially|permanently|soon|"
-    r"then|earlier|over|back|already)\b)"
+    r"then|earlier|over|back|already|a few|a couple|a while|a week|a month|a year|a day|two|"
+    r"three|four|five|several|last)\b)"
 )
 _PLACE = (
     r"(?P<v>(?-i:(?:St\. |Saint |San |Santa |Los |Las |New |Le |La |El )?[A-Z][\w'.-]*"
@@ -688,11 +689,18 @@ FRAMES: tuple[Frame, ...] = (
     # ---------------------------------------------------------------- pets
     _frame(
         "pets",
-        "adopted got have has bought rescued brought took adopt getting gotten adopting",
-        r"<S><ADV>(?:adopted|got|have|has|bought|rescued|brought home|took in|adopt|adopting|"
+        "adopted got bought rescued brought took adopt getting gotten adopting welcomed",
+        r"<S><ADV>(?:adopted|got|bought|rescued|brought home|took in|adopt|adopting|"
         r"getting|gotten|welcomed)\s+(?:a|an|two|three|another|our|my|new|one)\s+"
         r"(?:[\w-]+\s+){0,2}?<PET>\b(?:\s*,?\s*(?:named|called)\s+<NAME>)?",
         "change",
+        value="pet",
+    ),
+    _frame(
+        "pets",
+        "have has own owns",
+        r"<S><ADV>(?:have|has|own|owns)\s+(?:a|an|two|three|one)\s+"
+        r"(?:[\w-]+\s+){0,2}?<PET>\b(?:\s*,?\s*(?:named|called)\s+<NAME>)?",
         value="pet",
     ),
     _frame(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Protocol
 
 from arbormem.records.extract import Candidate
@@ -50,7 +50,6 @@ __all__ = [
 #: Share of words two texts must have in common to be one record said twice.
 DUPLICATE_OVERLAP = 0.8
 
-_DAWN = datetime(1, 1, 1, tzinfo=timezone.utc)
 _LEADING = word_set(
     "the a an our my your their his her this that weekly daily monthly regular usual"
 )
@@ -338,10 +337,15 @@ def value_at(chain: Sequence[Record], when: datetime) -> list[Record]:
         and (r.valid_from is None or r.valid_from <= when)
         and (r.valid_to is None or r.valid_to > when)
     ]
-    if held:
-        # the latest start first; a record of the past with no start is the oldest
-        return sorted(held, key=lambda r: r.valid_from or _DAWN, reverse=True)
-    dated = sorted((r for r in chain if r.valid_from is not None), key=lambda r: r.valid_from)  # type: ignore[arg-type, return-value]
-    if dated and "change" not in dated[0].tags and not dated[0].negated:
+    dated = sorted(
+        (r for r in chain if r.valid_from is not None and not r.negated),
+        key=lambda r: r.valid_from,  # type: ignore[arg-type, return-value]
+    )
+    known = [r for r in held if r.valid_from is not None]
+    if known:
+        return sorted(known, key=lambda r: r.valid_from, reverse=True)  # type: ignore[arg-type, return-value]
+    if dated and "change" not in dated[0].tags and dated[0].valid_from > when:  # type: ignore[operator]
+        # before its first mention a simply stated value is taken to hold already; an
+        # undated "used to" is older still
         return [dated[0]]
-    return []
+    return held
