@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arbormem.errors import InputError, NotFound
 from arbormem.records.extract import Candidate, Context, Turn, extract
@@ -42,6 +42,9 @@ from arbormem.records.vocab import ATTRIBUTES, query_attributes
 from arbormem.text import analyze, query_terms
 from arbormem.timeexpr import find_ranges
 from arbormem.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from arbormem.llm import LLMClient
 
 __all__ = ["RecordBook", "RecordHit", "as_of_from_query"]
 
@@ -161,8 +164,10 @@ class RecordBook:
         context: Context | None = None,
         *,
         candidates: Sequence[Candidate] | None = None,
+        llm: LLMClient | None = None,
     ) -> list[Plan]:
         """Extract records from ``exchange`` (or take ``candidates``) and add them, in order.
+        With ``llm``, one call extracts them (the patterns do if it fails).
 
         All of an exchange's plans are computed before the first is applied only
         in the sense that each sees the ones before it; a failure part-way leaves
@@ -171,7 +176,14 @@ class RecordBook:
         context = context or Context(scope=self.scope)
         if context.scope != self.scope:
             context = replace(context, scope=self.scope)
-        found = list(candidates) if candidates is not None else extract(exchange, context)
+        if candidates is not None:
+            found = list(candidates)
+        elif llm is not None:
+            from arbormem.records.llm_extract import llm_extract
+
+            found = llm_extract(exchange, context, llm).candidates
+        else:
+            found = extract(exchange, context)
         before = dict(self._records)
         plans: list[Plan] = []
         try:
