@@ -192,7 +192,8 @@ _REL_WORDS = (
 _PERSON_CUE = re.compile(
     rf"\b(?:my|our|your|his|her|their)\s+(?:{_REL_WORDS}),?\s+(?P<a>[A-Z][a-z]+)\b"
     r"|\b(?P<b>[A-Z][a-z]+)(?='s\b|\s+(?:said|told|says|mentioned|just|has|had|is|was|will|moved|"
-    r"lives|works|started|got|quit|left|broke|texted|called|thinks|wants|loves|finally|recently)\b)"
+    r"lives|works|started|got|quit|left|broke|texted|called|thinks|wants|loves|finally|recently|"
+    r"rang|phoned|wrote|came|went|sent|asked|\w+ed)\b)"
 )
 
 
@@ -671,7 +672,8 @@ def _reasoning_records(said: _Said, context: Context, words: set[str]) -> list[C
             cue = _DECIDED.search(sentence)
             if cue is not None:  # "I decided to ...": the speaker's own words, made self-contained
                 _, end = _clause_around(sentence, cue.start(), cue.end())
-                text = self_contained(sentence[cue.start() : end], who, said.now)
+                clause = _WE.sub(f"{said.people.speaker} and others", sentence[cue.start() : end])
+                text = self_contained(clause, who, said.now)
             else:
                 text = self_contained(
                     f"{said.people.speaker} chose to {decision.text}", who, said.now
@@ -775,6 +777,11 @@ _INTERROGATIVE = re.compile(
     r"would|will|have|has|had|should|shall|may|might|am|any|anyone)\b",
     re.I,
 )
+_TAG_QUESTION = re.compile(
+    r"^(?:right|yes|yeah|no|correct|ok|okay|huh|eh|innit|really|true|"
+    r"(?:is|are|was|were|do|does|did|have|has|will|would|can|could)(?:n't| not)? \w+)\W*$",
+    re.I,
+)
 _LOWERCASE_CHAT = re.compile(r"[^A-Z]*")
 _KEEP_LOWER = STOPWORDS | word_set(
     "i im ive id ill lol ok okay yeah yes no hey hi hello thanks pls please just really"
@@ -811,6 +818,7 @@ _DECIDED = re.compile(
     r"\b(?:I|we|[A-Z][a-z]+)\s+(?:have\s+|had\s+|just\s+|finally\s+)*(?:decided|chose|picked|settled on|"
     r"opted for|went with|agreed)\b"
 )
+_WE = re.compile(r"^[Ww]e\b")
 _PERSONAL_BAN = re.compile(
     r"\b(?:I|we|you)\s+(?:really\s+|just\s+|still\s+)?(?:can not|cannot|must not|should not|am not allowed to|"
     r"are not allowed to|have to avoid|need to avoid|must avoid|should avoid|can only)\s+"
@@ -873,9 +881,9 @@ def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Ca
             text = normalise(raw)
             if text.endswith("?") and not _RHETORICAL.match(text):
                 # "She is vegan, any recipe ideas?": a statement, then the question
-                head, comma, _ = text.rpartition(", ")
-                if not comma or _INTERROGATIVE.match(text):
-                    continue
+                head, comma, tail = text.rpartition(", ")
+                if not comma or _INTERROGATIVE.match(text) or _TAG_QUESTION.match(tail):
+                    continue  # "You are in Leeds now, right?" asks about the head
                 text = head
             if _LOWERCASE_CHAT.fullmatch(text) and _mentions_trigger(text):
                 text = _capitalised(text)

@@ -275,6 +275,12 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "home",
+        "lived living based",
+        r"<S>\s+(?:have|has)\s+(?:\w+\s+)?(?:lived|been living|been based)\s+in\s+<PLACE>",
+        value="place",
+    ),
+    _frame(
+        "home",
         "call calls",
         r"<S><ADV>(?:now\s+)?(?:call|calls)\s+<PLACE>\s+home\b",
         value="place",

@@ -112,9 +112,8 @@ def same_value(a: Record, b: Record) -> bool:
     if ka == kb or ka.startswith(kb + " ") or kb.startswith(ka + " "):
         return True
     if a.attribute == "pets":  # "our dog died" closes "a dog named Rex"
-        if ka.startswith("a ") and ka[2:] in b.tags:
-            return True
-        return kb.startswith("a ") and kb[2:] in a.tags
+        unnamed_a, unnamed_b = a.value[:1].islower(), b.value[:1].islower()  # type: ignore[index]
+        return (unnamed_a and ka in b.tags) or (unnamed_b and kb in a.tags)
     return False
 
 

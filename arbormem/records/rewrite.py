@@ -153,7 +153,11 @@ def when(clause: str, now: datetime) -> tuple[DateRange, int, int] | None:
     if not spans:
         return None
     start, end, rng = spans[0]
-    return _pick_year(rng, now, bool(_FUTURE.search(clause))), start, end
+    rng = _pick_year(rng, now, bool(_FUTURE.search(clause)))
+    if clause[start:end].lower().endswith("ago"):  # "two weeks ago": that day, give or take
+        mid = rng.start + (rng.end - rng.start) / 2
+        rng = DateRange(mid, mid)
+    return rng, start, end
 
 
 def absolute_dates(clause: str, now: datetime) -> str:
