@@ -23,7 +23,9 @@ from .conftest import run_cli, write_json
 
 DATA = Path(__file__).resolve().parent / "data"
 HAND_WRITTEN = load_conversations(DATA / "updates_handwritten.json")
-HELD_OUT = load_conversations(DATA / "updates_heldout.json")
+HELD_OUT = load_conversations(DATA / "updates_heldout.json") + load_conversations(
+    DATA / "updates_heldout2.json"
+)
 
 
 @pytest.mark.parametrize("conv", HAND_WRITTEN + HELD_OUT, ids=lambda c: c.id)

@@ -418,8 +418,14 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             sentence, m.start, m.spans.get("v", (m.end, m.end))[0]
         ):
             continue
-        if "i" in m.groups and _HYPOTHETICAL.search(sentence):
-            continue  # "Moving to Berlin would be nice"
+        if "i" in m.groups and (
+            _HYPOTHETICAL.search(sentence)
+            or (
+                sentence.split(" ", 1)[0].lower().endswith("ing")
+                and _FINITE.search(sentence, m.end)
+            )
+        ):
+            continue  # "Moving to Berlin would be nice", "Joining a church can be encouraging"
         if frame.attribute in ("likes", "favourite") and (
             "and" in m.groups or _COMPARISON.search(sentence, m.start, m.end)
         ):
@@ -443,6 +449,13 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
             mode = "past"
         attribute = frame.attribute
         noun = m.groups.get("n")
+        if attribute in ("phone", "email") and "n" in m.groups:
+            between = sentence[m.start : m.spans["n"][1]].lower()
+            if re.search(r"\b(?:old|previous|former|used to)\b", between) and not re.search(
+                r"\b(?:new|now|changed|switched)\b", between
+            ):
+                mode = "past"  # "my old number was ...": not the one to use
+            noun = None
         if attribute == "favourite":
             attribute = attribute_for_noun(f"favourite {noun}") if noun else ""
             if not noun or noun.lower() in (
@@ -529,8 +542,10 @@ def _subject_of(m: Match, said: _Said) -> str | None:
             return None
         return people.speaker
     if "and" in g:  # the subject of the clause the "and" continues
-        lead = _LEAD_SUBJECT.search(said.text, 0, m.start)
-        return people.named(lead.group(0), said.text, lead.start()) if lead else None
+        for lead in _LEAD_SUBJECT.finditer(said.text, 0, m.start):
+            if lead.group(0).lower() not in _NOT_NAMES - _PRONOUNS:  # "Anyway, Femi left..."
+                return people.named(lead.group(0), said.text, lead.start())
+        return None
     if "p" in g:
         raw = g["p"]
         if raw.endswith("'s") and " " in raw:  # "my sister's": a relation's
@@ -777,6 +792,9 @@ _INTERROGATIVE = re.compile(
     r"would|will|have|has|had|should|shall|may|might|am|any|anyone)\b",
     re.I,
 )
+_FINITE = re.compile(
+    r"\b(?:can|could|is|was|would|will|has|makes|made|feels|must|might|helps)\b", re.I
+)
 _TAG_QUESTION = re.compile(
     r"^(?:right|yes|yeah|no|correct|ok|okay|huh|eh|innit|really|true|"
     r"(?:is|are|was|were|do|does|did|have|has|will|would|can|could)(?:n't| not)? \w+)\W*$",
@@ -811,7 +829,13 @@ def _capitalised(text: str) -> str:
             return word
         return word[:1].upper() + word[1:]
 
-    return re.sub(r"[a-z][a-z'-]*", cap, text)
+    # whole tokens only: an e-mail address or a web address keeps its case
+    return " ".join(
+        token
+        if re.search(r"[@/\d.]", token.rstrip(".,!?;:"))
+        else re.sub(r"[a-z][a-z'-]*", cap, token)
+        for token in text.split(" ")
+    )
 
 
 _DECIDED = re.compile(

@@ -69,11 +69,19 @@ _ORG_WORDS = (
     r"nonprofit|non-profit|charity|newspaper|magazine|office|supermarket|pharmacy|daycare|"
     r"nursery|garage|salon|bar|pub|bookstore|bookshop|farm|winery|brewery|council|ministry|"
     r"department|practice|consultancy|publisher|airline|hospice|shelter|center|centre|"
-    r"college|theater|theatre|zoo|kitchen|newsroom)"
+    r"college|theater|theatre|zoo|kitchen|newsroom|service|fire service|army|navy|air force|police|"
+    r"government|civil service|team|orchestra|church|network|station|plant|mill|mine|port|railway|"
+    r"post office|court|nhs|non-profit|foundation|institute|charity shop|call centre|call center)"
 )
 _ORG = (
     r"(?P<v>(?-i:[A-Z0-9][\w'&.-]*(?:(?: (?:of|and|for|the|de|&))? [A-Z0-9][\w'&.-]*){0,4})"
-    rf"|(?:a|an|the) (?:[\w-]+ ){{0,2}}?{_ORG_WORDS}(?: (?-i:[A-Z][\w'&.-]*))?)"
+    rf"|(?:a|an|the) (?:[\w-]+ ){{0,2}}?{_ORG_WORDS}(?![\w-])(?: (?-i:[A-Z][\w'&.-]*))?)"
+)
+# Joining a club, a church or a team is membership; only a name makes it an employer.
+_PROPER_ORG = (
+    r"(?P<v>(?-i:[A-Z0-9][\w'&.-]*(?:(?: (?:of|and|for|the|de|&))? [A-Z0-9][\w'&.-]*){0,4})"
+    r"|the (?:fire service|army|navy|air force|police|civil service|nhs|government|marines|"
+    r"coast guard|ambulance service|diplomatic service)(?![\w-]))"
 )
 _NAME = rf"(?P<v>{_NAMEW}(?: {_NAMEW})?)"
 _PHONE = r"(?P<v>\+?\(?\d[\d\s().-]{5,18}\d)"
@@ -185,6 +193,7 @@ _PIECES = {
     "<ADV>": _ADV,
     "<PLACE>": _PLACE,
     "<ORG>": _ORG,
+    "<PROPER_ORG>": _PROPER_ORG,
     "<NAME>": _NAME,
     "<PHONE>": _PHONE,
     "<EMAIL>": _EMAIL,
@@ -226,12 +235,12 @@ _MOVE = r"(?:moved|relocated|moving|relocating|move|relocate|moves|transferred|e
 _LIVE = r"(?:live|lives|living|reside|resides|residing|based|settled|settling|located)"
 _HOUSING = r"(?:house|flat|apartment|place|condo|home|studio|bungalow|cottage|loft)"
 _STARTED = (
-    r"(?:joined|joining|join|started at|start at|starting at|started working at|started working for|"
+    r"(?:started at|start at|starting at|started working at|started working for|"
     r"start working at|starting work at|begun at|began at|started a new job at|started a job at|"
     r"got a job at|got a job with|got a new job at|got a new job with|got hired at|got hired by|"
     r"was hired by|hired at|hired by|took a job at|took a job with|took a new job at|"
     r"took a position at|accepted a job at|accepted an offer from|accepted a job offer from|"
-    r"accepted the offer from|landed a job at|landed a job with|signed with|moved over to|"
+    r"accepted the offer from|landed a job at|landed a job with|moved over to|"
     r"switched jobs to|switched to a job at|interning at|an intern at)"
 )
 _WORKS = r"(?:work at|works at|working at|work for|works for|working for|employed at|employed by)"
@@ -275,8 +284,10 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "home",
-        "lived living based",
-        r"<S>\s+(?:have|has)\s+(?:\w+\s+)?(?:lived|been living|been based)\s+in\s+<PLACE>",
+        "lived living based been",
+        r"<S>\s+(?:have|has)\s+(?:\w+\s+)?(?:lived|been living|been based|been)\s+in\s+<PLACE>"
+        # "been in Valencia" is a home only when it has lasted: "since 2019", "for years"
+        r"(?:(?=\s+(?:since|for)\b)|(?<=lived in)|(?<=living in)|(?<=based in))",
         value="place",
     ),
     _frame(
@@ -344,6 +355,19 @@ FRAMES: tuple[Frame, ...] = (
         "joined joining join started start starting begun began got hired took accepted landed "
         "signed moved switched interning intern",
         rf"<S><ADV>{_STARTED}\s+<ORG>",
+        "change",
+        value="org",
+    ),
+    _frame(
+        "employer",
+        "worked",
+        r"<S>\s+(?:have|has)\s+(?:\w+\s+)?worked\s+(?:at|for)\s+<ORG>",
+        value="org",
+    ),
+    _frame(
+        "employer",
+        "joined joining join signed",
+        r"<S><ADV>(?:joined|joining|join|signed with|signing with)\s+<PROPER_ORG>",
         "change",
         value="org",
     ),
@@ -502,6 +526,20 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "diet",
+        "put placed",
+        r"\b(?:put|placed|started)\s+(?P<o>me|him|her|them|<NAMEW>)\s+on\s+(?:a|an|the)\s+(?:strict\s+)?<DIET>\s+diet",
+        "change",
+        value="diet",
+    ),
+    _frame(
+        "diet",
+        "anything everything",
+        r"<S><ADV>(?:eat|eats)\s+(?:pretty much\s+|just about\s+|basically\s+)?(?:anything|everything)\b",
+        value="fixed",
+        fixed="omnivore",
+    ),
+    _frame(
+        "diet",
         "diet",
         r"<P>\s+diet\s+is\s+(?:now\s+)?(?:(?:mostly|strictly|fully|completely)\s+)?<DIET>",
         value="diet",
@@ -567,6 +605,12 @@ FRAMES: tuple[Frame, ...] = (
     ),
     _frame(
         "phone",
+        "number mobile phone cell",
+        r"<P>\s+(?:(?:new|current|old|own)\s+)?(?:number|mobile|phone|cell)\b(?P<n>[^.!?@]{0,40}?)<PHONE>",
+        value="phone",
+    ),
+    _frame(
+        "phone",
         "use try call ring text",
         r"\b(?:use|try|call|ring|text|whatsapp)\s+(?:me\s+(?:on|at)\s+)?<PHONE>",
         value="phone",
@@ -612,6 +656,13 @@ FRAMES: tuple[Frame, ...] = (
         r"<S><ADV>(?:changed|switched|updated|got|have|has)\s+(?:(?:my|his|her|their|the|a)\s+)?"
         r"(?:new\s+)?(?:email|e-mail)(?:\s+address)?\s+(?:to\s+|[:,-]\s*)?<EMAIL>",
         "change",
+        value="email",
+    ),
+    _frame(
+        "email",
+        "email e-mail mail address inbox",
+        r"<P>\s+(?:(?:new|current|old|own|work|personal)\s+)?(?:email|e-mail|mail|inbox)(?:\s+address)?\b"
+        r"(?P<n>[^.!?@]{0,60}?)<EMAIL>",
         value="email",
     ),
     _frame(
@@ -695,9 +746,9 @@ FRAMES: tuple[Frame, ...] = (
     # ---------------------------------------------------------------- pets
     _frame(
         "pets",
-        "adopted got bought rescued brought took adopt getting gotten adopting welcomed",
+        "adopted got bought rescued brought took adopt getting gotten adopting welcomed picked collected",
         r"<S><ADV>(?:adopted|got|bought|rescued|brought home|took in|adopt|adopting|"
-        r"getting|gotten|welcomed)\s+(?:a|an|two|three|another|our|my|new|one)\s+"
+        r"getting|gotten|welcomed|picked up|collected|took home)\s+(?:a|an|two|three|another|our|my|new|one)\s+"
         r"(?:[\w-]+\s+){0,2}?<PET>\b(?:\s*,?\s*(?:named|called)\s+<NAME>)?",
         "change",
         value="pet",
