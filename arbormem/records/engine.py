@@ -44,6 +44,7 @@ from arbormem.timeexpr import find_ranges
 from arbormem.timeutil import utcnow
 
 if TYPE_CHECKING:
+    from arbormem.embed import Embedder
     from arbormem.llm import LLMClient
 
 __all__ = ["RecordBook", "RecordHit", "as_of_from_query"]
@@ -410,6 +411,17 @@ class RecordBook:
             self.touch(h.record.id for h in hits)
             hits = [replace(h, record=self._records[h.record.id]) for h in hits]
         return hits
+
+    def search_procedures(
+        self, query: str, embedder: Embedder, *, llm: LLMClient | None = None, k: int = 5
+    ) -> list[RecordHit]:
+        """Current procedures for a how-to ``query``, ranked by embedding (a HyDE draft
+        with ``llm``, see :mod:`arbormem.records.skills`); each one returned counts a use."""
+        from arbormem.records.skills import rank_procedures
+
+        ranked = rank_procedures(query, self.records(kind="procedure"), embedder, llm=llm, k=k)
+        self.touch(r.id for r, _ in ranked)
+        return [RecordHit(self._records[r.id], score, {"dense": score}) for r, score in ranked]
 
     def _subjects_named(self, query: str, speaker: str | None) -> list[str]:
         """Subjects of the book the query names; ``speaker`` for "I", "my", "me"."""
