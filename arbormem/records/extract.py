@@ -20,18 +20,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from arbormem.records.matching import match_sentence
 from arbormem.records.model import Record, record_id
-from arbormem.records.patterns import OCCUPATIONS, Match, match_sentence
+from arbormem.records.patterns import Match
+from arbormem.records.people import NOT_NAMES, PRONOUNS, People
+from arbormem.records.reading import WORD, statements
 from arbormem.records.rewrite import Who, normalise, self_contained, utc, when
+from arbormem.records.values import clean_value
 from arbormem.records.vocab import (
     ATTRIBUTES,
-    GIVEN_UP,
     attribute_for_noun,
-    canonical_diet,
     render,
 )
 from arbormem.text import STOPWORDS
-from arbormem.trackers.common import prose, sentences
 from arbormem.trackers.common import words as word_set
 
 __all__ = ["Candidate", "Context", "Turn", "extract"]
@@ -78,29 +79,9 @@ class Candidate:
 
 # --------------------------------------------------------------------------- words
 
-_NOT_NAMES = (
-    frozenset(
-        w.lower()
-        for w in word_set("""Also Then Finally Yesterday Today Tonight Tomorrow Now Sure Well Oh Yeah Yes No Hey
-    Hi Hello Thanks Guess Good Great Wow Anyway Anyways So Just Actually Honestly Plus Speaking Lol
-    Omg Btw Okay Ok God Christmas Easter Halloween Thanksgiving Covid Internet Last Next This
-    That These Those Our Your My His Her Their Its Everyone Everybody Someone Somebody Nobody
-    Maybe Perhaps Luckily Sadly Unfortunately Apparently Recently Lately Meanwhile Besides
-    Congrats Congratulations Cool Nice Awesome Amazing Totally Definitely Absolutely Really
-    Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
-    June July August September October November December Mondays Tuesdays Wednesdays Thursdays
-    Fridays Saturdays Sundays Spring Summer Autumn Fall Winter Dear Love Cheers Bye See Agreed
-    Wait Remember Look Listen Please Sorry Haha Hmm Ugh Yay Aww Whoa Woah Glad Happy Exactly True
-    English Spanish French German Italian Mandarin Chinese Japanese""")
-    )
-    | STOPWORDS
-)
-_FAMILY = word_set("mom mum dad mother father grandma grandpa granny nana papa")
-# Words a sentence that drops its "I" opens with: "Been vegan since May", "Just moved".
 _ELIDABLE = word_set(
     "been just finally recently also now still currently totally really officially"
 )
-_PRONOUNS = word_set("i me we us you he she him her they them")
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|would|could|might|may|maybe|perhaps|wish|hope|hoping|hopefully|"
     r"thinking about|thinking of|considering|consider|planning|plan to|plans to|want to|wants to|"
@@ -124,26 +105,6 @@ _LONG_STANDING = re.compile(
     r"(?:years|months|decades)\b|\bfor (?:years|ages|a long time|a while|decades)\b|\balways\b",
     re.I,
 )
-_RHETORICAL = re.compile(
-    r"^(?:did you (?:hear|know)|have you heard|guess what|you know what)\b", re.I
-)
-_LIKE_BAD_START = word_set("""it that this these those them you your yours him her his their our us me how what when
-    where why who the a an all every each some any hearing seeing talking chatting having getting
-    being knowing so too there here doing seeing to my its one ones everything anything something
-    nothing everyone people when whatever reading about everywhere anywhere nowhere somewhere
-    theme""")
-_CLAUSE_OPENERS = word_set("so but which who although though because since really")
-_VERBISH = word_set(
-    """makes brings does gets seems sure takes gives keeps helps feels looks sounds means goes
-    comes is was has had be being"""
-)
-_OBJECT_PRONOUN = re.compile(r"\b(?:them|it|him|her|this|that|these|those)\b", re.I)
-_VAGUE_LIKES = word_set("going playing making doing watching trying having getting taking seeing")
-_VAGUE_LIKES |= {"spending time", "hanging out", "being there", "it all", "all of it"}
-_ADJECTIVE_ENDS = word_set("safe good great nice new big small little old such own")
-_VAGUE_INFINITIVE = word_set("see hear know help chat talk have get be do go say tell hang")
-_PHRASE_BAD = word_set("it that this them these those something anything everything")
-_DETERMINER = re.compile(r"^(?:a|an|the|some|any|my|our|his|her|their|your)\s+", re.I)
 _TIME_WORDS = word_set("""yesterday today tonight last ago week weekend month year monday tuesday wednesday thursday
     friday saturday sunday january february march april may june july august september october
     november december""")
@@ -175,207 +136,10 @@ _STEP = re.compile(r"^\s*(?:(\d{1,2})[.)]|step\s+(\d{1,2})\s*[:.)-])\s+(.+)$", r
 _INTENT = re.compile(
     r"\b(?:how to|how do (?:I|you|we)|steps? to|in order to|to)\s+(?P<i>[^:.?!\n]{4,80})", re.I
 )
-_WORD = re.compile(r"[a-z][a-z-]*|\d+")
-_WEEKLY = re.compile(
-    r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b\d{1,2}(?::\d{2})?\s*"
-    r"(?:am|pm|a\.m\.|p\.m\.|o'clock)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b|\b(?:mornings?|"
-    r"afternoons?|evenings?|nights?)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\s+\d",
-    re.I,
-)
-_NAMEISH = re.compile(r"(?-i:[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)")
-_REL_WORDS = (
-    "best friend|friend|sister|brother|mom|mum|mother|dad|father|wife|husband|partner|girlfriend|"
-    "boyfriend|cousin|aunt|uncle|son|daughter|boss|manager|colleague|coworker|co-worker|roommate|"
-    "flatmate|neighbour|neighbor|grandma|grandmother|grandpa|grandfather|niece|nephew|fiance|fiancee|"
-    "stepmom|stepdad|sibling|kid|teammate|classmate|mentor"
-)
-_PERSON_CUE = re.compile(
-    rf"\b(?:my|our|your|his|her|their)\s+(?:{_REL_WORDS}),?\s+(?P<a>[A-Z][a-z]+)\b"
-    r"|\b(?P<b>[A-Z][a-z]+)(?='s\b|\s+(?:said|told|says|mentioned|just|has|had|is|was|will|moved|"
-    r"lives|works|started|got|quit|left|broke|texted|called|thinks|wants|loves|finally|recently|"
-    r"rang|phoned|wrote|came|went|sent|asked|\w+ed)\b)"
-)
-
-
 # --------------------------------------------------------------------------- people
 
 
-class _People:
-    """Who is who in one message: the speaker, the addressee, the last person named."""
-
-    def __init__(self, turn: Turn, context: Context, earlier: Sequence[Turn]) -> None:
-        self.turn = turn
-        self.context = context
-        self.earlier = earlier
-        role = turn.role
-        self.speaker = turn.speaker or (
-            context.assistant_name if role == "assistant" else context.user_name
-        )
-        others = [s for s in dict.fromkeys(context.speakers) if s != self.speaker]
-        if len(others) == 1:
-            self.addressee: str | None = others[0]
-        elif role == "assistant" and not turn.speaker:
-            self.addressee = context.user_name
-        else:
-            self.addressee = None
-        self._third: list[tuple[str, int]] | None = None
-
-    def known(self) -> set[str]:
-        return {self.speaker, *(self.context.speakers)}
-
-    def third(self, sentence: str, before: int) -> str | None:
-        """The person "he", "she" or "they" most likely is: the last one named."""
-        inside = [
-            m.group("a") or m.group("b")
-            for m in _PERSON_CUE.finditer(sentence, 0, before)
-            if _is_person(m.group("a") or m.group("b"), self)
-        ]
-        if inside:
-            return inside[-1]
-        if self._third is None:
-            found: list[tuple[str, int]] = []
-            for n, turn in enumerate([*self.context.recent, *self.earlier, self.turn]):
-                for m in _PERSON_CUE.finditer(turn.text):
-                    name = m.group("a") or m.group("b")
-                    if _is_person(name, self):
-                        found.append((name, n))
-            self._third = found
-        return self._third[-1][0] if self._third else None
-
-    def named(self, raw: str, sentence: str, at: int) -> str | None:
-        """The subject a pronoun, a relation ("my sister") or a name stands for."""
-        text = raw.strip()
-        low = text.lower()
-        if low in ("i", "me", "we", "us", "myself"):
-            return self.speaker
-        if low in ("you", "yourself"):
-            return self.addressee
-        if low in ("he", "she", "they", "him", "her", "them"):
-            return self.third(sentence, at)
-        owner, _, rest = text.partition(" ")
-        owner_low = owner.lower()
-        if rest and (
-            owner_low in ("my", "our", "your", "his", "her", "their") or owner.endswith("'s")
-        ):
-            words = rest.split()
-            if len(words) >= 2 and words[-1][:1].isupper() and words[-1].lower() not in _NOT_NAMES:
-                return words[-1]  # "my sister Ana" is Ana
-            whose = self.owner(owner, sentence, at)
-            return f"{whose}'s {rest}" if whose else None
-        words = text.split()
-        while words and words[0].lower() in _NOT_NAMES:
-            words = words[1:]  # "Finally Sam" at the start of a sentence is Sam
-        if not words:
-            return None
-        if words[0].lower() in _FAMILY:
-            return f"{self.speaker}'s {words[0].lower()}"
-        return " ".join(words)
-
-    def owner(self, word: str, sentence: str, at: int) -> str | None:
-        """The person a possessive ("my", "her", "Ana's") stands for."""
-        low = word.lower()
-        if low in ("my", "our"):
-            return self.speaker
-        if low == "your":
-            return self.addressee
-        if low in ("his", "her", "their"):
-            return self.third(sentence, at)
-        if low.endswith("'s"):
-            return self.named(word[:-2], sentence, at)
-        return None
-
-
-def _is_person(name: str | None, people: _People) -> bool:
-    if not name or name.lower() in _NOT_NAMES:
-        return False
-    return name not in (people.speaker, people.addressee)
-
-
 # --------------------------------------------------------------------------- values
-
-
-def _clean_value(m: Match, kind: str, people: _People) -> list[str]:
-    """The value(s) a match states, cleaned, or [] if it is not a usable value."""
-    raw = m.groups.get("v", "")
-    value = raw.strip().strip("\"'").rstrip(".,;:!?)")
-    if kind == "fixed":
-        return [m.frame.fixed] if m.frame.fixed else []
-    if kind == "diet":
-        diet = canonical_diet(value)
-        return [diet] if diet else []
-    if kind == "given_up":
-        diet = GIVEN_UP.get(m.groups.get("g", "").lower())
-        return [diet] if diet else []
-    if kind == "pet":
-        if value and value.lower() not in _NOT_NAMES:
-            return [value]
-        species = m.groups.get("k", "").lower()
-        if not species:
-            return []
-        species = (
-            re.sub(r"(?:ies)$", "y", species) if species.endswith("ies") else species.rstrip("s")
-        )
-        return [f"a {species}"]
-    if not value:
-        return []
-    if kind in ("place", "org", "name"):
-        words = value.split()
-        while words and words[-1].lower() in _NOT_NAMES and words[-1][:1].isupper():
-            words = words[:-1]
-        if not words or words[0].lower() in _NOT_NAMES - {"the", "a", "an"}:
-            return []
-        value = " ".join(words)
-        if kind != "name" and value in people.known():
-            return []  # "joined Ana for lunch": a person, not an employer
-        return [value]
-    if kind == "phone":
-        digits = re.sub(r"\D", "", value)
-        return [value] if 7 <= len(digits) <= 15 else []
-    if kind == "email":
-        return [value.lower()]
-    if kind == "when":
-        value = re.sub(r"^(?:on|at)\s+", "", value, flags=re.I)
-        return [value] if _WEEKLY.search(value) else []
-    if kind in ("title", "occupation"):
-        value = _DETERMINER.sub("", value)
-        words = value.lower().split()
-        if not words or len(words) > 4 or words[0] in STOPWORDS:
-            return []
-        head = words[-1].rstrip("s") if words[-1] not in OCCUPATIONS else words[-1]
-        if kind == "occupation" and head not in OCCUPATIONS and words[-1] not in OCCUPATIONS:
-            return []
-        return [value]
-    if kind == "like":
-        words = value.split()
-        first = words[0].lower()
-        if first == "to":
-            second = words[1].lower() if len(words) > 1 else ""
-            ok = second not in _VAGUE_INFINITIVE and second not in STOPWORDS and 1 < len(words) <= 5
-            return [value] if ok else []
-        if first in _LIKE_BAD_START or first in STOPWORDS or first in _VERBISH or len(words) > 6:
-            return []
-        if value.lower() in _VAGUE_LIKES or _OBJECT_PRONOUN.search(value):
-            return []  # "watching them play": about something said before
-        if words[-1].lower() in STOPWORDS or words[-1].lower() in _ADJECTIVE_ENDS:
-            return []  # cut short: "creating a safe (and inviting place)"
-        return [value]
-    # a phrase: allergens and open values, several joined by "and"
-    value = _DETERMINER.sub("", value)
-    parts: list[str] = []
-    for part in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", value):
-        part = part.strip()
-        if part and (
-            part.split()[0].lower() in STOPWORDS | _CLAUSE_OPENERS
-            or (parts and part[:1].isupper())
-            or len(part.split()) > 3
-        ):
-            break  # "penicillin, so careful": the list ended, a new clause began
-        if part:
-            parts.append(_DETERMINER.sub("", part))
-    parts = [p for p in parts if p.lower() not in _PHRASE_BAD and len(p.split()) <= 4]
-    if m.attribute not in ("allergy",):
-        return [value] if parts else []
-    return parts
 
 
 # --------------------------------------------------------------------------- extraction
@@ -386,7 +150,7 @@ class _Said:
     """One sentence of one turn, as extraction works on it."""
 
     turn: Turn
-    people: _People
+    people: People
     text: str
     now: datetime
 
@@ -435,7 +199,7 @@ def _attribute_records(said: _Said, context: Context) -> list[Candidate]:
         subject = _subject_of(m, said)
         if not subject:
             continue
-        values = _clean_value(m, frame.value, said.people)
+        values = clean_value(m, frame.value, said.people)
         if not values:
             if frame.mode != "negated" or frame.attribute != "partner":
                 continue
@@ -543,7 +307,7 @@ def _subject_of(m: Match, said: _Said) -> str | None:
         return people.speaker
     if "and" in g:  # the subject of the clause the "and" continues
         for lead in _LEAD_SUBJECT.finditer(said.text, 0, m.start):
-            if lead.group(0).lower() not in _NOT_NAMES - _PRONOUNS:  # "Anyway, Femi left..."
+            if lead.group(0).lower() not in NOT_NAMES - PRONOUNS:  # "Anyway, Femi left..."
                 return people.named(lead.group(0), said.text, lead.start())
         return None
     if "p" in g:
@@ -634,9 +398,7 @@ def _event_records(said: _Said, context: Context, words: set[str]) -> list[Candi
     ):
         return []
     subject = said.people.named(m.group("s"), sentence, start)
-    if not subject or (
-        m.group("s")[:1].isupper() and m.group("s").lower() in _NOT_NAMES - _PRONOUNS
-    ):
+    if not subject or (m.group("s")[:1].isupper() and m.group("s").lower() in NOT_NAMES - PRONOUNS):
         return []
     after = sentence[m.end() : m.end() + 12].split()
     if after and after[0].lower() in ("it", "that", "this", "them", "one", "those", "these"):
@@ -763,7 +525,7 @@ def _procedure(
         intent = (lead or (asked[-1] if asked else "")).strip().rstrip(":.?!")[:80]
     if not intent:
         return []
-    people = _People(turn, context, ())
+    people = People(turn, context, ())
     intent = self_contained(normalise(intent), Who(people.speaker, people.addressee), None)
     intent = intent[:1].lower() + intent[1:]
     body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
@@ -786,58 +548,10 @@ def _procedure(
     return [Candidate(record)]
 
 
-_LEAD_SUBJECT = re.compile(r"\b(?:I|we|you|he|she|they)\b|(?-i:\b[A-Z][a-z]+\b)(?!'s)", re.I)
-_INTERROGATIVE = re.compile(
-    r"^(?:who|whom|whose|what|which|where|when|why|how|do|does|did|is|are|was|were|can|could|"
-    r"would|will|have|has|had|should|shall|may|might|am|any|anyone)\b",
-    re.I,
-)
 _FINITE = re.compile(
     r"\b(?:can|could|is|was|would|will|has|makes|made|feels|must|might|helps)\b", re.I
 )
-_TAG_QUESTION = re.compile(
-    r"^(?:right|yes|yeah|no|correct|ok|okay|huh|eh|innit|really|true|"
-    r"(?:is|are|was|were|do|does|did|have|has|will|would|can|could)(?:n't| not)? \w+)\W*$",
-    re.I,
-)
-_LOWERCASE_CHAT = re.compile(r"[^A-Z]*")
-_KEEP_LOWER = STOPWORDS | word_set(
-    "i im ive id ill lol ok okay yeah yes no hey hi hello thanks pls please just really"
-)
-
-
-def _mentions_trigger(text: str) -> bool:
-    from arbormem.records.patterns import TRIGGERS
-
-    return not TRIGGERS.isdisjoint(_WORD.findall(text))
-
-
-def _capitalised(text: str) -> str:
-    """An all-lower-case message with the words that could be names capitalised, so
-    "i just moved to denver" reads like "i just moved to Denver". Verbs and
-    function words stay as they are."""
-    from arbormem.records.patterns import TRIGGERS
-
-    def cap(m: re.Match[str]) -> str:
-        word = m.group(0)
-        if (
-            len(word) < 3
-            or word in _KEEP_LOWER
-            or word in TRIGGERS
-            or word.endswith(("ing", "ed", "ly"))
-        ):
-            return word
-        return word[:1].upper() + word[1:]
-
-    # whole tokens only: an e-mail address or a web address keeps its case
-    return " ".join(
-        token
-        if re.search(r"[@/\d.]", token.rstrip(".,!?;:"))
-        else re.sub(r"[a-z][a-z'-]*", cap, token)
-        for token in text.split(" ")
-    )
-
-
+_LEAD_SUBJECT = re.compile(r"\b(?:I|we|you|he|she|they)\b|(?-i:\b[A-Z][a-z]+\b)(?!'s)", re.I)
 _DECIDED = re.compile(
     r"\b(?:I|we|[A-Z][a-z]+)\s+(?:have\s+|had\s+|just\s+|finally\s+)*(?:decided|chose|picked|settled on|"
     r"opted for|went with|agreed)\b"
@@ -863,26 +577,6 @@ _AUXILIARIES = word_set(
 _ADVERBS_AFTER_SUBJECT = word_set(
     "just really also still now finally recently totally actually absolutely truly genuinely so"
 )
-_ABBREVIATION = re.compile(
-    r"\b(St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ave|Rd|Prof|Inc|Co|Ltd|No|vs|etc|e\.g|i\.e)\.$"
-)
-
-
-_CAPTION = re.compile(r"\s*\[(?:shares|shared|image|photo|picture)[^\]]*\]", re.I)
-
-
-def _sentences(text: str) -> list[str]:
-    """The sentences of a message; "St. Mary" and "Dr. Lee" do not end one. Captions of
-    shared pictures ("[shares a photo of ...]") describe an image, not the speaker."""
-    if "[" in text:
-        text = _CAPTION.sub("", text)
-    out: list[str] = []
-    for part in sentences(prose(text)):
-        if out and _ABBREVIATION.search(out[-1]):
-            out[-1] = f"{out[-1]} {part}"
-        else:
-            out.append(part)
-    return out
 
 
 def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Candidate]:
@@ -897,22 +591,13 @@ def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Ca
         if turn.role not in ("user", "assistant") or not turn.text.strip():
             continue
         now = utc(turn.timestamp)
-        people = _People(turn, context, exchange[:n])
+        people = People(turn, context, exchange[:n])
         candidates: list[Candidate] = []
         if "\n" in turn.text:
             candidates.extend(_procedure(turn, exchange, context, now))
-        for raw in _sentences(turn.text):
-            text = normalise(raw)
-            if text.endswith("?") and not _RHETORICAL.match(text):
-                # "She is vegan, any recipe ideas?": a statement, then the question
-                head, comma, tail = text.rpartition(", ")
-                if not comma or _INTERROGATIVE.match(text) or _TAG_QUESTION.match(tail):
-                    continue  # "You are in Leeds now, right?" asks about the head
-                text = head
-            if _LOWERCASE_CHAT.fullmatch(text) and _mentions_trigger(text):
-                text = _capitalised(text)
-            said = _Said(turn, people, text.rstrip("?"), now)
-            words = set(_WORD.findall(text.lower()))
+        for text in statements(turn.text):
+            said = _Said(turn, people, text, now)
+            words = set(WORD.findall(text.lower()))
             attributes = _attribute_records(said, context)
             candidates.extend(attributes)
             if not attributes:
