@@ -185,13 +185,23 @@ class RecordBook:
             found = llm_extract(exchange, context, llm).candidates
         else:
             found = extract(exchange, context)
-        before = dict(self._records)
         plans: list[Plan] = []
+        undo: dict[str, Record | None] = {}  # id -> the record before this exchange
         try:
             for candidate in sorted(found, key=_statement_order):
-                plans.append(self.add(candidate))
+                plan = resolve(
+                    candidate if isinstance(candidate, Candidate) else Candidate(candidate), self
+                )
+                for record in plan.writes:
+                    undo.setdefault(record.id, self._records.get(record.id))
+                self.apply(plan)
+                plans.append(plan)
         except Exception:
-            self._reset(before.values())  # one exchange, one transaction
+            for rid, old in undo.items():  # one exchange, one transaction
+                if rid in self._records:
+                    self._drop(rid)
+                if old is not None:
+                    self._put(old)
             raise
         return plans
 
