@@ -35,7 +35,11 @@ from arbormem.records.vocab import (
 from arbormem.text import STOPWORDS
 from arbormem.trackers.common import words as word_set
 
-__all__ = ["Candidate", "Context", "Turn", "extract"]
+__all__ = ["MAX_CHARS", "Candidate", "Context", "Turn", "extract"]
+
+#: Characters of a message read: statements about people are in what people write,
+#: not in the long documents they paste, and the bound keeps the patterns' work small.
+MAX_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -595,7 +599,7 @@ def extract(exchange: Sequence[Turn], context: Context | None = None) -> list[Ca
         candidates: list[Candidate] = []
         if "\n" in turn.text:
             candidates.extend(_procedure(turn, exchange, context, now))
-        for text in statements(turn.text):
+        for text in statements(turn.text[:MAX_CHARS]):
             said = _Said(turn, people, text, now)
             words = set(WORD.findall(text.lower()))
             attributes = _attribute_records(said, context)

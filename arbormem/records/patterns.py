@@ -50,7 +50,7 @@ _ADV = (
     r"(?:\s+(?:have|has|had|am|is|are|was|were|will|be|been|do|does|did|just|recently|finally|"
     r"officially|now|also|actually|already|still|currently|really|eventually|even|both|all|"
     r"totally|happily|proudly|basically|mostly|fully|completely|since|then|kind of|sort of|"
-    r"newly|only|apparently|technically|somehow|gonna|going to|about to|set to|getting|get|got))*\s+"
+    r"newly|only|apparently|technically|somehow|gonna|going to|about to|set to|getting|get|got)){0,6}\s+"
 )
 _END = (
     r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$)|\s+(?:and|but|because|since|so|which|who|where|when|though|"
@@ -115,7 +115,7 @@ EVENT_TRIGGERS = (
     "shift interview therapy tutoring night dinner lunch"
 )
 _EVENT = (
-    rf"(?P<s>(?:(?:{_OWNER}|the|our|this|that|weekly|monthly|daily|regular|usual)\s+)*"
+    rf"(?P<s>(?:(?:{_OWNER}|the|our|this|that|weekly|monthly|daily|regular|usual)\s+){{0,3}}"
     rf"(?:[\w:-]+\s+){{0,2}}?{_EVENT_NOUN})"
 )
 _WHEN = (
@@ -213,7 +213,7 @@ _PIECES = {
 
 _ELIDED = (
     r"(?P<i>^)(?:(?:just|finally|recently|officially|also|now|have|been|am|still|currently|"
-    r"totally|really)\s+)*"
+    r"totally|really)\s+){0,4}"
 )
 
 
