@@ -241,7 +241,18 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
 }
 
 #: The methods AsyncMemory has (each runs the Memory method in a worker thread).
-ASYNC = ("add", "add_many", "ingest", "search", "get", "messages", "sessions", "forget", "export", "stats")
+ASYNC = (
+    "add",
+    "add_many",
+    "ingest",
+    "search",
+    "get",
+    "messages",
+    "sessions",
+    "forget",
+    "export",
+    "stats",
+)
 
 
 def _hostile_names(draw: st.DrawFn, names: list[str]) -> set[str]:

@@ -41,7 +41,7 @@ from typing import Any
 from arbormem.embed import Embedder, get_embedder
 from arbormem.embed.base import CachedEmbedder
 from arbormem.errors import InputError
-from arbormem.formats import parse_json, read_bytes_as_text
+from arbormem.ingest.formats import parse_json, read_bytes_as_text
 from arbormem.memory import Memory
 from arbormem.text import analyze
 from arbormem.tree.config import TreeConfig

@@ -373,6 +373,98 @@ bench.add_command(click_command())
 bench.add_command(context_command())
 
 
+@bench.command("updates")
+@click.option(
+    "--conversations",
+    "-n",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Generated conversations to score (0: only --file).",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the generated conversations.")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Hand-written conversations (JSON, see arbormem.bench.updates) scored separately; repeatable.",
+)
+@click.option(
+    "--locomo",
+    "locomo_paths",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Also run the extractor alone over LoCoMo files or folders: turns/s and records.",
+)
+@click.option("--show-records", is_flag=True, help="With --locomo: print every record extracted.")
+@click.option("--misses", is_flag=True, help="List the questions answered wrongly.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def updates_cmd(
+    conversations: int,
+    seed: int,
+    files: tuple[str, ...],
+    locomo_paths: tuple[str, ...],
+    show_records: bool,
+    misses: bool,
+    as_json: bool,
+) -> None:
+    """Changed facts: current-value and as-of accuracy of records search, no LLM.
+
+    Conversations where people's home, employer, diet, phone, partner, pets,
+    allergies and meeting times change zero to three times among chatter; for
+    each person and attribute, the current value and the value in a past month
+    are asked. Targets: current-value accuracy@1 >= 0.95, as-of >= 0.90.
+
+    \b
+    Examples:
+      arbormem bench updates
+      arbormem bench updates -n 200 --seed 1 --json
+      arbormem bench updates -n 0 --file tests/data/updates_handwritten.json --misses
+      arbormem bench updates -n 0 --locomo ../shared/datasets/locomo/conv-26.json --show-records
+    """
+    from arbormem.bench.updates import extract_locomo, run
+
+    result = run(conversations=conversations, seed=seed, files=files, show_misses=misses)
+    if conversations == 0:
+        result.pop("generated", None)
+    if locomo_paths:
+        result["locomo_extraction"] = extract_locomo(locomo_paths, keep=show_records)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    for name, r in result.items():
+        if not isinstance(r, dict) or "questions" not in r:
+            continue
+        q = r["questions"]
+        click.echo(
+            f"{name}: {r['conversations']} conversations, {q['current']} current and "
+            f"{q['as_of']} as-of questions; current-value accuracy@1 {r['current_accuracy@1']}, "
+            f"as-of accuracy {r['as_of_accuracy']}, context@300 {r['context_holds_current@300']}; "
+            f"{r['records_messages_per_s']} messages/s through the record book"
+        )
+        for attribute, figures in r["by_attribute"].items():
+            click.echo(f"  {attribute}: current {figures['current']}, as of {figures['as_of']}")
+        for miss in r.get("misses", []):
+            click.echo(
+                f"  miss: {miss['question']} (expected {miss['expect']!r}, got {miss['got']!r})"
+            )
+    extraction = result.get("locomo_extraction")
+    if extraction:
+        click.echo(
+            f"LoCoMo extraction: {extraction['turns']} turns in {extraction['seconds']} s "
+            f"({extraction['turns_per_s']} turns/s wall, {extraction['turns_per_cpu_s']} per CPU "
+            f"second, {extraction['ms_per_turn']} ms/turn), "
+            f"{extraction['records']} records {extraction['by_kind']}"
+        )
+        for item in extraction.get("listed", []):
+            shown = f"  [{item['kind']}] {item['text']}  <- {', '.join(item['sources'])}"
+            if item["superseded_by"]:
+                shown += f" (until {item['valid_to']}, superseded)"
+            click.echo(shown)
+
+
 @bench.command("fit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--embedder", help=EMBEDDER_HELP)
