@@ -109,6 +109,29 @@ class Deleted:
         return {"messages": self.messages, "sessions": self.sessions, "threads": self.threads}
 
 
+#: Why forgotten text may still be in the store's files (:attr:`Purge.pending`).
+#: ``"readers"``: another connection was reading an older snapshot, whose pages SQLite
+#: may not overwrite until it ends. ``"rewrite"``: the file was not rewritten, so bytes
+#: of deleted rows may remain in the unused space of pages still in use.
+PURGE_PENDING = ("readers", "rewrite")
+
+
+@dataclass
+class Purge:
+    """What a purge did, and whether deleted text has left the storage."""
+
+    #: True when no copy of deleted text is left in the store's files.
+    purged: bool = True
+    #: Why not, when not: one of :data:`PURGE_PENDING`; None when purged.
+    pending: str | None = None
+    #: Content hashes of the vectors dropped because no message or topic uses them.
+    chashes: list[str] = field(default_factory=list)
+    #: Threads whose deletions this purge merged into the indexes: their files beside
+    #: the store are to be deleted too (a forget killed before its purge left its own
+    #: to the next purge).
+    threads: list[int] = field(default_factory=list)
+
+
 #: Lexical keys over tree nodes: topic names/summaries/keyphrases, and topic contents.
 NODE_KEYS = ("topic", "segment")
 
@@ -248,6 +271,9 @@ class Backend(abc.ABC):
     #: True when the store was opened for reading only: every write raises StoreError,
     #: and caches kept beside it (approximate indexes, topic vectors) are not saved.
     read_only: bool = False
+    #: What opening the store did to finish the purges of forgets a crash cut short
+    #: (None when there were none): the caller deletes those threads' other files.
+    purged_on_open: Purge | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -510,9 +536,12 @@ class Backend(abc.ABC):
         """Delete a whole thread."""
 
     @abc.abstractmethod
-    def purge(self) -> list[str]:
-        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages),
-        and delete vectors that no message or topic uses any more; returns their hashes."""
+    def purge(self, *, wait: float = 2.0, rewrite: bool | None = None) -> Purge:
+        """Make deleted data unrecoverable from the storage: merge the indexes that
+        still hold deleted terms, delete vectors no message or topic uses any more,
+        and overwrite old copies of pages, waiting up to ``wait`` seconds for other
+        readers. ``rewrite``: True rewrites the whole storage if anything deleted may
+        linger in it, False never does, None does when that is cheap."""
 
     # -- extension state (tree, summaries...) ----------------------------------------
 
