@@ -7,6 +7,7 @@ snapshots of the store or are killed half-way through a forget.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -24,6 +25,8 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import InputError, NotFound
 from arbormem.store import SQLiteBackend
+
+from .conftest import run_cli
 
 SECRET = "xqvzplumtok"
 
@@ -278,3 +281,22 @@ def test_purge_checks_its_arguments(memory: Memory) -> None:
             memory.forget("x", wait=bad)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="rewrite"):
         memory.purge(rewrite="yes")  # type: ignore[arg-type]
+
+
+def test_the_cli_forgets_and_purges(db_path: Path) -> None:
+    with Memory(db_path, embedder=HashingEmbedder(32), llm=None) as mem:
+        secret = fill(mem)
+    env = {"ARBORMEM_EMBEDDER": "hash:32"}
+    done = run_cli("--db", str(db_path), "forget", secret, "--yes", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "messages": 1,
+        "sessions": 0,
+        "threads": 0,
+        "purged": True,
+        "purge_pending": None,
+    }
+    done = run_cli("--db", str(db_path), "purge", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"purged": True, "purge_pending": None}
+    assert sum(residues(db_path).values()) == 0
