@@ -268,6 +268,9 @@ class Memory:
         self.tree_recall = TreeRecall(self.backend, self.embedder, folder=folder)
         if self.backend.purged_on_open is not None:
             self._purged(self.backend.purged_on_open)
+        if folder is not None and not self.read_only:
+            # Files crashed saves left, of forgotten threads, of earlier generations.
+            self.vectors.files.sweep(self._generation)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -840,6 +843,11 @@ class Memory:
             self.trees.forget_descriptions(thread)
             self.retriever.forget(thread)
             self.grower.forget_cursor(thread)
+
+    def _generation(self, thread_id: int) -> int | None:
+        """A thread's generation, None when it is gone."""
+        generation = self.backend.state(Thread(thread_id, "", "")).generation
+        return None if generation < 0 else generation
 
     def _purged(self, done: Purge) -> dict[str, Any]:
         """Drop what a purge found unused, and say how far it got."""
