@@ -121,12 +121,16 @@ class Sidecar:
             assert self.folder is not None
             now = time.time()
             entries: dict[str, float] = {}
-            for entry in os.scandir(self.folder):
-                if entry.is_file(follow_symlinks=False):
+            try:
+                for entry in os.scandir(self.folder):
                     try:
-                        entries[entry.name] = entry.stat().st_mtime
-                    except OSError:
+                        if entry.is_file(follow_symlinks=False):
+                            entries[entry.name] = entry.stat().st_mtime
+                    except FileNotFoundError:  # deleted meanwhile (a forget)
                         continue
+            except OSError as exc:  # a cache folder: opening the store goes on regardless
+                log.warning("could not sweep %s: %s", self.folder, exc)
+                return removed
 
             def ours(match: re.Match[str] | None) -> bool:
                 return match is not None and (thread_id is None or int(match.group(1)) == thread_id)
