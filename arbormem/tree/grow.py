@@ -267,9 +267,12 @@ class TreeGrower:
         if len(set(terms)) < 3:
             return None  # too little to judge: stay in the topic
         df, n_docs = self.frequencies(terms)
-        idf = {t: math.log((n_docs + 1) / (df.get(t, 0) + 1)) + 1.0 for t in set(terms)}
-        total = sum(idf.values())
-        lexical = sum(w for t, w in idf.items() if t in cur.terms) / total if total else 0.0
+        # In the order the terms come and summed exactly: a set's order, and a float sum
+        # with it, changed with each process's string hashing, and a similarity on the
+        # split threshold could fall either side of it.
+        idf = {t: math.log((n_docs + 1) / (df.get(t, 0) + 1)) + 1.0 for t in dict.fromkeys(terms)}
+        total = math.fsum(idf.values())
+        lexical = math.fsum(w for t, w in idf.items() if t in cur.terms) / total if total else 0.0
         if vec is None or cur.centroid is None:
             return lexical
         norm = float(np.linalg.norm(cur.centroid)) or 1.0
