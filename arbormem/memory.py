@@ -799,38 +799,38 @@ class Memory:
                 if message_id is not None:
                     for row in doomed:
                         self.working.reset_derived(thread, row.message.session)
-                return {**deleted.to_dict(), **self._forgotten([thread], deleted, wait)}
-            if user is None and agent is None:
-                raise InputError(
-                    "say what to forget: a message id, session=..., agent=... or user=...",
-                    field="forget",
-                )
-            threads = (
-                self.backend.threads(scope.user)
-                if agent is None
-                else self._threads(scope, False, wait=True)
-            )
-            if not threads:
-                raise NotFound(
-                    f"nothing stored for {'user ' + scope.user if agent is None else scope}"
-                )
-            if self._working is not None:
-                self._working.wait()  # no upkeep may save state for a deleted thread
-            total = Deleted()
-            for thread in threads:
-                deleted = self.backend.delete_thread(thread)
                 self._forget_derived([thread], deleted)
-                total.messages += deleted.messages
-                total.sessions += deleted.sessions
-                total.threads += deleted.threads
-            # One purge for them all: each one merges every full-text index.
-            return {**total.to_dict(), **self._purged(self.backend.purge(wait=wait))}
+                counts = deleted.to_dict()
+            else:
+                counts = self._forget_threads(scope, user, agent)
+        # Outside the write lock: waiting for another process's readers must not hold
+        # up this process's writes. One purge for all the threads forgotten.
+        return {**counts, **self._purged(self.backend.purge(wait=wait))}
 
-    def _forgotten(
-        self, threads: Sequence[Thread], deleted: Deleted, wait: float
-    ) -> dict[str, Any]:
-        self._forget_derived(threads, deleted)
-        return self._purged(self.backend.purge(wait=wait))
+    def _forget_threads(self, scope: Scope, user: str | None, agent: str | None) -> dict[str, int]:
+        """Delete a whole thread, or every thread of a user (the caller holds the lock)."""
+        if user is None and agent is None:
+            raise InputError(
+                "say what to forget: a message id, session=..., agent=... or user=...",
+                field="forget",
+            )
+        threads = (
+            self.backend.threads(scope.user)
+            if agent is None
+            else self._threads(scope, False, wait=True)
+        )
+        if not threads:
+            raise NotFound(f"nothing stored for {'user ' + scope.user if agent is None else scope}")
+        if self._working is not None:
+            self._working.wait()  # no upkeep may save state for a deleted thread
+        total = Deleted()
+        for thread in threads:
+            deleted = self.backend.delete_thread(thread)
+            self._forget_derived([thread], deleted)
+            total.messages += deleted.messages
+            total.sessions += deleted.sessions
+            total.threads += deleted.threads
+        return total.to_dict()
 
     def _forget_derived(self, threads: Sequence[Thread], deleted: Deleted) -> None:
         if isinstance(self.embedder, CachedEmbedder):
@@ -873,8 +873,7 @@ class Memory:
         if rewrite is not None and not isinstance(rewrite, bool):
             raise InputError(f"must be True, False or None, got {rewrite!r}", field="rewrite")
         self.backend.writable()
-        with self._write_lock:
-            return self._purged(self.backend.purge(wait=wait, rewrite=rewrite))
+        return self._purged(self.backend.purge(wait=wait, rewrite=rewrite))
 
     # -- working memory and context --------------------------------------------------------------
 
