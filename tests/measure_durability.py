@@ -156,11 +156,12 @@ def residues(forgets: int, seed: int) -> dict[str, Any]:
             took = []
             try:
                 for n in range(forgets):
-                    kind = rng.choices(["message", "session", "thread"], [0.8, 0.15, 0.05])[0]
-                    user = rng.choice(["ann", "bob", "cy"])
+                    kind = rng.choices(["message", "session", "thread"], [0.8, 0.17, 0.03])[0]
+                    users = [s.user for s in mem.scopes()]
+                    if not users:
+                        break
+                    user = rng.choice(users)
                     msgs = mem.messages(user=user)
-                    if not msgs:
-                        continue
                     start = time.perf_counter()
                     if kind == "message":
                         target = rng.choice(msgs)
