@@ -4,6 +4,7 @@ Not a test (it takes minutes and its kills land at random points); run it as::
 
     python -m tests.measure_durability residues [--forgets 60] [--seed 1]
     python -m tests.measure_durability kills [--kills 50] [--seed 1]
+    python -m tests.measure_durability forget-once STORE [--user NAME]
 
 ``residues``: a store of messages that each carry a word of their own; forgets of
 messages, sessions and threads while another process (a) does nothing, (b) searches
@@ -17,6 +18,9 @@ a batch) or forgetting, each printing what was acknowledged. After each kill the
 is opened again: every acknowledged message must be there, every message whose forget
 returned must be gone, and once the next open has finished any purge the killed one
 owed, no word of a forgotten message may be left in the files.
+
+``forget-once``: the time one forget takes in a copy of a given store (for
+``farm-bench``, against another version of the code on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
@@ -255,14 +259,16 @@ def kills(n_kills: int, seed: int) -> dict[str, Any]:
     residue_runs = 0
 
     def note(line: str) -> str:
+        if not line.endswith("\n"):
+            return ""  # cut by the kill: not an acknowledgement
         parts = line.split()
-        if parts and parts[0] == "added":
+        if parts[0] == "added":
             acknowledged[parts[1]] = parts[2]
-        elif parts and parts[0] == "forgetting":
+        elif parts[0] == "forgetting":
             started_forgets.add(parts[1])
-        elif parts and parts[0] == "forgot":
+        elif parts[0] == "forgot":
             forgotten.add(parts[1])
-        return parts[0] if parts else ""
+        return parts[0]
 
     for k in range(n_kills):
         proc = subprocess.Popen(
@@ -312,6 +318,25 @@ def kills(n_kills: int, seed: int) -> dict[str, Any]:
     }
 
 
+# -- the cost of one forget -------------------------------------------------------------
+
+
+def forget_once(store: Path, user: str) -> dict[str, Any]:
+    """Copy a store, open the copy, forget one message of ``user``; time the forget."""
+    folder = Path(tempfile.mkdtemp(prefix="arbormem-forget-"))
+    try:
+        db = folder / "m.db"
+        shutil.copy(store, db)
+        with Memory(db) as mem:
+            target = mem.messages(user=user, limit=50)[17]
+            start = time.perf_counter()
+            result = mem.forget(target.id, user=user)
+            took = time.perf_counter() - start
+        return {"store bytes": os.path.getsize(store), "forget seconds": round(took, 3), **result}
+    finally:
+        shutil.rmtree(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -321,11 +346,16 @@ def main() -> None:
     k = sub.add_parser("kills")
     k.add_argument("--kills", type=int, default=50)
     k.add_argument("--seed", type=int, default=1)
+    f = sub.add_parser("forget-once")
+    f.add_argument("store", type=Path, help="a store to copy (it is left as it is)")
+    f.add_argument("--user", default="default")
     args = parser.parse_args()
     if args.what == "residues":
         out = residues(args.forgets, args.seed)
-    else:
+    elif args.what == "kills":
         out = kills(args.kills, args.seed)
+    else:
+        out = forget_once(args.store, args.user)
     print(json.dumps(out, indent=1))
 
 

@@ -143,11 +143,11 @@ def _marker(n: int) -> str:
     return "zq" + "".join(chr(97 + (n // 26**k) % 26) for k in range(3)) + "vbw"
 
 
-def test_a_forget_never_leaves_fragments_in_reorganised_pages(db_path: Path) -> None:
-    """secure_delete zeroes deleted rows, but a page SQLite rebuilt while a row was
-    alive keeps stale copies of cells that moved to its siblings in its unused space:
-    one forget in four or five left such a fragment of the forgotten text in the .db
-    file, though no row held it."""
+def test_no_forget_returns_purged_with_the_text_still_in_a_file(db_path: Path) -> None:
+    """With no other process at all, a forget returned with the forgotten word in the
+    -wal and .db files: its truncating checkpoint met another connection of the same
+    process and gave up without a word. Stale copies of cells that a page rebuild left
+    in unused space, which secure_delete does not reach, are removed by the rewrite."""
     with Memory(db_path, embedder=HashingEmbedder(32), llm=None) as mem:
         ids = []
         for s in range(20):

@@ -199,10 +199,9 @@ CLOSE_WAIT = 10.0
 #: malformed"): about a thousand forgets did it. Past this many levels an index is
 #: rebuilt from its own content instead, which starts it again at one level.
 FTS_LEVEL_LIMIT = 1500
-#: A purge rewrites (VACUUMs) a store file up to this size without being asked. It
-#: costs time and page cache in proportion to the file: a forget in a 36 MB store took
-#: 2.6 s instead of 1.2 s on the (busy) reference machine. A larger file is rewritten
-#: on request only (Memory.purge).
+#: A purge rewrites (VACUUMs) a store file up to this size without being asked; the
+#: rewrite costs time and page cache in proportion to the file (figures in
+#: docs/storage.md). A larger file is rewritten on request only (Memory.purge).
 REWRITE_LIMIT_BYTES = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
