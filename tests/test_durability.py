@@ -277,4 +277,4 @@ def test_the_checkpoint_after_a_forget_holds_the_write_lock(tmp_path: Path) -> N
             mem, lambda sql: "wal_checkpoint" in sql and seen.append(lock._is_owned())
         ):
             mem.forget(mem.messages()[0].id)
-        assert seen == [True]
+        assert seen and all(seen)  # a try that met another checkpoint is made again
