@@ -225,3 +225,19 @@ def test_ui_refuses_a_missing_store(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 1
     assert "no store at" in done.stderr
+
+
+def test_bench_web_times_every_page(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "arbormem", "bench", "web", "--turns", "120", "--repeat", "2",
+         "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import json
+
+    result = json.loads(done.stdout)
+    assert result["messages"] == 120
+    assert set(result["pages"]) >= {"tree", "search", "context", "reorganisation log"}
+    for row in result["pages"].values():
+        assert row["p50_ms"] > 0 and row["p95_ms"] >= row["p50_ms"]
