@@ -170,11 +170,15 @@ class WebView:
         return self.memory_for(request)
 
     @staticmethod
-    def _scope(request: Request, mem: Any) -> tuple[str, str]:
-        params = request.query_params
-        user = params.get("user") or mem.scope.user
-        agent = params.get("agent") or mem.scope.agent
-        return user, agent
+    def _scope(
+        request: Request, mem: Any, given: Mapping[str, Any] | None = None
+    ) -> tuple[str, str]:
+        """The scope a request names (query or form), else the memory's default."""
+        params = request.query_params if given is None else given
+        default = getattr(mem, "scope", None)
+        user = params.get("user") or getattr(default, "user", "default")
+        agent = params.get("agent") or getattr(default, "agent", "default")
+        return str(user), str(agent)
 
     @staticmethod
     def _url(request: Request, name: str, **params: Any) -> str:
@@ -437,8 +441,7 @@ class WebView:
 
         def act(req: Request) -> Response:
             mem = self._memory(req)
-            user = form.get("user") or mem.scope.user
-            agent = form.get("agent") or mem.scope.agent
+            user, agent = self._scope(req, mem, form)
             if action == "undo":
                 log_id = _int(form.get("log_id"), "log_id", -1)
                 done = mem.undo_reorganize(log_id, user=user, agent=agent)
