@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from arbormem.cli.common import StoreOptions, handle_errors
+from arbormem.cli.common import StoreOptions, echo_json, handle_errors
 
 EMBEDDER_HELP = (
     "Embedder spec [default: the global --embedder or ARBORMEM_EMBEDDER, else "
@@ -505,3 +505,47 @@ def fit_cmd(
                 f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
             )
         click.echo(f"  weights: {r['weights']}")
+
+
+@bench.command("web")
+@click.option(
+    "--turns", "-n", default=5000, show_default=True, type=click.IntRange(min=1),
+    help="Messages of the generated thread (ignored with --store).",
+)  # fmt: skip
+@click.option(
+    "--store", "store_path", type=click.Path(dir_okay=False, exists=True),
+    help="Time the pages on this store's default scope instead of a generated thread.",
+)  # fmt: skip
+@click.option(
+    "--repeat", default=20, show_default=True, type=click.IntRange(min=1),
+    help="Requests timed per page after the first (cold) one.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def web_cmd(turns: int, store_path: str | None, repeat: int, as_json: bool) -> None:
+    """Time every page of the web view on a large thread (real uvicorn on 127.0.0.1).
+
+    Reports each page's first (cold) request and the p50 / p95 of the next ones,
+    against the bar of 300 ms. Needs the web extra.
+
+    \b
+    Examples:
+      arbormem bench web
+      arbormem bench web --store memory.db --repeat 50 --json
+    """
+    from pathlib import Path
+
+    from arbormem.bench.web import run
+
+    result = run(Path(store_path) if store_path else None, turns=turns, repeat=repeat)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"{result['messages']} messages, {result['sessions']} sessions; "
+               f"{repeat} requests per page after the first")  # fmt: skip
+    click.echo(
+        f"{'page':32} {'cold ms':>9} {'p50 ms':>8} {'p95 ms':>8}  within {result['bar_ms']:.0f} ms"
+    )
+    for name, row in result["pages"].items():
+        click.echo(f"{name:32} {row['cold_ms']:9.1f} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f}  "
+                   f"{'yes' if row['within_bar'] else 'NO'}")  # fmt: skip

@@ -1,0 +1,64 @@
+"""``arbormem ui``: the web view of a local store, in the browser."""
+
+from __future__ import annotations
+
+import socket
+
+import click
+
+from arbormem.cli.common import StoreOptions, handle_errors
+from arbormem.errors import ConfigError
+
+#: The only hosts the local view answers for (a page elsewhere that points a name
+#: of its own at 127.0.0.1 gets nothing).
+LOCAL_HOSTS = ["127.0.0.1", "localhost"]
+
+
+@click.command()
+@click.option(
+    "--port", "-p", type=click.IntRange(0, 65535), default=8421, show_default=True,
+    help="Port on 127.0.0.1 (0: any free port).",
+)  # fmt: skip
+@click.option("--no-browser", is_flag=True, help="Do not open a browser; print the address only.")
+@click.pass_obj
+@handle_errors
+def ui(opts: StoreOptions, port: int, no_browser: bool) -> None:
+    """Look at the store in a browser: scopes, sessions, topic tree, search, context.
+
+    Serves the store on 127.0.0.1 only, without keys, until Ctrl-C; prints the
+    address on the first line. Needs the web extra: pip install 'arbormem[web]'.
+
+    \b
+    Examples:
+      arbormem ui
+      arbormem ui --db ~/notes/memory.db --port 0 --no-browser
+    """
+    try:
+        import uvicorn
+
+        from arbormem.web import create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"the web view needs its extra ({exc.name} is missing): pip install 'arbormem[web]'"
+        ) from None
+
+    with opts.open(existing=True) as mem:
+        app = create_app(mem, allowed_hosts=LOCAL_HOSTS)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen(128)  # connections wait in the backlog until the server is up
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on 127.0.0.1:{port} ({exc.strerror}): "
+                "pick another with --port, or --port 0 for any free one"
+            ) from None
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        click.echo(f"arbormem ui: {url} (Ctrl-C to stop)", nl=True)
+        if not no_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        server.run(sockets=[sock])
