@@ -14,7 +14,7 @@ message names the thing at fault and what to do about it::
     ├── RerankerError      a reranking model cannot be loaded or called (search goes on without it)
     └── LLMError           an LLM endpoint failed (callers fall back to the no-LLM path)
 
-Driver errors (``sqlite3``, ``openai``...) are translated at the boundary, so
+Driver errors (the database's, ``openai``'s...) are translated at the boundary, so
 code using arbormem only ever needs to catch these.
 """
 

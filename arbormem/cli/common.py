@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from arbormem.errors import ArbormemError
+from arbormem.store.sqlite import files as store_files
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,11 +54,12 @@ class StoreOptions:
         """The store; with ``existing`` (commands that only read) an error when there
         is none yet, instead of creating an empty one (and its folders) at a mistyped
         ``--db``."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
         from arbormem.errors import StoreError
         from arbormem.memory import Memory
+        from arbormem.settings import resolve_store
 
-        db = store_settings(self.db if self.db is not None else UNSET).db
+        db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         if db != ":memory:" and path.is_dir():
             raise StoreError(
@@ -95,9 +96,10 @@ class StoreOptions:
         the store it created holds no message, the store's files and the folders made
         for it go again. A failed ingest at a mistyped --db left an empty store there,
         and later read commands on that path found it instead of saying "no store"."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
+        from arbormem.settings import resolve_store
 
-        db = store_settings(self.db if self.db is not None else UNSET).db
+        db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         # lexists: a link to a store not made yet is the user's, and so is its target.
         if db == ":memory:" or os.path.lexists(path):
@@ -107,10 +109,8 @@ class StoreOptions:
         try:
             yield
         except BaseException:
-            if path.exists() and _holds_no_message(path):
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-                shutil.rmtree(f"{path}.ann", ignore_errors=True)
+            if path.exists() and store_files.holds_no_message(path):
+                store_files.remove_store(path)
                 for folder in made:
                     try:
                         folder.rmdir()
@@ -124,25 +124,8 @@ def _empty_file(path: Path) -> bool:
     try:
         if not path.is_file() or path.stat().st_size:
             return False
-        wal = Path(f"{path}-wal")
-        return not (wal.is_file() and wal.stat().st_size)
+        return not store_files.log_holds_pages(path)
     except OSError:  # unreadable: opening it says why
-        return False
-
-
-def _holds_no_message(path: Path) -> bool:
-    """Whether an arbormem store is empty (False when it cannot be read: keep it)."""
-    import sqlite3
-
-    try:
-        # as_uri() quotes the path: a '#' or '%' in it cut the name short, and a stray
-        # empty file was created under the cut name.
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
-        finally:
-            conn.close()
-    except sqlite3.Error:
         return False
 
 
@@ -181,8 +164,14 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _jsonable(value: Any) -> Any:
+    """A result of the library as JSON: its ``to_dict()``, else its text."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else str(value)
+
+
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=_jsonable))
 
 
 def echo_jsonl(value: Any) -> None:
