@@ -103,7 +103,8 @@ def _parents(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph without the edges a package's __init__ has to its own submodules
     (re-exports), which are not cycles of meaning."""
     return {
-        name: {t for t in targets if not t.startswith(name + ".")} for name, targets in graph.items()
+        name: {t for t in targets if not t.startswith(name + ".")}
+        for name, targets in graph.items()
     }
 
 
