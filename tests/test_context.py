@@ -306,8 +306,10 @@ def test_upkeep_of_a_session_waits_and_is_coalesced(tmp_path: Path) -> None:
 
 def test_upkeep_of_a_long_session_reads_only_what_changed(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
-    chat(mem, 60)
-    mem.engine.working.wait()
+    # One upkeep per exchange, as on an idle machine: on a busy one, replies arriving
+    # while an upkeep waits join it, and the summary takes its batches elsewhere.
+    for i in range(60):
+        chat(mem, 1, start=i)
     mem.engine.working.interval = 60.0  # the next upkeep waits: what it will read can be seen
     chat(mem, 2, start=60, wait=False)
     thread = mem._thread(mem._scope(None, None))
