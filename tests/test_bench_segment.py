@@ -10,6 +10,7 @@ import pytest
 from arbormem.bench.segment import (
     Dialogue,
     Score,
+    join_dialogues,
     labels_from_segments,
     load_file,
     pk,
@@ -17,6 +18,7 @@ from arbormem.bench.segment import (
     window_k,
     windowdiff,
 )
+from arbormem.bench.taskdial import DOMAINS, generate
 from arbormem.errors import InputError
 
 from .conftest import run_cli, write_json
@@ -134,6 +136,56 @@ def test_cli_reports_every_system_per_file(tmp_path: Path) -> None:
     assert table.returncode == 0 and "WD" in table.stdout and "encoding" in table.stdout
     bad = run_cli("bench", "segment", str(write_json(tmp_path / "b.json", [])), env=env)
     assert bad.returncode == 1 and "holds no dialogue" in bad.stderr
+
+
+def test_joined_dialogues_make_each_dialogue_one_segment() -> None:
+    a = Dialogue("a", ["x", "y", "z"], ["user", "assistant", "user"], [1, 2])
+    b = Dialogue("b", ["u", "v"], ["user", "assistant"], [2])
+    (joined,) = join_dialogues([a, b, a], 2)  # the third, alone, is left out
+    assert joined.dial_id == "a+b" and joined.segments == [3, 2]
+    assert joined.utterances == ["x", "y", "z", "u", "v"]
+    assert joined.roles == ["user", "assistant", "user", "user", "assistant"]
+
+
+def test_task_dialogues_are_seeded_and_change_domain_at_every_segment() -> None:
+    dialogues = generate(40, seed=5)
+    assert dialogues == generate(40, seed=5) and dialogues != generate(40, seed=6)
+    for d in dialogues:
+        assert 3 <= len(d["segments"]) <= 6 and sum(d["segments"]) == len(d["utterances"])
+        assert all(a != b for a, b in zip(d["domains"], d["domains"][1:]))
+        assert set(d["domains"]) <= set(DOMAINS) and "roles" not in d
+    texts = [u for d in dialogues for u in d["utterances"]]
+    assert len(set(texts)) > 0.5 * len(texts)  # slot values and phrasings vary
+    bare = [u for d in generate(40, seed=5, cues=0) for u in d["utterances"]]
+    assert not any("goodbye" in u.lower() or "anything else" in u.lower() for u in bare)
+    assert any("goodbye" in u.lower() for u in texts)
+
+
+def test_cli_scores_generated_and_joined_dialogues(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "tasks.json", generate(4, seed=1))
+    env = {"ARBORMEM_EMBEDDER": "hash"}
+    done = run_cli(
+        "bench",
+        "segment",
+        str(path),
+        "--join",
+        "2",
+        "--tasks",
+        "3",
+        "--seed",
+        "2",
+        "--json",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)["files"]
+    joined = files[f"{path} (joined 2 at a time)"]
+    assert joined["dialogues"] == 2 and joined["systems"]["no_boundary"]["boundaries_gold"] == 2
+    (tasks,) = [v for k, v in files.items() if k.startswith("task dialogues")]
+    gold = sum(len(d["segments"]) - 1 for d in generate(3, seed=2))
+    assert tasks["dialogues"] == 3 and tasks["systems"]["arbormem"]["boundaries_gold"] == gold
+    empty = run_cli("bench", "segment", env=env)
+    assert empty.returncode != 0 and "--tasks" in empty.stderr
 
 
 @pytest.mark.skipif(not SEGMENTATION_DIR.is_dir(), reason="segmentation data not in ../shared")

@@ -18,11 +18,14 @@ from arbormem.tree.segment import (
     FEATURES,
     WEIGHTS,
     TopicState,
+    asks_more,
     boundary_probability,
     by_rule,
     content_words,
     features,
+    is_closing,
     is_farewell,
+    is_request,
     opens_topic,
 )
 
@@ -77,6 +80,29 @@ HOTEL_THEN_TRAIN = [
     ("user", "I need a train to Cambridge on Tuesday morning."),
     ("assistant", "There is a train at 9:15 arriving at 10:05. Shall I book a seat?"),
 ]
+#: A task: the slots it fills, the offer and the booking stay in one topic.
+TABLE_FOR_FOUR = [
+    ("user", "Hello, I'm looking for an expensive restaurant in the city centre."),
+    ("assistant", "There are several. What kind of food would you like?"),
+    ("user", "Korean, please."),
+    ("assistant", "Seoul Garden serves Korean food in the centre. Shall I reserve a table?"),
+    ("user", "Yes, for four people at 19:30 on Saturday."),
+    ("assistant", "Your table is reserved, reference K7Q2."),
+    ("user", "What is the address?"),
+    ("assistant", "It is at 12 Market Street."),
+]
+#: A bare thanks closes the task; the next request opens another one.
+THANKS_THEN_TAXI = [
+    ("user", "Thanks."),
+    ("assistant", "You're welcome."),
+    ("user", "I also need a taxi from my hotel to get there by 19:15."),
+    ("assistant", "A grey Skoda will pick you up at 18:50; the driver's phone is 0770 123456."),
+]
+#: No closing at all: a request that shares nothing with the task opens a topic.
+THEN_A_TRAIN = [
+    ("user", "I need a train to Leeds leaving on Friday after ten."),
+    ("assistant", "The 10:24 arrives at 12:58. How many tickets?"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +154,18 @@ def test_a_request_after_a_farewell_opens_a_topic(wordllama: CachedEmbedder) -> 
     assert starts(topics_of(HOTEL_THEN_TRAIN, wordllama)) == [6]
 
 
+def test_slot_filling_stays_in_its_task(wordllama: CachedEmbedder) -> None:
+    assert starts(topics_of(TABLE_FOR_FOUR, wordllama)) == []
+
+
+def test_a_closed_task_then_a_new_request_opens_a_topic(wordllama: CachedEmbedder) -> None:
+    assert starts(topics_of(TABLE_FOR_FOUR + THANKS_THEN_TAXI, wordllama)) == [10]
+
+
+def test_a_new_request_opens_a_topic_without_a_closing(wordllama: CachedEmbedder) -> None:
+    assert starts(topics_of(TABLE_FOR_FOUR + THEN_A_TRAIN, wordllama)) == [8]
+
+
 def test_the_threshold_is_the_tree_setting(wordllama: CachedEmbedder) -> None:
     from arbormem.tree.config import TreeConfig
 
@@ -173,6 +211,30 @@ def test_filler_farewells_and_young_topics_are_settled_by_rule() -> None:
     closed = TopicState.of([("Lisbon in May", None), ("Thanks, that's all, goodbye!", None)])
     text = "I need a train to Cambridge"
     assert by_rule(closed, text, features(closed, text, None)) is True
+
+
+def test_closings_requests_and_asking_for_more_are_read_from_the_text() -> None:
+    for text in ("Thanks.", "You're welcome!", "Is there anything else I can help with?"):
+        assert is_closing(text), text
+    assert not is_closing("Thanks, and what is the phone number of the museum on King Street?")
+    assert not is_closing("Anything else on the menu I should try.")
+    for text in ("Hi, I'm looking for a cheap hotel.", "Can you help me find a train?"):
+        assert is_request(text), text
+    assert not is_request("The hotel I need is cheap.")
+    assert asks_more("Great. I also need a taxi.") and not asks_more("I need a taxi.")
+
+
+def test_a_task_keeps_its_short_turns_and_leaves_real_questions_to_the_model() -> None:
+    task = TopicState.of([("I'm looking for a cheap hotel", None), ("Which area?", None)])
+    assert task.task
+    for text in ("The north, with free parking.", "Does it have wifi?"):
+        assert by_rule(task, text, features(task, text, None)) is False, text
+    text = "Do you play the violin in an orchestra on weekends?"
+    assert by_rule(task, text, features(task, text, None)) is None
+    chat = TopicState.of([("Lisbon in May", None), ("Five days in Alfama", None)])
+    assert not chat.task
+    text = "The north, with free parking."
+    assert by_rule(chat, text, features(chat, text, None)) is None
 
 
 def test_features_read_the_dialogues_shape() -> None:

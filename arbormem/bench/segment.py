@@ -80,7 +80,11 @@ class Dialogue:
 def load_file(path: str | Path) -> list[Dialogue]:
     """The dialogues of one file, checked (bad input names the dialogue and field)."""
     source = str(path)
-    data = parse_json(read_bytes_as_text(Path(path)), source)
+    return parse_dialogues(parse_json(read_bytes_as_text(Path(path)), source), source)
+
+
+def parse_dialogues(data: Any, source: str) -> list[Dialogue]:
+    """Dialogues from parsed JSON in the common layout, checked."""
     if not isinstance(data, list):
         raise InputError(
             "must be a JSON list of dialogues",
@@ -131,6 +135,32 @@ def load_file(path: str | Path) -> list[Dialogue]:
     if not out:
         raise InputError("holds no dialogue", source=source)
     return out
+
+
+def join_dialogues(dialogues: Sequence[Dialogue], size: int) -> list[Dialogue]:
+    """Consecutive dialogues put end to end ``size`` at a time, each whole dialogue one
+    gold segment (the last few, fewer than ``size``, are left out)."""
+    out = []
+    for start in range(0, len(dialogues) - size + 1, size):
+        group = dialogues[start : start + size]
+        out.append(
+            Dialogue(
+                "+".join(d.dial_id for d in group),
+                [u for d in group for u in d.utterances],
+                [r for d in group for r in d.roles],
+                [len(d.utterances) for d in group],
+            )
+        )
+    return out
+
+
+def task_dialogues(dialogues: int, seed: int) -> tuple[str, list[Dialogue]]:
+    """Generated task dialogues of changing domains (:mod:`arbormem.bench.taskdial`),
+    with the name they are reported under."""
+    from arbormem.bench.taskdial import generate
+
+    name = f"task dialogues (arbormem.bench.taskdial, seed {seed}, {dialogues} dialogues)"
+    return name, parse_dialogues(generate(dialogues, seed), name)
 
 
 # -- metrics -------------------------------------------------------------------------------
@@ -295,10 +325,25 @@ def run(
     embedder: str | Embedder | None = None,
     tree: TreeConfig | None = None,
     limit: int | None = None,
+    join: int | None = None,
+    tasks: int = 0,
+    seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Score arbormem and both baselines on every file; one entry per file."""
+    """Score arbormem and both baselines on every file; one entry per file.
+
+    ``join``: each file's dialogues are put end to end that many at a time, each
+    whole dialogue one gold segment (after ``limit``). ``tasks``: that many
+    generated task dialogues (``seed``) are scored too, as one more file."""
     files = [(str(p), load_file(p)) for p in paths]
+    if join:
+        files = [
+            (f"{source} (joined {join} at a time)", join_dialogues(d[:limit] if limit else d, join))
+            for source, d in files
+        ]
+        limit = None
+    if tasks:
+        files.append(task_dialogues(tasks, seed))
     inner = get_embedder(embedder)
     cached = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner, 200_000)
     out: dict[str, Any] = {

@@ -320,13 +320,25 @@ def _segment_table(result: dict[str, Any]) -> None:
 
 
 @bench.command("segment")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--embedder", help=EMBEDDER_HELP)
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
     help="Score only the first N dialogues of each file.",
 )
+@click.option(
+    "--join",
+    type=click.IntRange(min=2),
+    help="Put each file's dialogues end to end N at a time, each whole dialogue one segment.",
+)
+@click.option(
+    "--tasks",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also score N generated task dialogues of changing domains (a DialSeg711 stand-in).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --tasks.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
@@ -335,6 +347,9 @@ def segment_cmd(
     paths: tuple[str, ...],
     embedder: str | None,
     limit: int | None,
+    join: int | None,
+    tasks: int,
+    seed: int,
     as_json: bool,
 ) -> None:
     """Topic segmentation: the tree against gold boundaries, with two baselines.
@@ -350,6 +365,8 @@ def segment_cmd(
       arbormem bench segment ../shared/datasets/segmentation/tiage-dev.json
       arbormem bench segment a.json b.json --json
       arbormem bench segment dialogues.json --limit 50 --embedder hash
+      arbormem bench segment --tasks 300 --seed 1
+      arbormem bench segment dialogues.json --join 4
     """
     import sys
 
@@ -359,7 +376,17 @@ def segment_cmd(
         if sys.stderr.isatty():
             click.echo(f"  {msg}", err=True)
 
-    result = run(paths, embedder=embedder or opts.embedder, limit=limit, progress=progress)
+    if not paths and not tasks:
+        raise click.UsageError("give at least one dialogue file, or --tasks N")
+    result = run(
+        paths,
+        embedder=embedder or opts.embedder,
+        limit=limit,
+        join=join,
+        tasks=tasks,
+        seed=seed,
+        progress=progress,
+    )
     if as_json:
         click.echo(to_json(result))
     else:

@@ -42,7 +42,7 @@ class TreeConfig:
     max_children: int = 10
     #: A message whose continuity with the active topic (1 - the boundary model's
     #: probability, see :mod:`arbormem.tree.segment`) falls below this opens a new topic.
-    split_threshold: float = 0.40
+    split_threshold: float = 0.50
     #: Exchanges a topic holds before a message may open the next one.
     min_exchanges: int = 1
     #: Exchanges after which a topic is closed whatever the drift.

@@ -17,7 +17,12 @@ the shape of the dialogue around it:
 * ``after_question``: the previous message ended on a question, so this one
   most likely answers it (questions and their answers belong together);
 * ``content_words``: log(1 + number of content words);
-* ``topic_length``: log of the messages the topic holds.
+* ``topic_length``: log of the messages the topic holds;
+* ``after_short``: the previous message was a short statement (at most three
+  content words, no question), which this one most likely takes up ("The
+  east, please." before the restaurant it asks for);
+* ``request``: the message opens with a request ("I need...", "can you help
+  me find...", "is there a...").
 
 A fitted logistic model turns them into the probability that the message
 opens a new topic; its complement, the *continuity*, is compared with
@@ -28,11 +33,18 @@ development dialogues (see ``docs/benchmarks.md``).
 
 Rules around the model: a message with no content word beyond chat filler
 (greetings, thanks, "ok", "lol") never opens a topic, nor does a farewell; a
-topic holds at least :data:`MIN_TOPIC_MESSAGES` messages before it can end;
-a message with content after a farewell ("thanks, that's all, bye") opens a
-topic whatever the model says; and so does a message of at least three content
-words that shares none with the topic, whose vector points away from the
-topic's, and that does not follow a question.
+topic holds at least :data:`MIN_TOPIC_MESSAGES` messages before it can end.
+Then a message opens a topic whatever the model says when it has content and
+follows a farewell ("thanks, that's all, bye"); when it has two content words
+or more and follows a closing (a bare "thanks", "you're welcome", "anything
+else?"); when it asks for something *more* ("I also need a taxi") with no word
+in common with the last messages; when it opens a request with no word in
+common with the topic; and when it has at least three content words, none of
+them in the topic, its vector points away from the topic's, and it does not
+follow a question. Last, a topic that opened with a request is a *task*: the
+turns that serve it (slot filling, offers, confirmations, short questions about
+the offer) stay in it, and only a message whose questions hold four content
+words or more is left to the model (the rules above still apply).
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ from arbormem.text import analyze
 WINDOW = 3
 #: Messages a topic holds before a message may open the next one.
 MIN_TOPIC_MESSAGES = 2
+#: Content words in the questions of a message the model may judge inside a task topic.
+TASK_QUESTION_WORDS = 4
 #: ``content_words`` (log(1 + n)) of a message the abrupt-change rule judges: 3 words.
 ABRUPT_WORDS = math.log1p(3)
 
@@ -65,22 +79,26 @@ FEATURES = (
     "new_question",
     "content_words",
     "topic_length",
+    "after_short",
+    "request",
 )
 DENSE_FEATURES = ("cos_window", "cos_topic")
 WORD_FEATURES = ("words_window", "words_topic", "new_question")
 
 #: Fitted by ``python -m arbormem.bench.segment_fit`` (see docs/benchmarks.md).
-BIAS = -1.42
+BIAS = -1.4
 WEIGHTS: Mapping[str, float] = {
-    "cos_window": -1.57,
-    "cos_topic": 0.41,
-    "words_window": -0.14,
-    "words_topic": -0.38,
-    "question": 1.74,
-    "after_question": -1.74,
-    "new_question": 0.6,
-    "content_words": 0.47,
+    "cos_window": -2.48,
+    "cos_topic": 0.84,
+    "words_window": -0.22,
+    "words_topic": -0.26,
+    "question": 1.56,
+    "after_question": -1.62,
+    "new_question": 0.73,
+    "content_words": 0.57,
     "topic_length": -0.54,
+    "after_short": -0.62,
+    "request": 0.66,
 }
 
 #: Words that carry no subject: greetings, thanks, agreement, laughter, offers of help.
@@ -98,6 +116,31 @@ _FAREWELL = re.compile(
     re.IGNORECASE,
 )
 _QUESTION = re.compile(r"[^.!?\n]*\?")
+#: Short thanks and welcomes, and offers of more help, that close an exchange.
+_THANKS = re.compile(
+    r"\b(?:thanks|thank you|thx|you'?re welcome|you are welcome|appreciate it|happy to help"
+    r"|glad to help|my pleasure|no problem)\b",
+    re.IGNORECASE,
+)
+_ELSE = re.compile(r"\b(?:anything else|something else|anything more)\b", re.IGNORECASE)
+# Words that may come before a request without changing it: greetings, thanks, assent.
+_LEAD = (
+    r"^(?:(?:hi|hello|hey|good (?:morning|afternoon|evening)|great|perfect|thanks|thank you"
+    r"|ok|okay|alright|also|and|yes|yeah|no)(?: there)?[\s,.!]+)*"
+)
+_REQUEST = re.compile(
+    _LEAD + r"(?:i(?:'m| am)? (?:now )?(?:need|want|would like|'d like|looking for"
+    r"|am looking for|was wondering|wonder)|i'd like|can you (?:help|find|recommend"
+    r"|tell me about|look up)|could you (?:help|find|recommend|tell me about)|help me find"
+    r"|find me|where(?: is|'s) the (?:nearest|closest)|is there an? |are there any )",
+    re.IGNORECASE,
+)
+_MORE = re.compile(
+    r"\b(?:i(?:'d| would| will)? also (?:need|want|like)|i'?m also (?:looking|interested)"
+    r"|i am also (?:looking|interested)|can you also|could you also|also,? (?:i|can|could)"
+    r"|one more thing)\b",
+    re.IGNORECASE,
+)
 
 
 # A message is read by several features and rules, and once more as it joins its topic:
@@ -120,6 +163,29 @@ def is_farewell(text: str) -> bool:
     return bool(_FAREWELL.search(text)) and len(content_words(text)) <= 6
 
 
+@lru_cache(maxsize=4096)
+def is_closing(text: str) -> bool:
+    """A message that closes an exchange: a farewell, a short thanks or welcome, or an
+    offer of more help ("Is there anything else I can help you with?")."""
+    if is_farewell(text):
+        return True
+    if _THANKS.search(text) and len(content_words(text)) <= 3:
+        return True
+    return bool(_ELSE.search(text)) and text.rstrip().endswith("?")
+
+
+@lru_cache(maxsize=4096)
+def is_request(text: str) -> bool:
+    """A message that opens with a request ("Hi, I'm looking for a cheap hotel")."""
+    return bool(_REQUEST.search(text))
+
+
+@lru_cache(maxsize=4096)
+def asks_more(text: str) -> bool:
+    """A message that asks for something more ("I also need a taxi")."""
+    return bool(_MORE.search(text))
+
+
 @dataclass
 class TopicState:
     """What the decision knows of the active topic (kept by the grower's cursor)."""
@@ -134,10 +200,14 @@ class TopicState:
     words: set[str] = field(default_factory=set)
     messages: int = 0
     previous: str | None = None
+    #: The topic opened with a request (see :func:`is_request`).
+    task: bool = False
 
     def add(self, text: str, vec: np.ndarray | None) -> None:
         """Take a message into the topic."""
         words = content_words(text)
+        if not self.messages:
+            self.task = is_request(text)
         self.window.append((vec, words))
         self.words |= words
         if vec is not None:
@@ -182,6 +252,7 @@ def features(state: TopicState, text: str, vec: np.ndarray | None) -> dict[str, 
         cos_topic = _cosine(vec, state.vector_sum)
     asked = question_words(text)
     previous = (state.previous or "").rstrip()
+    short = bool(previous) and not previous.endswith("?") and len(content_words(previous)) <= 3
     return {
         "cos_window": cos_window,
         "cos_topic": cos_topic,
@@ -192,6 +263,8 @@ def features(state: TopicState, text: str, vec: np.ndarray | None) -> dict[str, 
         "new_question": len(asked - window_words) / len(asked) if asked else 0.0,
         "content_words": math.log1p(len(words)),
         "topic_length": math.log(max(state.messages, 1)),
+        "after_short": float(short),
+        "request": float(is_request(text)),
     }
 
 
@@ -216,9 +289,17 @@ def by_rule(state: TopicState, text: str, values: Mapping[str, float]) -> bool |
     where the model decides. ``values``: the message's :func:`features`."""
     if state.messages < MIN_TOPIC_MESSAGES:
         return False
-    if not content_words(text) or is_farewell(text):
+    words = content_words(text)
+    if not words or is_farewell(text):
         return False  # greetings, thanks and goodbyes do not open topics
-    if state.previous is not None and is_farewell(state.previous):
+    previous = state.previous
+    if previous is not None and is_farewell(previous):
+        return True
+    if len(words) >= 2 and previous is not None and is_closing(previous):
+        return True  # "Thanks." "You're welcome." then a new request
+    if len(words) >= 2 and values["words_window"] == 0 and asks_more(text):
+        return True
+    if len(words) >= 2 and values["words_topic"] == 0 and values["request"]:
         return True
     if (
         values["cos_topic"] < 0
@@ -227,6 +308,8 @@ def by_rule(state: TopicState, text: str, values: Mapping[str, float]) -> bool |
         and not values["after_question"]
     ):
         return True  # nothing in common with the topic, not even its direction
+    if state.task and len(question_words(text)) < TASK_QUESTION_WORDS:
+        return False  # slot filling, offers and confirmations serve the task
     return None
 
 
