@@ -689,6 +689,7 @@ from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
 from arbormem.cli.example import example  # noqa: E402
+from arbormem.cli.serve import keys, mcp_cmd, serve  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
@@ -697,6 +698,9 @@ cli.add_command(context)
 cli.add_command(example)
 cli.add_command(tree)
 cli.add_command(reorganize)
+cli.add_command(serve)
+cli.add_command(mcp_cmd)
+cli.add_command(keys)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
