@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from arbormem.memory import Memory
 from arbormem.server.deps import PrincipalDep, server_state
 from arbormem.server.errors import ApiError
-from arbormem.server.schemas import WRITE_ERRORS
+from arbormem.server.schemas import WRITE_ERRORS, ErrorOut
 from arbormem.server.state import ProxyConfig
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible proxy"])
@@ -100,7 +100,15 @@ def _client(config: ProxyConfig) -> Any:
     )
 
 
-@router.post("/chat/completions", responses=WRITE_ERRORS)
+@router.post(
+    "/chat/completions",
+    responses={
+        **WRITE_ERRORS,
+        404: {"model": ErrorOut, "description": "The proxy is off (no --llm-base-url)"},
+        502: {"description": "The endpoint failed or is unreachable (OpenAI's error shape)"},
+        504: {"description": "The endpoint timed out (OpenAI's error shape)"},
+    },
+)
 async def chat_completions(
     request: Request,
     p: PrincipalDep,
