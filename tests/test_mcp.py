@@ -108,11 +108,13 @@ def test_http_mcp_uses_the_same_keys_and_tenants(tmp_path: Path) -> None:
     with serve(tmp_path) as s:
 
         async def session_for(key: str | None, fn: Any) -> Any:
-            async with httpx2.AsyncClient(headers=s.headers(key), timeout=30) as http:
-                async with streamable_http_client(f"{s.url}/mcp", http_client=http) as (r, w):
-                    async with ClientSession(r, w) as session:
-                        await session.initialize()
-                        return await fn(session)
+            async with (
+                httpx2.AsyncClient(headers=s.headers(key), timeout=30) as http,
+                streamable_http_client(f"{s.url}/mcp", http_client=http) as (r, w),
+                ClientSession(r, w) as session,
+            ):
+                await session.initialize()
+                return await fn(session)
 
         async def add_and_find(session: ClientSession) -> Any:
             await _call(session, "add_memory", content="acme alice likes oolong", scope="alice")
