@@ -41,7 +41,7 @@ def list_scopes(
     )
 
 
-@router.delete("/users/{user}", responses=WRITE_ERRORS)
+@router.delete("/users/{user}", responses={**WRITE_ERRORS, **LOOKUP_ERRORS})
 def forget_user(
     user: Annotated[str, Path(min_length=1, max_length=512)], mem: WriteMemory
 ) -> schemas.ForgottenOut:
