@@ -506,3 +506,8 @@ def fit_cmd(
                 f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
             )
         click.echo(f"  weights: {r['weights']}")
+
+
+from arbormem.cli.bench_serve import serve_cmd  # noqa: E402
+
+bench.add_command(serve_cmd)
