@@ -82,6 +82,21 @@ def _start_server(db: Path, keys: Path, embedder: str | None) -> tuple[subproces
     return proc, line.rsplit(" on ", 1)[1].strip()
 
 
+def _warm(url: str, keys: list[str], queries: list[str]) -> None:
+    """One search per tenant before the clock starts: the first search of a thread
+    loads its vectors and index, which is start-up, not serving."""
+    import httpx2
+
+    with httpx2.Client(base_url=url, timeout=120) as http:
+        for n, key in enumerate(keys):
+            r = http.post(
+                "/v1/search",
+                json={"user": "u", "query": queries[n % len(queries)]},
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            r.raise_for_status()
+
+
 def _load(
     url: str,
     keys: list[str],
@@ -212,7 +227,9 @@ def run(
         queries = generate_queries(2000, seed=seed)
         proc, url = _start_server(db, keyfile, embedder)
         try:
-            say(f"serving at {url}: {clients} clients for {duration:g} s")
+            say(f"serving at {url}: one search per tenant to warm up")
+            _warm(url, keys, queries)
+            say(f"{clients} clients for {duration:g} s")
             load = _load(url, keys, clients, duration, search_share, queries, seed)
             say(f"{mcp_calls} MCP search_memories calls over HTTP")
             mcp = _mcp_latency(url, keys[0], mcp_calls, queries) if mcp_calls else {}
