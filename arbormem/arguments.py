@@ -3,7 +3,7 @@
 Each helper returns the value it checked (normalised where the API says so) or
 raises :class:`~arbormem.errors.InputError` naming the field and the fix, so a
 wrong value never reaches SQLite, the embedder or the file system as a raw
-``TypeError``, ``UnicodeEncodeError`` or ``sqlite3`` error.
+``TypeError``, ``UnicodeEncodeError`` or database driver error.
 
 Every string is measured in UTF-8 bytes, and one with an unpaired surrogate
 (which UTF-8 cannot encode) is refused. The limits, each a setting (see
@@ -47,6 +47,17 @@ _SETTINGS = {
     "name_bytes": "max_name_bytes",
     "metadata_bytes": "max_metadata_bytes",
 }
+
+
+#: The most hits (and neighbours per hit) one search returns.
+MAX_RESULTS = 10_000
+#: Turns attached on each side of a hit: k x 2 x this many messages are read (100 hits
+#: with 10,000 neighbours each exhausted 3 GB).
+MAX_NEIGHBORS = 100
+#: Messages one search may return with its neighbours, k x (2 x neighbors + 1).
+MAX_WITH_NEIGHBORS = 50_000
+#: Message positions are stored as 64-bit integers.
+MAX_POSITION = 2**62
 
 
 def type_name(value: Any) -> str:
@@ -230,3 +241,16 @@ def seconds(value: Any, field: str) -> float:
     if not 0 <= value < float("inf"):
         raise InputError(f"must be a finite number of seconds >= 0, got {value!r}", field=field)
     return float(value)
+
+
+def names(value: Any, field: str) -> tuple[str, ...] | None:
+    """One name or a non-empty list of names, as a tuple; None for all."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        if not value:
+            raise InputError("is empty: name at least one, or pass None for all", field=field)
+        return tuple(value)
+    raise InputError(f"must be a string or a list of strings, got {shown(value)}", field=field)

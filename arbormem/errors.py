@@ -15,7 +15,7 @@ message names the thing at fault and what to do about it::
     ├── LLMError           an LLM endpoint failed (callers fall back to the no-LLM path)
     └── RemoteError        an arbormem server refused a request or could not be reached
 
-Driver errors (``sqlite3``, ``openai``...) are translated at the boundary, so
+Driver errors (the database's, ``openai``'s...) are translated at the boundary, so
 code using arbormem only ever needs to catch these.
 """
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -27,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from arbormem import arguments
+from arbormem.arguments import MAX_NEIGHBORS, MAX_POSITION, MAX_RESULTS, MAX_WITH_NEIGHBORS
 from arbormem.config import UNSET
-from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER, Context
-from arbormem.context.build import build_context
+from arbormem.context.assemble import Context
+from arbormem.context.build import build_context, check_context_arguments
 from arbormem.context.modes import get_mode
 from arbormem.embed import Embedder
 from arbormem.engine import Engine, check_parts
@@ -37,7 +37,7 @@ from arbormem.errors import ConfigError, InputError, NotFound, StoreError
 from arbormem.forgetting import Forgetter, check_target
 from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
 from arbormem.ingest.pipeline import Writer, session_name
-from arbormem.ingest.transfer import export_document, write_export
+from arbormem.ingest.transfer import export_threads
 from arbormem.ingest.validate import normalize_role
 from arbormem.jobs import PendingJob
 from arbormem.llm import LLMClient, get_llm
@@ -59,7 +59,6 @@ from arbormem.results import (
     Undone,
 )
 from arbormem.settings import Settings
-from arbormem.settings import budget_tokens as budget_of
 from arbormem.store import Backend, Filters
 from arbormem.store.types import PURGE_WAIT, Thread
 from arbormem.text import query_terms
@@ -86,16 +85,6 @@ def _close_open_stores() -> None:
             log.warning("could not close %s at exit: %s", mem.path, exc)
 
 
-#: The most hits (and neighbours per hit) one search returns.
-MAX_RESULTS = 10_000
-#: Turns attached on each side of a hit: k x 2 x this many messages are read (100 hits
-#: with 10,000 neighbours each exhausted 3 GB).
-MAX_NEIGHBORS = 100
-#: Messages one search may return with its neighbours, k x (2 x neighbors + 1).
-MAX_WITH_NEIGHBORS = 50_000
-#: Message positions are stored as 64-bit integers.
-MAX_POSITION = 2**62
-
 #: Constructor arguments that are settings (see :class:`~arbormem.settings.Settings`).
 _SETTING_ARGUMENTS = (
     "user",
@@ -106,20 +95,6 @@ _SETTING_ARGUMENTS = (
     "max_metadata_bytes",
     "ann_threshold",
 )
-
-
-def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
-        if not value:
-            raise InputError("is empty: name at least one, or pass None for all", field=field)
-        return tuple(value)
-    raise InputError(
-        f"must be a string or a list of strings, got {arguments.shown(value)}", field=field
-    )
 
 
 class Memory:
@@ -519,8 +494,8 @@ class Memory:
                 field="neighbors",
             )
         scope = self._scope(user, agent)
-        names = _as_tuple(session, "session")
-        roles = _as_tuple(role, "role")
+        names = arguments.names(session, "session")
+        roles = arguments.names(role, "role")
         filters = Filters(
             sessions=None if names is None else tuple(str(self._session(n)) for n in names),
             since=parse_timestamp(since, field="since") if since is not None else None,
@@ -727,37 +702,15 @@ class Memory:
         reply in the model's context window.
         """
         self._query(query)
-        if budget_tokens is UNSET:
-            budget = self.settings.context_budget
-        elif budget_tokens is None:
-            raise InputError(
-                "must be a whole number of tokens, got None",
-                field="budget_tokens",
-                hint="leave it out for the configured budget",
-            )
-        else:
-            try:
-                budget = budget_of(budget_tokens)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise InputError(str(exc), field="budget_tokens") from None
-        if k is not None:
-            arguments.count(k, "k", 1, MAX_RESULTS)
-        arguments.count(paths, "paths", 0, MAX_RESULTS)
-        if system_prompt is not None:  # "" is the default prompt, as None is
-            arguments.text(
-                system_prompt, "system_prompt", max_bytes=self.limits.message_bytes, blank=True
-            )
-        smallest = MIN_BUDGET + REPLY_PRIMER + 1
-        for name, value, low in (
-            ("context_window", context_window, smallest),
-            ("reply_tokens", reply_tokens, 0),
-        ):
-            if value is None and name == "context_window":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(
-                    f"must be an integer of at least {low} tokens, got {value!r}", field=name
-                )
+        budget = check_context_arguments(
+            budget_tokens if budget_tokens is not UNSET else self.settings.context_budget,
+            k=k,
+            paths=paths,
+            system_prompt=system_prompt,
+            context_window=context_window,
+            reply_tokens=reply_tokens,
+            max_text_bytes=self.limits.message_bytes,
+        )
         chosen = None if mode is None else self._mode(mode)
         key_given = self._session(session)
         scope = self._scope(user, agent)
@@ -966,17 +919,7 @@ class Memory:
             threads = self.backend.threads(user, tenant=self.tenant)
         else:
             threads = self._threads(scope, False)
-        document = export_document(self.backend, threads)
-        if target is not None:
-            write_export(document, target)
-        return Exported(
-            document=document,
-            threads=len(document["threads"]),
-            messages=sum(
-                len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
-            ),
-            path=None if target is None else str(target),
-        )
+        return export_threads(self.backend, threads, target)
 
     def import_(self, source: str | os.PathLike[str] | Mapping[str, Any] | Exported) -> Imported:
         """Restore an export (a file, its parsed JSON, or an :class:`Exported`). All or
@@ -1015,19 +958,7 @@ class Memory:
         for the next process (``saved`` is False when it could not be: a full disk).
         ``arbormem ingest`` calls it after storing.
         """
-        start = time.perf_counter()
-        thread = self._thread(self._scope(user, agent))
-        if thread is None:
-            return PreparedSearch(duration_secs=round(time.perf_counter() - start, 3))
-        built = self.backend.prepare_nearest(thread, self.embedder)
-        topics = self._engine.tree_recall.prepare(thread) if self.tree_config.enabled else 0
-        return PreparedSearch(
-            vectors=built.vectors,
-            approximate=built.approximate,
-            saved=built.saved,
-            topics=topics,
-            duration_secs=round(time.perf_counter() - start, 3),
-        )
+        return self._engine.prepare_search(self._thread(self._scope(user, agent)))
 
     def reembed(
         self, *, prune: bool = True, progress: Callable[[int], None] | None = None

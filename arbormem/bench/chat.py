@@ -822,7 +822,7 @@ def run(
 # -- the command ---------------------------------------------------------------------------
 
 
-def _print(result: dict[str, Any]) -> None:
+def print_table(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -864,64 +864,3 @@ def _print(result: dict[str, Any]) -> None:
     for label, value in rows:
         table.add_row(label, value)
     Console().print(table)
-
-
-def click_command() -> Any:
-    """``arbormem bench chat``, made on demand (registered by :mod:`arbormem.cli.bench`)."""
-    import click
-
-    from arbormem.cli.common import StoreOptions, handle_errors
-
-    @click.command("chat")
-    @click.option(
-        "--turns",
-        "-n",
-        default=DEFAULT_TURNS,
-        show_default=True,
-        type=click.IntRange(min=1),
-        help="User turns in the scripted conversation.",
-    )
-    @click.option(
-        "--budget",
-        "-b",
-        type=click.IntRange(min=32),
-        help="Token budget of each prompt [default: 4000, or ARBORMEM_CONTEXT_BUDGET].",
-    )
-    @click.option("--seed", default=0, show_default=True, help="Seed of the scripted chat.")
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.pass_obj
-    @handle_errors
-    def chat(opts: StoreOptions, turns: int, budget: int | None, seed: int, as_json: bool) -> None:
-        """Prompt tokens with memory against the whole history, over a scripted chat.
-
-        Runs --turns scripted user messages through the same ChatSession as
-        `arbormem chat`, on a fresh temporary store (the global --embedder, else
-        the default one), against a deterministic in-process model: the answers
-        are scripted, so this measures prompt size and Memory.context latency,
-        not answer quality. Reports tokens sent, tokens the full history would
-        have cost, their ratio (target: under 15% at 500 turns), context p50/p95
-        latency and the token counter.
-
-        \b
-        Examples:
-          arbormem bench chat
-          arbormem bench chat --turns 1000 --budget 2000
-          arbormem --embedder hash bench chat --turns 50 --json
-        """
-        import json
-        import sys
-
-        def progress(msg: str) -> None:
-            if sys.stderr.isatty():
-                sys.stderr.write(f"\r\x1b[2K  {msg}")
-                sys.stderr.flush()
-
-        result = run(turns, budget=budget, embedder=opts.embedder, seed=seed, progress=progress)
-        if sys.stderr.isatty():
-            sys.stderr.write("\r\x1b[2K")
-        if as_json:
-            click.echo(json.dumps(result, indent=2))
-        else:
-            _print(result)
-
-    return chat

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.errors import ArbormemError, ConfigError
-from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite import files as store_files
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_QUERIES = 300
@@ -68,12 +67,7 @@ def peak_rss_mb() -> float | None:
 
 def store_mb(db: Path) -> float:
     """Size on disk of a SQLite store with its WAL and shared-memory files."""
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        f = Path(f"{db}{suffix}")
-        if f.exists():
-            total += f.stat().st_size
-    return round(total / 2**20, 1)
+    return round(store_files.store_bytes(db) / 2**20, 1)
 
 
 # -- the two measuring processes ---------------------------------------------------------
@@ -254,9 +248,7 @@ def run(
             if progress:
                 progress(f"[{i}/{len(sizes)}] {n:,} turns")
             db = folder / f"scale-{n}.db"
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-            shutil.rmtree(f"{db}.ann", ignore_errors=True)  # its saved vector index too
+            store_files.remove_store(db)  # its log and saved vector index too
             common = ["--db", str(db), "--seed", str(seed)]
             if embedder:
                 common += ["--embedder", embedder]
@@ -307,7 +299,7 @@ def _config(built: dict[str, Any], queries: int, seed: int, batch_size: int) -> 
         "history": f"{START.date()} to {END.date()}",
         "arbormem": arbormem.__version__,
         "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
+        "sqlite": store_files.engine_version(),
         "numpy": np.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),

@@ -366,11 +366,10 @@ def segment_cmd(
         _segment_table(result)
 
 
-from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
-from arbormem.bench.context import click_command as context_command  # noqa: E402
+from arbormem.cli.bench_session import chat, context  # noqa: E402
 
-bench.add_command(click_command())
-bench.add_command(context_command())
+bench.add_command(chat)
+bench.add_command(context)
 
 
 @bench.command("updates")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from arbormem.errors import ArbormemError
+from arbormem.store.sqlite import files as store_files
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,10 +109,8 @@ class StoreOptions:
         try:
             yield
         except BaseException:
-            if path.exists() and _holds_no_message(path):
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-                shutil.rmtree(f"{path}.ann", ignore_errors=True)
+            if path.exists() and store_files.holds_no_message(path):
+                store_files.remove_store(path)
                 for folder in made:
                     try:
                         folder.rmdir()
@@ -126,25 +124,8 @@ def _empty_file(path: Path) -> bool:
     try:
         if not path.is_file() or path.stat().st_size:
             return False
-        wal = Path(f"{path}-wal")
-        return not (wal.is_file() and wal.stat().st_size)
+        return not store_files.log_holds_pages(path)
     except OSError:  # unreadable: opening it says why
-        return False
-
-
-def _holds_no_message(path: Path) -> bool:
-    """Whether an arbormem store is empty (False when it cannot be read: keep it)."""
-    import sqlite3
-
-    try:
-        # as_uri() quotes the path: a '#' or '%' in it cut the name short, and a stray
-        # empty file was created under the cut name.
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
-        finally:
-            conn.close()
-    except sqlite3.Error:
         return False
 
 

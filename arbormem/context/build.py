@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from arbormem.context.assemble import DEFAULT_SYSTEM_PROMPT, Context, ContextBuilder, RecallItem
+from arbormem.context.assemble import (
+    DEFAULT_SYSTEM_PROMPT,
+    MIN_BUDGET,
+    REPLY_PRIMER,
+    Context,
+    ContextBuilder,
+    RecallItem,
+)
 from arbormem.context.modes import get_mode
 from arbormem.context.trackers import new_tracker
 from arbormem.context.working import SessionMemory, WorkingMemory
+from arbormem.errors import InputError
 from arbormem.models import Hit, Message
 from arbormem.store.base import Backend
 from arbormem.store.types import Thread
@@ -24,6 +32,50 @@ from arbormem.tree.recall import TopicPath
 #: the summary in the background; past BLOCK_AT, before the context is built.
 WARN_AT = 0.7
 BLOCK_AT = 0.9
+
+
+def check_context_arguments(
+    budget_tokens: object,
+    *,
+    k: object,
+    paths: object,
+    system_prompt: object,
+    context_window: object,
+    reply_tokens: object,
+    max_text_bytes: int,
+) -> int:
+    """Check the arguments of :meth:`~arbormem.memory.Memory.context` (each error names
+    its argument); returns the token budget."""
+    from arbormem import arguments
+    from arbormem.settings import budget_tokens as budget_of
+
+    if budget_tokens is None:
+        raise InputError(
+            "must be a whole number of tokens, got None",
+            field="budget_tokens",
+            hint="leave it out for the configured budget",
+        )
+    try:
+        budget = budget_of(budget_tokens)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(str(exc), field="budget_tokens") from None
+    if k is not None:
+        arguments.count(k, "k", 1, arguments.MAX_RESULTS)
+    arguments.count(paths, "paths", 0, arguments.MAX_RESULTS)
+    if system_prompt is not None:  # "" is the default prompt, as None is
+        arguments.text(system_prompt, "system_prompt", max_bytes=max_text_bytes, blank=True)
+    smallest = MIN_BUDGET + REPLY_PRIMER + 1
+    for name, value, low in (
+        ("context_window", context_window, smallest),
+        ("reply_tokens", reply_tokens, 0),
+    ):
+        if value is None and name == "context_window":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(
+                f"must be an integer of at least {low} tokens, got {value!r}", field=name
+            )
+    return budget
 
 
 def recall_items(

@@ -36,6 +36,7 @@ from arbormem.context.trackers import new_tracker, tracker_from_dict
 from arbormem.errors import ArbormemError, InputError
 from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
+from arbormem.results import Exported
 from arbormem.store.base import Backend
 from arbormem.store.types import NewMessage, Thread
 from arbormem.timeutil import format_timestamp, utcnow
@@ -330,3 +331,19 @@ def write_export(document: Mapping[str, Any], path: Path) -> None:
             source=str(path),
             hint="give a file path in a folder that exists and can be written",
         ) from None
+
+
+def export_threads(backend: Backend, threads: Sequence[Thread], target: Path | None) -> Exported:
+    """Export ``threads`` (written atomically to ``target`` when given)."""
+
+    document = export_document(backend, threads)
+    if target is not None:
+        write_export(document, target)
+    return Exported(
+        document=document,
+        threads=len(document["threads"]),
+        messages=sum(
+            len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
+        ),
+        path=None if target is None else str(target),
+    )

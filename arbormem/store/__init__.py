@@ -46,6 +46,7 @@ __all__ = [
     "ThreadState",
     "TreeLogEntry",
     "TreeState",
+    "files",
     "open_store",
     "register_store",
     "store_schemes",
