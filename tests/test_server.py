@@ -231,3 +231,37 @@ def test_keys_commands_and_serve_refuses_an_open_network_port(tmp_path: Path) ->
     refused = run_cli("--db", db, "serve", "--host", "0.0.0.0", "--no-auth")
     assert refused.returncode == 2
     assert "--no-auth" in refused.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_serve_command_serves_until_stopped(tmp_path: Path, workers: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "m.db")
+    key = json.loads(run_cli("--db", db, "keys", "create", "--tenant", "t", "--json").stdout)["key"]
+    cmd = [sys.executable, "-m", "arbormem", "--db", db, "--embedder", "hash", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0", "--workers", workers],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = line.rsplit(" on ", 1)[1].strip()
+        # Listening from the moment the URL is printed: no retry loop needed.
+        with httpx2.Client(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+        ) as http:
+            ids = [_add(http, "u", f"note {i} about tea").json()["ids"][0] for i in range(4)]
+            hits = http.post("/v1/search", json={"user": "u", "query": "tea", "k": 10}).json()
+        assert {h["id"] for h in hits["hits"]} == set(ids)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    with Memory(db, embedder=HashingEmbedder(64), read_only=True) as mem:
+        assert [m.id for m in mem.for_tenant("t").messages(user="u")] == ids

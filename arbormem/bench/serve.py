@@ -67,11 +67,13 @@ def fill_store(db: Path, tenants: int, turns: int, embedder: str | None, seed: i
         mem.wait()  # the trees grown in the background, before the clock starts
 
 
-def _start_server(db: Path, keys: Path, embedder: str | None) -> tuple[subprocess.Popen[str], str]:
+def _start_server(
+    db: Path, keys: Path, embedder: str | None, workers: int
+) -> tuple[subprocess.Popen[str], str]:
     cmd = [sys.executable, "-m", "arbormem", "--db", str(db)]
     if embedder is not None:
         cmd += ["--embedder", embedder]
-    cmd += ["serve", "--port", "0", "--keys", str(keys)]
+    cmd += ["serve", "--port", "0", "--keys", str(keys), "--workers", str(workers)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -88,6 +90,7 @@ def _warm(url: str, keys: list[str], queries: list[str]) -> None:
     import httpx2
 
     with httpx2.Client(base_url=url, timeout=120) as http:
+        http.get("/v1/health").raise_for_status()  # every worker may still be starting
         for n, key in enumerate(keys):
             r = http.post(
                 "/v1/search",
@@ -209,6 +212,7 @@ def run(
     duration: float = 60.0,
     search_share: float = 0.8,
     mcp_calls: int = 200,
+    workers: int = 2,
     embedder: str | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
@@ -225,7 +229,7 @@ def run(
         ring = KeyRing(keyfile)
         keys = [ring.create(f"t{t}") for t in range(tenants)]
         queries = generate_queries(2000, seed=seed)
-        proc, url = _start_server(db, keyfile, embedder)
+        proc, url = _start_server(db, keyfile, embedder, workers)
         try:
             say(f"serving at {url}: one search per tenant to warm up")
             _warm(url, keys, queries)
@@ -251,6 +255,7 @@ def run(
             "tenants": tenants,
             "turns_per_thread": turns,
             "clients": clients,
+            "workers": workers,
             "duration_s": duration,
             "search_share": search_share,
             "embedder": embedder or "default",

@@ -27,6 +27,13 @@ from arbormem.cli.common import StoreOptions, handle_errors
     type=click.IntRange(0),
     help="Sequential MCP search_memories calls over HTTP (0: none).",
 )
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes (serve --workers).",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -39,6 +46,7 @@ def serve_cmd(
     duration: float,
     search_share: float,
     mcp_calls: int,
+    workers: int,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -64,6 +72,7 @@ def serve_cmd(
         duration=duration,
         search_share=search_share,
         mcp_calls=mcp_calls,
+        workers=workers,
         embedder=opts.embedder,
         seed=seed,
         progress=lambda msg: click.echo(msg, err=True),
@@ -74,6 +83,7 @@ def serve_cmd(
     c = result["config"]
     click.echo(
         f"{c['tenants']} tenants x {c['turns_per_thread']} turns, {c['clients']} clients, "
+        f"{c['workers']} server workers, "
         f"{result['elapsed_s']} s, embedder {c['embedder']}"
     )
     click.echo(

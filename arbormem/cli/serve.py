@@ -5,6 +5,7 @@ They need the ``server`` extra (``pip install 'arbormem[server]'``).
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from pathlib import Path
@@ -88,6 +89,13 @@ KEYS_OPTION = click.option(
     help="Seconds.",
 )
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP at /mcp.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Processes serving requests (one per core; MCP is then stateless).",
+)
 @click.pass_obj
 @handle_errors
 def serve(
@@ -107,6 +115,7 @@ def serve(
     llm_model: str | None,
     llm_timeout: float,
     no_mcp: bool,
+    workers: int,
 ) -> None:
     """Serve the store over HTTP: REST under /v1 (OpenAPI at /docs), MCP at /mcp.
 
@@ -124,8 +133,9 @@ def serve(
     _need_extra()
     import uvicorn
 
-    from arbormem.server import Authenticator, JWTConfig, KeyRing, ProxyConfig, create_app
     from arbormem.server.auth import is_loopback
+    from arbormem.server.keys import KeyRing
+    from arbormem.server.worker import SPEC_VARIABLE, ServeSpec
 
     loopback = is_loopback(host)
     if no_auth and not loopback:
@@ -135,25 +145,37 @@ def serve(
         )
     if jwt_issuer and not jwt_key:
         raise click.UsageError("--jwt-issuer needs --jwt-key (the issuer's public key or secret)")
-    jwt = (
-        JWTConfig(
-            issuer=jwt_issuer,
-            audience=jwt_audience,
-            key=jwt_key or "",
-            algorithms=jwt_algorithms or ("RS256",),
-            tenant_claim=jwt_tenant_claim,
-        )
-        if jwt_issuer
-        else None
-    )
     ring = None if no_auth else KeyRing(_keys_path(opts, keys))
-    auth = Authenticator(ring=ring, jwt=jwt, enabled=not no_auth)
-    proxy = (
-        ProxyConfig(
-            base_url=llm_base_url, api_key=llm_api_key, model=llm_model, timeout=llm_timeout
-        )
-        if llm_base_url
-        else None
+    spec = ServeSpec(
+        db=opts.db,
+        user=opts.user,
+        agent=opts.agent,
+        embedder=opts.embedder,
+        reranker=opts.reranker,
+        read_only=opts.read_only,
+        keys=None if ring is None else str(ring.path),
+        auth=not no_auth,
+        origins=list(origins),
+        jwt=None
+        if not jwt_issuer
+        else {
+            "issuer": jwt_issuer,
+            "audience": jwt_audience,
+            "key": jwt_key or "",
+            "algorithms": list(jwt_algorithms or ("RS256",)),
+            "tenant_claim": jwt_tenant_claim,
+        },
+        proxy=None
+        if not llm_base_url
+        else {
+            "base_url": llm_base_url,
+            "api_key": llm_api_key,
+            "model": llm_model,
+            "timeout": llm_timeout,
+        },
+        mcp=not no_mcp,
+        loopback_only=loopback,
+        stateless_mcp=workers > 1,
     )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -162,24 +184,41 @@ def serve(
         sock.bind((host, port))
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    # Listening before the URL is printed: a client that reads it and connects at
+    # once waits in the backlog until the server accepts, instead of being refused.
+    sock.listen(2048)
     bound = sock.getsockname()[1]
-    with opts.open() as mem:
-        app = create_app(
-            mem, auth, origins=origins, proxy_config=proxy, mcp=not no_mcp, loopback_only=loopback
+    shown = f"[{host}]" if ":" in host else host
+    # Opened here in every case: a store that cannot be opened is this command's
+    # error, said once, not each worker's.
+    memory = spec.open_memory()
+    if ring is not None and not ring.list() and spec.jwt is None:
+        click.echo(
+            f"No API key yet in {ring.path}: create one with 'arbormem keys create --tenant NAME'",
+            err=True,
         )
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"arbormem serving {mem.path} on http://{shown}:{bound}", err=False)
-        if ring is not None and not ring.list() and jwt is None:
-            click.echo(
-                f"No API key yet in {ring.path}: create one with "
-                "'arbormem keys create --tenant NAME'",
-                err=True,
-            )
-        sys.stdout.flush()
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    click.echo(f"arbormem serving {memory.path} on http://{shown}:{bound}")
+    sys.stdout.flush()
+    if workers == 1:
+        app = spec.build_app(memory)  # closes the memory when the server stops
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
         )
-        server.run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[sock])
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    memory.close()
+    os.environ[SPEC_VARIABLE] = spec.to_environment()  # the workers inherit it
+    config = uvicorn.Config(
+        "arbormem.server.worker:app_from_environment",
+        factory=True,
+        workers=workers,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    Multiprocess(config, sockets=[sock]).run()
 
 
 @click.command("mcp")

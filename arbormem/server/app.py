@@ -43,8 +43,11 @@ def create_app(
     proxy_config: ProxyConfig | None = None,
     mcp: bool = True,
     loopback_only: bool = True,
+    stateless_mcp: bool = False,
+    on_close: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """The server's ASGI app over ``memory`` (which it does not close)."""
+    """The server's ASGI app over ``memory`` (closed by ``on_close`` at shutdown, if
+    given; else left open for its owner)."""
     state = ServerState(
         memory=memory,
         auth=auth,
@@ -56,16 +59,21 @@ def create_app(
     if mcp:
         from arbormem.server.mcp import build_http_mcp
 
-        mcp_server, mcp_app = build_http_mcp(state)
+        mcp_server, mcp_app = build_http_mcp(state, stateless=stateless_mcp)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if mcp_server is None:
-            yield
-            return
-        # A route's sub-app never runs its own lifespan: the session manager runs here.
-        async with mcp_server.session_manager.run():
-            yield
+        try:
+            if mcp_server is None:
+                yield
+            else:
+                # A route's sub-app never runs its own lifespan: its session manager
+                # runs here.
+                async with mcp_server.session_manager.run():
+                    yield
+        finally:
+            if on_close is not None:
+                on_close()
 
     app = FastAPI(
         title="arbormem",

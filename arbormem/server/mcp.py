@@ -271,9 +271,9 @@ class _KeyVerifier:
         )
 
 
-def build_http_mcp(state: ServerState) -> tuple[MCPServer, ASGIApp]:
+def build_http_mcp(state: ServerState, *, stateless: bool = False) -> tuple[MCPServer, ASGIApp]:
     """The MCP server for ``/mcp`` and its ASGI app (its session manager must run in
-    the parent app's lifespan)."""
+    the parent app's lifespan). ``stateless``: no MCP sessions, for several workers."""
     from mcp.server.auth.middleware.auth_context import get_access_token
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
@@ -305,6 +305,7 @@ def build_http_mcp(state: ServerState) -> tuple[MCPServer, ASGIApp]:
     allowed_origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *state.origins]
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
+        stateless_http=stateless,
         transport_security=TransportSecuritySettings(
             # Off for a server listening beyond loopback: its Host is the public name.
             enable_dns_rebinding_protection=state.loopback_only,
