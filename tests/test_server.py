@@ -265,3 +265,48 @@ def test_the_serve_command_serves_until_stopped(tmp_path: Path, workers: str) ->
         proc.wait(60)
     with Memory(db, embedder=HashingEmbedder(64), read_only=True) as mem:
         assert [m.id for m in mem.for_tenant("t").messages(user="u")] == ids
+
+
+def test_jwts_signed_with_a_key_from_the_issuers_jwks_url(tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
+    jwks = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+
+    class Keys(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(jwks)))
+            self.end_headers()
+            self.wfile.write(jwks)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    idp = ThreadingHTTPServer(("127.0.0.1", 0), Keys)
+    threading.Thread(target=idp.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{idp.server_address[1]}/jwks.json"
+    config = JWTConfig(issuer="https://idp.test", audience="arbormem", key=url)
+    claims = {"iss": "https://idp.test", "aud": "arbormem", "sub": "u1", "tenant": "beta"}
+    claims |= {"exp": int(time.time()) + 300, "scope": "memory:write"}
+    try:
+        with serve(tmp_path, jwt=config) as s:
+            good = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"})
+            with _client(s, good) as http:
+                assert _add(http, "fay", "fay's note").status_code == 201
+            assert s.memory.for_tenant("beta").messages(user="fay")
+            other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            forged = jwt.encode(claims, other, algorithm="RS256", headers={"kid": "k1"})
+            unknown = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k9"})
+            for bad in (forged, unknown):
+                with _client(s, bad) as http:
+                    assert http.get("/v1/sessions", params={"user": "fay"}).status_code == 401
+    finally:
+        idp.shutdown()
+        idp.server_close()

@@ -68,7 +68,7 @@ KEYS_OPTION = click.option(
 @click.option(
     "--jwt-key",
     envvar="ARBORMEM_JWT_KEY",
-    help="The issuer's PEM public key file (RS256...) or HMAC secret (HS256).",
+    help="The issuer's JWKS URL, PEM public key file (RS256...) or HMAC secret (HS256).",
 )
 @click.option(
     "--jwt-algorithm", "jwt_algorithms", multiple=True, help="Allowed algorithm [default: RS256]."

@@ -26,12 +26,17 @@ class JWTConfig:
 
     issuer: str
     audience: str
-    #: An HMAC secret, or a PEM public key (the text, or a path to a file holding it).
+    #: An HMAC secret, a PEM public key (the text, or a path to a file holding it), or
+    #: the issuer's JWKS URL (``https://.../jwks.json``; keys picked by ``kid``, cached).
     key: str
     algorithms: tuple[str, ...] = ("RS256",)
     tenant_claim: str = "tenant"
 
     def verification_key(self) -> Any:
+        if self.key.startswith(("https://", "http://")):
+            import jwt
+
+            return jwt.PyJWKClient(self.key, cache_keys=True, lifespan=300, timeout=5)
         if self.key.startswith("-----BEGIN"):
             return self.key
         path = Path(self.key).expanduser()
@@ -74,9 +79,14 @@ class Authenticator:
 
         assert self.jwt is not None
         try:
+            key = (
+                self._jwt_key.get_signing_key_from_jwt(token).key
+                if isinstance(self._jwt_key, jwt.PyJWKClient)
+                else self._jwt_key
+            )
             claims = jwt.decode(
                 token,
-                self._jwt_key,
+                key,
                 algorithms=list(self.jwt.algorithms),
                 audience=self.jwt.audience,
                 issuer=self.jwt.issuer,
@@ -84,7 +94,7 @@ class Authenticator:
                 options={"require": ["exp", "iss", "aud", "sub"]},
                 leeway=5,
             )
-        except jwt.InvalidTokenError:
+        except jwt.PyJWTError:  # a bad token, or no key for its kid at the JWKS URL
             return None
         tenant = claims.get(self.jwt.tenant_claim)
         if not isinstance(tenant, str) or not tenant.strip():
