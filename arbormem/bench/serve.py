@@ -84,6 +84,26 @@ def _start_server(
     return proc, line.rsplit(" on ", 1)[1].strip()
 
 
+def _server_cpu_seconds(pid: int) -> float | None:
+    """CPU time the server and its workers have used so far (None without psutil).
+
+    On a machine shared with other work, wall-clock latencies measure the sharing;
+    CPU time per request measures the server."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        root = psutil.Process(pid)
+        total = 0.0
+        for p in [root, *root.children(recursive=True)]:
+            t = p.cpu_times()
+            total += t.user + t.system
+        return total
+    except psutil.Error:
+        return None
+
+
 def _warm(url: str, keys: list[str], queries: list[str]) -> None:
     """One search per tenant before the clock starts: the first search of a thread
     loads its vectors and index, which is start-up, not serving."""
@@ -234,7 +254,9 @@ def run(
             say(f"serving at {url}: one search per tenant to warm up")
             _warm(url, keys, queries)
             say(f"{clients} clients for {duration:g} s")
+            cpu_before = _server_cpu_seconds(proc.pid)
             load = _load(url, keys, clients, duration, search_share, queries, seed)
+            cpu_after = _server_cpu_seconds(proc.pid)
             say(f"{mcp_calls} MCP search_memories calls over HTTP")
             mcp = _mcp_latency(url, keys[0], mcp_calls, queries) if mcp_calls else {}
         finally:
@@ -263,6 +285,9 @@ def run(
             "fill_s": round(fill_s, 1),
         },
         **load,
+        "server_cpu_ms_per_request": None
+        if cpu_before is None or cpu_after is None or not load["requests"]
+        else round((cpu_after - cpu_before) * 1000 / load["requests"], 2),
         "adds_acknowledged": len(acknowledged),
         "lost": lost,
         "mcp_search_memories": mcp,

@@ -91,6 +91,8 @@ def serve_cmd(
         f"errors {result['errors']}, adds acknowledged {result['adds_acknowledged']}, "
         f"lost {result['lost']}"
     )
+    if result["server_cpu_ms_per_request"] is not None:
+        click.echo(f"server CPU per request {result['server_cpu_ms_per_request']} ms")
     for route, figures in result["routes"].items():
         click.echo(
             f"  {route:<8} n={figures['count']:<6} p50 {figures['p50_ms']} ms  "
