@@ -233,6 +233,32 @@ def test_keys_commands_and_serve_refuses_an_open_network_port(tmp_path: Path) ->
     assert "--no-auth" in refused.stderr
 
 
+def _mcp_search(url: str, key: str, query: str, scope: str) -> int:
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> int:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            counts = []
+            for _ in range(3):  # several calls: with two workers they reach both
+                result = await session.call_tool(
+                    "search_memories", {"query": query, "scope": scope, "k": 10}
+                )
+                assert not result.is_error, result.content
+                counts.append(len(result.structured_content["hits"]))
+            assert len(set(counts)) == 1
+            return counts[0]
+
+    return asyncio.run(run())
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_the_serve_command_serves_until_stopped(tmp_path: Path, workers: str) -> None:
     import os
@@ -260,6 +286,8 @@ def test_the_serve_command_serves_until_stopped(tmp_path: Path, workers: str) ->
             ids = [_add(http, "u", f"note {i} about tea").json()["ids"][0] for i in range(4)]
             hits = http.post("/v1/search", json={"user": "u", "query": "tea", "k": 10}).json()
         assert {h["id"] for h in hits["hits"]} == set(ids)
+        # MCP too: with several workers it is stateless, and still answers.
+        assert _mcp_search(url, key, "tea", "u") == 4
     finally:
         proc.terminate()
         proc.wait(60)
