@@ -16,6 +16,7 @@ from arbormem.errors import (
     LLMError,
     MessageTooLarge,
     NotFound,
+    RemoteError,
     RerankerError,
     SchemaError,
     StoreError,
@@ -47,6 +48,7 @@ from arbormem.tree.view import TopicNode
 
 if TYPE_CHECKING:
     from arbormem.async_memory import AsyncMemory
+    from arbormem.client import AsyncClient, Client
 
 __version__ = "0.1.0"
 
@@ -58,12 +60,19 @@ def __getattr__(name: str) -> Any:
         from arbormem.async_memory import AsyncMemory
 
         return AsyncMemory
+    if name in ("Client", "AsyncClient"):
+        # The HTTP client needs the server extra (httpx2): loaded only when asked for.
+        from arbormem import client
+
+        return getattr(client, name)
     raise AttributeError(f"module 'arbormem' has no attribute {name!r}")
 
 
 __all__ = [
     "ArbormemError",
+    "AsyncClient",
     "AsyncMemory",
+    "Client",
     "ConfigError",
     "Context",
     "Embedder",
@@ -87,6 +96,7 @@ __all__ = [
     "RankingFeatures",
     "RecallConfig",
     "Reembedded",
+    "RemoteError",
     "Reorganized",
     "Reranker",
     "RerankerError",

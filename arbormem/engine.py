@@ -75,6 +75,7 @@ class Engine:
             synchronous=synchronous,
             read_only=read_only,
             ann_threshold=settings.ann_threshold,
+            lock_wait=settings.lock_wait,
         )
         #: Whether closing the engine closes the back-end (one given is the caller's).
         self._owns_backend = backend is None

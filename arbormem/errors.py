@@ -12,7 +12,8 @@ message names the thing at fault and what to do about it::
     │   └── SchemaError        the file's schema is newer than this arbormem, or corrupt
     ├── EmbedderError      an embedding model cannot be loaded or called
     ├── RerankerError      a reranking model cannot be loaded or called (search goes on without it)
-    └── LLMError           an LLM endpoint failed (callers fall back to the no-LLM path)
+    ├── LLMError           an LLM endpoint failed (callers fall back to the no-LLM path)
+    └── RemoteError        an arbormem server refused a request or could not be reached
 
 Driver errors (the database's, ``openai``'s...) are translated at the boundary, so
 code using arbormem only ever needs to catch these.
@@ -100,3 +101,13 @@ class LLMError(ArbormemError):
 
 class TreeError(ArbormemError):
     """A topic-tree operation cannot be done as asked (the message says why)."""
+
+
+class RemoteError(ArbormemError):
+    """An arbormem server (:class:`arbormem.Client`) refused a request (a missing or
+    read-only key: ``status`` 401 or 403) or could not be reached (``status`` 0)."""
+
+    def __init__(self, message: str, *, status: int, type: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type

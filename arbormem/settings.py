@@ -107,6 +107,7 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "agent": ("ARBORMEM_AGENT", "agent", DEFAULT_AGENT, scope_name),
     "embedder": ("ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, spec),
     "embedder_timeout": ("ARBORMEM_EMBEDDER_TIMEOUT", "embedder_timeout", 30.0, seconds),
+    "lock_wait": ("ARBORMEM_LOCK_WAIT", "lock_wait", 30.0, seconds),
     "embedder_max_retries": ("ARBORMEM_EMBEDDER_MAX_RETRIES", "embedder_max_retries", 2, retries),
     "reranker": ("ARBORMEM_RERANKER", "reranker", "none", reranker_spec),
     "session_gap": ("ARBORMEM_SESSION_GAP", "session_gap", DEFAULT_SESSION_GAP, session_gap),
@@ -168,6 +169,9 @@ class Settings:
     #: A remote embedder's wait per attempt, and its extra attempts.
     embedder_timeout: float = 30.0
     embedder_max_retries: int = 2
+    #: Seconds a write waits for another process's write to the same store to end
+    #: (several servers or stdio MCP processes on one file) before it fails.
+    lock_wait: float = 30.0
     #: The reranker spec: ``none``, ``cross-encoder`` or ``onnx:FOLDER``.
     reranker: str = "none"
     #: Quiet time after which a message opens a new session.

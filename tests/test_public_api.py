@@ -8,7 +8,9 @@ import arbormem
 def test_exported_names_are_deliberate() -> None:
     assert set(arbormem.__all__) == {
         "ArbormemError",
+        "AsyncClient",
         "AsyncMemory",
+        "Client",
         "ConfigError",
         "Context",
         "Embedder",
@@ -32,6 +34,7 @@ def test_exported_names_are_deliberate() -> None:
         "RankingFeatures",
         "RecallConfig",
         "Reembedded",
+        "RemoteError",
         "Reorganized",
         "Reranker",
         "RerankerError",

@@ -690,6 +690,7 @@ from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
 from arbormem.cli.example import example  # noqa: E402
 from arbormem.cli.integrations import integrations  # noqa: E402
+from arbormem.cli.serve import keys, mcp_cmd, serve  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 from arbormem.cli.ui import ui  # noqa: E402
 
@@ -701,6 +702,9 @@ cli.add_command(integrations)
 cli.add_command(tree)
 cli.add_command(reorganize)
 cli.add_command(ui)
+cli.add_command(serve)
+cli.add_command(mcp_cmd)
+cli.add_command(keys)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -576,3 +576,8 @@ def web_cmd(turns: int, store_path: str | None, repeat: int, as_json: bool) -> N
     for name, row in result["pages"].items():
         click.echo(f"{name:32} {row['cold_ms']:9.1f} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f}  "
                    f"{'yes' if row['within_bar'] else 'NO'}")  # fmt: skip
+
+
+from arbormem.cli.bench_serve import serve_cmd  # noqa: E402
+
+bench.add_command(serve_cmd)

@@ -72,6 +72,8 @@ def _open_sqlite(url: str, **options: object) -> Backend:
     from arbormem.store.sqlite import SQLiteBackend
 
     path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+    if "lock_wait" in options:  # the setting's name; SQLite calls it the busy timeout
+        options["timeout"] = options.pop("lock_wait")
     return SQLiteBackend(path, **options)  # type: ignore[arg-type]
 
 

@@ -420,7 +420,7 @@ class SQLiteConnection(StoreCore):
             try:
                 self._writer.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise StoreError(f"{self.path}: cannot start a write: {exc}") from exc
+                raise StoreError(f"{self.path}: cannot start a write: {self._why(exc)}") from exc
             self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield
@@ -428,7 +428,7 @@ class SQLiteConnection(StoreCore):
                 # The driver's errors stop here: a read-only file, a full disk (after
                 # which SQLite has already rolled the transaction back itself).
                 self._rollback()
-                raise StoreError(f"{self.path}: the write failed: {exc}") from exc
+                raise StoreError(f"{self.path}: the write failed: {self._why(exc)}") from exc
             except BaseException:
                 self._rollback()
                 raise
@@ -437,13 +437,25 @@ class SQLiteConnection(StoreCore):
                     self._writer.execute("COMMIT")
                 except sqlite3.Error as exc:
                     self._rollback()
-                    raise StoreError(f"{self.path}: commit failed: {exc}") from exc
+                    raise StoreError(f"{self.path}: commit failed: {self._why(exc)}") from exc
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
                 self._run_after_commit()
             finally:
                 self._depth, self._owner = 0, None
                 self._after_commit.clear()
+
+    def _why(self, exc: sqlite3.Error) -> str:
+        """The driver's reason, and for a lock held past the busy timeout, what to do:
+        "database is locked" alone did not say that another process was writing."""
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return (
+                f"{text}: another process kept the store locked for more than the "
+                f"{self._timeout:g} s a write waits (the lock_wait setting, "
+                "ARBORMEM_LOCK_WAIT: raise it if several servers write this file)"
+            )
+        return text
 
     def _on_commit(self, work: Callable[[], None]) -> None:
         """Run ``work`` once the write transaction under way commits (at once when

@@ -1,0 +1,1 @@
+"""The REST routes under ``/v1``, one module per resource."""

@@ -1,0 +1,49 @@
+"""``/v1/sessions`` and ``/v1/users``: the threads of a tenant, and forgetting them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from arbormem.server import schemas
+from arbormem.server.deps import ReadMemory, WriteMemory
+from arbormem.server.routes.messages import AgentQ, UserQ
+from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, WRITE_ERRORS
+
+router = APIRouter(prefix="/v1", tags=["sessions and users"])
+
+
+@router.get("/sessions", responses=AUTH_ERRORS)
+def list_sessions(mem: ReadMemory, user: UserQ, agent: AgentQ = None) -> schemas.SessionList:
+    """The sessions of a user's thread, in order of their first message."""
+    return schemas.sessions(mem.sessions(user=user, agent=agent))
+
+
+@router.delete("/sessions/{session_id}", responses={**WRITE_ERRORS, **LOOKUP_ERRORS})
+def forget_session(
+    session_id: Annotated[str, Path(min_length=1, max_length=512)],
+    mem: WriteMemory,
+    user: UserQ,
+    agent: AgentQ = None,
+) -> schemas.ForgottenOut:
+    """Delete one session for good."""
+    return schemas.forgotten(mem.forget(session=session_id, user=user, agent=agent))
+
+
+@router.get("/users", responses=AUTH_ERRORS)
+def list_scopes(
+    mem: ReadMemory, user: Annotated[str | None, Query(min_length=1, max_length=512)] = None
+) -> schemas.ScopeList:
+    """Every (user, agent) of the caller's tenant, or one user's agents."""
+    return schemas.ScopeList(
+        scopes=[schemas.ScopeOut(user=s.user, agent=s.agent) for s in mem.scopes(user)]
+    )
+
+
+@router.delete("/users/{user}", responses={**WRITE_ERRORS, **LOOKUP_ERRORS})
+def forget_user(
+    user: Annotated[str, Path(min_length=1, max_length=512)], mem: WriteMemory
+) -> schemas.ForgottenOut:
+    """Everything of one user, across agents: for erasure requests."""
+    return schemas.forgotten(mem.forget(user=user))

@@ -1,0 +1,25 @@
+"""``arbormem bench serve`` end to end on a small load (figures are not asserted:
+speed is what the command reports, not what a test checks)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_cli
+
+
+def test_bench_serve_reports_every_route_and_loses_nothing() -> None:
+    out = run_cli(
+        "--embedder", "hash", "bench", "serve", "--tenants", "2", "--turns", "40",
+        "--clients", "3", "--duration", "2", "--mcp-calls", "5", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert set(result["routes"]) == {"search", "add"}
+    assert result["routes"]["search"]["count"] > 0
+    assert result["errors"] == 0, result["error_samples"]
+    assert result["lost"] == 0
+    assert result["mcp_search_memories"]["count"] == 5
+    assert set(result["bar"]) == {
+        "requests_per_s", "search_p95_ms", "add_p95_ms", "errors", "lost", "mcp_p95_ms",
+    }  # fmt: skip
