@@ -104,6 +104,10 @@ def create_app(
     if mcp_server is not None:
         # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/.
         app.router.routes.append(Route("/mcp", endpoint=mcp_app))
+    web = _web_view(state)
+    if web is not None:
+        # Last: /v1 and /mcp are matched first; every other path is a page.
+        app.mount("/", web)
 
     app.add_middleware(
         CORSMiddleware,
@@ -130,3 +134,27 @@ def create_app(
         return await call_next(request)
 
     return app
+
+
+def _web_view(state: ServerState) -> Any:
+    """The web view (:mod:`arbormem.web`) behind the same keys: each page shows the
+    key's tenant, and a read-only key cannot post (undo, reorganise). None when the
+    web view's own dependencies are not installed."""
+    try:
+        from arbormem.web.app import Unauthorized, create_app
+    except ImportError:  # jinja2 missing: the API and MCP still serve
+        return None
+    from starlette.exceptions import HTTPException
+
+    def check_key(key: str) -> bool:
+        return state.auth.principal(key) is not None
+
+    def memory_for(request: Request) -> Memory:
+        principal = state.auth.principal(getattr(request.state, "api_key", None))
+        if principal is None:
+            raise Unauthorized()
+        if principal.read_only and request.method == "POST":
+            raise HTTPException(403, "this key is read-only")
+        return state.memory_for(principal.tenant)
+
+    return create_app(memory_for, check_key=check_key if state.auth.enabled else None)
