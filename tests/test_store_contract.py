@@ -1,4 +1,5 @@
-"""The contract every storage back-end must honour (PostgreSQL joins this list later)."""
+"""The contract every storage back-end must honour: SQLite (a file, in memory) and
+PostgreSQL (a throwaway server, see tests/pg_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,14 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
 }
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    store = BACKENDS[request.param](tmp_path)
+    if request.param == "postgres":
+        from arbormem.store import open_store
+
+        store = open_store(request.getfixturevalue("pg_url"))
+    else:
+        store = BACKENDS[request.param](tmp_path)
     yield store
     store.close()
 
