@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +53,9 @@ WRITE_LOCK = 0
 ANN_LOCK = 1
 #: Query parameters of the URL that are arbormem's, not libpq's.
 OUR_PARAMETERS = ("pool_size", "schema")
+#: How long what a search read of the store's state is reused by the same search
+#: (and a search that starts within it), in seconds: see ``_cached``.
+SEARCH_READS_SECONDS = 1.0
 
 
 def advisory_key(thread_id: int, kind: int) -> int:
@@ -161,6 +165,8 @@ class PostgresConnection(StoreCore):
         self.read_only = bool(read_only)
         self._why_read_only = "it was opened read-only"
         self._extension_schema = "public"
+        #: What the search under way has read (see _cached): (start, values).
+        self._search_reads: tuple[float, dict[Any, Any]] | None = None
         self._prepare(read_only)
         self._pool = psycopg_pool.ConnectionPool(
             self._conninfo,
@@ -331,6 +337,52 @@ class PostgresConnection(StoreCore):
                 self._lock_threads(tx, threads)
             yield tx.conn
 
+    def map_for_search(self) -> None:
+        # A search begins: what it reads of the store's state (a thread's state, the
+        # statistics, the change marks) is read once for the whole search.
+        self._search_reads = (time.monotonic(), {})
+
+    def _cached(self, key: Any, read: Callable[[], Any]) -> Any:
+        """``read()``, or what it gave earlier in the search under way. A search reads
+        the same state several times (each source, each feature); on a database
+        server each read is a round trip. Reused for at most
+        :data:`SEARCH_READS_SECONDS` after the search began, never inside a write
+        transaction, and forgotten at every commit of this process; another
+        process's write may thus be seen up to that long after it committed by the
+        statistics and states a search reads (the rows it finds are always read)."""
+        reads = self._search_reads
+        if (
+            reads is None
+            or self._owns_transaction()
+            or time.monotonic() - reads[0] > SEARCH_READS_SECONDS
+        ):
+            return read()
+        values = reads[1]
+        if key not in values:
+            values[key] = read()
+        return values[key]
+
+    def _peek(self, key: Any) -> Any:
+        """What the search under way read under ``key`` (None: nothing yet)."""
+        reads = self._search_reads
+        if (
+            reads is None
+            or self._owns_transaction()
+            or time.monotonic() - reads[0] > SEARCH_READS_SECONDS
+        ):
+            return None
+        return reads[1].get(key)
+
+    def _remember(self, key: Any, value: Any) -> None:
+        """Keep a value read for the search under way (see _cached)."""
+        reads = self._search_reads
+        if (
+            reads is not None
+            and not self._owns_transaction()
+            and time.monotonic() - reads[0] <= SEARCH_READS_SECONDS
+        ):
+            reads[1][key] = value
+
     def writable(self) -> None:
         if self.read_only:
             raise StoreError(f"{self.path} cannot be changed: {self._why_read_only}")
@@ -373,6 +425,7 @@ class PostgresConnection(StoreCore):
         finally:
             self._local.tx = None
             self._pool.putconn(conn)
+            self._search_reads = None
         if committed:
             for work in tx.after:
                 try:
@@ -414,23 +467,32 @@ class PostgresConnection(StoreCore):
     def change_mark(self) -> tuple[int, int]:
         # Every thread's change counter and every scope's count of deleted threads:
         # the first only grows while no thread is deleted, the second grows then.
-        with self._reading() as conn:
-            row = conn.execute(
-                "SELECT (SELECT coalesce(sum(changes), 0) FROM threads),"
-                " (SELECT coalesce(sum(ticks), 0) FROM scopes)"
-            ).fetchone()
-        return int(row[0]), int(row[1])
+        def read() -> tuple[int, int]:
+            with self._reading() as conn:
+                row = conn.execute(
+                    "SELECT (SELECT coalesce(sum(changes), 0) FROM threads),"
+                    " (SELECT coalesce(sum(ticks), 0) FROM scopes)"
+                ).fetchone()
+            return int(row[0]), int(row[1])
+
+        return tuple(self._cached(("mark", None), read))  # type: ignore[return-value]
 
     def scope_mark(self, scopes: Sequence[int]) -> tuple[int, int]:
-        """:meth:`change_mark` for these scopes' documents."""
-        with self._reading() as conn:
-            row = conn.execute(
-                "SELECT (SELECT coalesce(sum(changes), 0) FROM threads"
-                " WHERE scope_id = ANY(%(s)s)),"
-                " (SELECT coalesce(sum(ticks), 0) FROM scopes WHERE scope_id = ANY(%(s)s))",
-                {"s": list(scopes)},
-            ).fetchone()
-        return int(row[0]), int(row[1])
+        """:meth:`change_mark` for these scopes' documents: its cost grows with their
+        threads, not with the store's."""
+        wanted = sorted(scopes)
+
+        def read() -> tuple[int, int]:
+            with self._reading() as conn:
+                row = conn.execute(
+                    "SELECT (SELECT coalesce(sum(changes), 0) FROM threads"
+                    " WHERE scope_id = ANY(%(s)s)),"
+                    " (SELECT coalesce(sum(ticks), 0) FROM scopes WHERE scope_id = ANY(%(s)s))",
+                    {"s": wanted},
+                ).fetchone()
+            return int(row[0]), int(row[1])
+
+        return tuple(self._cached(("mark", tuple(wanted)), read))  # type: ignore[return-value]
 
     def _rows_changed(self, threads: Iterable[Thread], *, forgotten: bool) -> None:
         """Called after a commit that took rows out of these threads: capabilities

@@ -25,6 +25,7 @@ from typing import Any
 
 from arbormem.store.postgres.common import (
     KEY_CODES,
+    fts5_idf,
     scope_of,
     term_key,
 )
@@ -33,27 +34,23 @@ from arbormem.store.postgres.windows import Member, WindowPlan, plan
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import LEXICAL_KEYS, NODE_KEYS, Filters, Thread
 
-#: FTS5's BM25 with its constants (k1 = 1.2, b = 0.75), per posting: ``q.idf``,
-#: ``p.tf`` and the document's length ``{length}``; ``st.avgdl`` the mean length.
-_SCORE = "q.idf * (({tf}) * 2.2) / (({tf}) + 1.2 * (0.25 + 0.75 * ({length}) / st.avgdl))"
-
-#: The scope's statistics for one key, and the query's terms with their IDF.
-_STATS = """
-WITH st AS (
-    SELECT coalesce(sum(docs), 0)::float8 AS n,
-           CASE WHEN coalesce(sum(docs), 0) = 0 THEN 1.0
-                ELSE sum(tokens)::float8 / sum(docs) END AS avgdl
-    FROM lex_stats WHERE scope_id = ANY(%(s)s) AND key = %(k)s),
-q AS (
-    SELECT t.term, t.ord,
-           CASE WHEN x.v > 0 THEN x.v ELSE 1e-6 END AS idf
-    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, ord)
-    CROSS JOIN st
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(d.df), 0)::float8 AS df FROM lex_df d
-        WHERE d.scope_id = ANY(%(s)s) AND d.key = %(k)s AND d.term = t.term) f
-    CROSS JOIN LATERAL (SELECT ln((st.n - f.df + 0.5) / (f.df + 0.5)) AS v) x)
-"""
+#: FTS5's BM25 with its constants (k1 = 1.2, b = 0.75), per posting: the term's
+#: ``idf``, its frequency ``{tf}`` and the document's length ``{length}``;
+#: ``%(avgdl)s`` the mean length. In float8 throughout (literals would be numeric).
+_SCORE = (
+    "idf * ({tf})::float8 * 2.2::float8 / (({tf})::float8 + 1.2::float8"
+    " * (0.25::float8 + 0.75::float8 * ({length})::float8 / %(avgdl)s::float8))"
+)
+#: The query's terms with their IDF, numbered (a term given twice counts twice, as
+#: in an FTS5 query that names it twice).
+_TERMS = "unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term, idf, ord)"
+#: A query term's postings, one index range each: written as a lateral subquery
+#: with a fence (OFFSET 0) so that the plan stays that whatever the planner's
+#: statistics say (a freshly written table's are none).
+_POSTINGS = (
+    "SELECT doc, tf, len, wids, wlens FROM turn_postings p WHERE p.scope_id = ANY(%(s)s)"
+    " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s OFFSET 0"
+)
 
 
 def _filter_sql(filters: Filters | None, column: str = "m") -> tuple[str, dict[str, Any]]:
@@ -330,6 +327,17 @@ class PostgresLexical(PostgresConnection):
 
     # -- searching ---------------------------------------------------------------------
 
+    def _idf(
+        self, scopes: Sequence[int], key: str, terms: Sequence[str]
+    ) -> tuple[list[float], float] | None:
+        """FTS5's IDF of each term (as given, repeats included) over these scopes'
+        documents under ``key``, and their mean length; None when there are none."""
+        n, avgdl = self.scope_lexical_stats(scopes, key)
+        if not n:
+            return None
+        df = self.scope_doc_frequencies(scopes, key, terms)
+        return [fts5_idf(n, df.get(t, 0)) for t in terms], avgdl
+
     def lexical_search(
         self,
         threads: Sequence[Thread],
@@ -343,11 +351,15 @@ class PostgresLexical(PostgresConnection):
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
         if not terms or not threads or limit <= 0:
             return []
-        s = _scopes(threads)
+        scopes = _scopes(threads)
+        weights = self._idf(scopes, key, terms)
+        if weights is None:
+            return []
         args: dict[str, Any] = {
-            "s": s,
-            "k": KEY_CODES[key],
+            "s": scopes,
             "terms": [term_key(t) for t in terms],
+            "idf": weights[0],
+            "avgdl": weights[1],
             "threads": sorted({t.id for t in threads}),
             "after": after,
             "limit": limit,
@@ -356,44 +368,49 @@ class PostgresLexical(PostgresConnection):
         args.update(fargs)
         if key == "turn":
             hits = (
-                "hits AS (SELECT p.doc AS id, sum("
+                "SELECT p.doc AS id, sum("
                 + _SCORE.format(tf="p.tf", length="p.len")
-                + ") AS score FROM q CROSS JOIN st JOIN turn_postings p ON p.scope_id = ANY(%(s)s)"
-                " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s"
-                " GROUP BY p.doc)"
+                + f") AS score FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS}) p GROUP BY p.doc"
             )
         else:
-            # A window's frequency of a term is the sum of its members'; its members
-            # lie at most ``window_reach`` ids before its centre.
+            # A window's frequency of a term is the sum of its members' (whose postings
+            # list the window); its members lie at most ``window_reach`` ids before it.
+            with self._reading() as conn:
+                reach = (
+                    conn.execute(
+                        "SELECT coalesce(max(window_reach), 0) FROM threads"
+                        " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
+                        args,
+                    ).fetchone()[0]
+                    if after > 0
+                    else 0
+                )
+            args["from"] = after - int(reach)
             hits = (
-                "reach AS (SELECT coalesce(max(window_reach), 0) AS r FROM threads"
-                " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)),"
-                " w AS (SELECT u.wid, u.wlen, q.ord, min(q.idf) AS idf, sum(p.tf) AS tf"
-                " FROM q CROSS JOIN reach JOIN turn_postings p ON p.scope_id = ANY(%(s)s)"
-                " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term"
-                " AND p.doc > %(after)s - reach.r"
-                " CROSS JOIN LATERAL unnest(p.wids, p.wlens) AS u(wid, wlen)"
-                " WHERE u.wid > %(after)s GROUP BY u.wid, u.wlen, q.ord),"
-                " hits AS (SELECT w.wid AS id, sum("
-                + _SCORE.format(tf="w.tf", length="w.wlen").replace("q.idf", "w.idf")
-                + ") AS score FROM w CROSS JOIN st GROUP BY w.wid)"
+                "SELECT wid AS id, sum("
+                + _SCORE.format(tf="tf", length="wlen")
+                + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
+                " (SELECT unnest(p.wids) AS wid, unnest(p.wlens) AS wlen, q.ord, q.idf, p.tf"
+                f" FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS.replace('%(after)s', '%(from)s')}) p)"
+                " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
+                " GROUP BY wid"
             )
         if where:
-            tail = (
-                " SELECT h.id, h.score FROM hits h JOIN messages m ON m.id = h.id"
+            sql = (
+                f"SELECT h.id, h.score FROM ({hits}) h JOIN messages m ON m.id = h.id"
                 f" AND m.scope_id = ANY(%(s)s) WHERE NOT m.archived{where}"
                 " ORDER BY h.score DESC, h.id LIMIT %(limit)s"
             )
         elif key == "turn":
-            tail = (
-                " SELECT id, score FROM hits WHERE id NOT IN (SELECT id FROM messages"
+            sql = (
+                f"SELECT id, score FROM ({hits}) h WHERE id NOT IN (SELECT id FROM messages"
                 " WHERE scope_id = ANY(%(s)s) AND thread_id = ANY(%(threads)s) AND archived)"
                 " ORDER BY score DESC, id LIMIT %(limit)s"
             )
         else:  # archived messages are in no window
-            tail = " SELECT id, score FROM hits ORDER BY score DESC, id LIMIT %(limit)s"
+            sql = f"SELECT id, score FROM ({hits}) h ORDER BY score DESC, id LIMIT %(limit)s"
         with self._reading() as conn:
-            rows = conn.execute(_STATS + ", " + hits + tail, args).fetchall()
+            rows = conn.execute(sql, args).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows if r[1] > 0]
 
     def node_search(
@@ -408,23 +425,29 @@ class PostgresLexical(PostgresConnection):
             raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
         if not terms or not threads or limit <= 0:
             return []
+        scopes = _scopes(threads)
+        weights = self._idf(scopes, key, terms)
+        if weights is None:
+            return []
         args = {
-            "s": _scopes(threads),
+            "s": scopes,
             "k": KEY_CODES[key],
             "terms": [term_key(t) for t in terms],
+            "idf": weights[0],
+            "avgdl": weights[1],
             "threads": sorted({t.id for t in threads}),
             "after": after,
             "limit": limit,
         }
         sql = (
-            _STATS
-            + ", hits AS (SELECT p.node AS id, sum("
+            "SELECT id, score FROM (SELECT p.node AS id, sum("
             + _SCORE.format(tf="p.tf", length="p.len")
-            + ") AS score FROM q CROSS JOIN st JOIN node_postings p ON p.scope_id = ANY(%(s)s)"
-            " AND p.key = %(k)s AND p.thread_id = ANY(%(threads)s) AND p.term = q.term"
-            " AND p.node > %(after)s GROUP BY p.node)"
-            " SELECT id, score FROM hits WHERE id NOT IN (SELECT id FROM tree_nodes"
-            " WHERE scope_id = ANY(%(s)s) AND archived) ORDER BY score DESC, id LIMIT %(limit)s"
+            + f") AS score FROM {_TERMS} CROSS JOIN LATERAL (SELECT node, tf, len"
+            " FROM node_postings p WHERE p.scope_id = ANY(%(s)s) AND p.key = %(k)s"
+            " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.node > %(after)s"
+            " OFFSET 0) p GROUP BY p.node) h WHERE id NOT IN (SELECT id FROM"
+            " tree_nodes WHERE scope_id = ANY(%(s)s) AND archived)"
+            " ORDER BY score DESC, id LIMIT %(limit)s"
         )
         with self._reading() as conn:
             rows = conn.execute(sql, args).fetchall()
@@ -434,34 +457,60 @@ class PostgresLexical(PostgresConnection):
 
     def scope_lexical_stats(self, scope: Sequence[int] | None, key: str) -> tuple[int, float]:
         """Documents under a key and their mean length, in these scopes (None: the store)."""
-        where = "key = %(k)s" + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
-        with self._reading() as conn:
-            row = conn.execute(
-                f"SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats WHERE {where}",
-                {"k": KEY_CODES[key], "s": scope},
-            ).fetchone()
-        docs, tokens = int(row[0]), int(row[1])
-        return (docs, tokens / docs) if docs else (0, 0.0)
+        scopes = None if scope is None else sorted(scope)
+        where = "key = %(k)s" + ("" if scopes is None else " AND scope_id = ANY(%(s)s)")
+
+        def read() -> tuple[int, float]:
+            with self._reading() as conn:
+                row = conn.execute(
+                    "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats"
+                    f" WHERE {where}",
+                    {"k": KEY_CODES[key], "s": scopes},
+                ).fetchone()
+            docs, tokens = int(row[0]), int(row[1])
+            return (docs, tokens / docs) if docs else (0, 0.0)
+
+        key_of = ("stats", key, None if scopes is None else tuple(scopes))
+        return tuple(self._cached(key_of, read))  # type: ignore[return-value]
 
     def scope_doc_frequencies(
         self, scope: Sequence[int] | None, key: str, terms: Sequence[str]
     ) -> dict[str, int]:
-        """How many documents under ``key`` hold each term, in these scopes (None: the store)."""
-        if key not in LEXICAL_KEYS:
+        """How many documents under ``key`` hold each term, in these scopes (None: the
+        store). Each count is read once per search (see ``_cached``)."""
+        if key not in KEY_CODES:
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
-        wanted = list(dict.fromkeys(terms))
-        if not wanted:
-            return {}
-        keys = {term_key(t): t for t in wanted}
+        scopes = None if scope is None else tuple(sorted(scope))
+        out: dict[str, int] = {}
+        missing: list[str] = []
+        for term in dict.fromkeys(terms):
+            found = self._peek(("df", key, scopes, term))
+            if found is None:
+                missing.append(term)
+            elif found:
+                out[term] = found
+        if not missing:
+            return out
+        keys = {term_key(t): t for t in missing}
         where = "key = %(k)s AND term = ANY(%(w)s)" + (
-            "" if scope is None else " AND scope_id = ANY(%(s)s)"
+            "" if scopes is None else " AND scope_id = ANY(%(s)s)"
         )
         with self._reading() as conn:
             rows = conn.execute(
                 f"SELECT term, sum(df) FROM lex_df WHERE {where} GROUP BY term",
-                {"k": KEY_CODES[key], "w": list(keys), "s": scope},
+                {
+                    "k": KEY_CODES[key],
+                    "w": list(keys),
+                    "s": None if scopes is None else list(scopes),
+                },
             ).fetchall()
-        return {keys[t]: int(n) for t, n in rows if n}
+        read = {keys[t]: int(n) for t, n in rows}
+        for term in missing:
+            count = read.get(term, 0)
+            self._remember(("df", key, scopes, term), count)
+            if count:
+                out[term] = count
+        return out
 
     def scope_frequent_terms(
         self,
@@ -535,11 +584,12 @@ class PostgresLexical(PostgresConnection):
             f" WHERE pa.term = %(a)s{in_scope}"
             " AND (' ' || m.terms || ' ') LIKE %(inside)s),"
             # Windows holding a message that ends with the first term and the next
-            # live message of its session, which starts with the second.
+            # live message of its session with any terms (a window's document skips
+            # those with none), which starts with the second.
             " across AS (SELECT u.wid FROM turn_postings pa"
             " JOIN messages m ON m.id = pa.doc AND m.scope_id = pa.scope_id"
             " CROSS JOIN LATERAL (SELECT n.id FROM messages n WHERE n.scope_id = m.scope_id"
-            " AND n.session_id = m.session_id AND n.idx > m.idx AND NOT n.archived"
+            " AND n.session_id = m.session_id AND n.idx > m.idx AND NOT n.archived AND n.terms <> ''"
             " ORDER BY n.idx LIMIT 1) nx"
             " JOIN turn_postings pb ON pb.scope_id = pa.scope_id AND pb.thread_id = pa.thread_id"
             " AND pb.term = %(b)s AND pb.doc = nx.id"

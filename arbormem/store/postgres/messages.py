@@ -500,16 +500,20 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         return [row_of(r) for r in reversed(prev)] + [row_of(r) for r in nxt]
 
     def state(self, thread: Thread) -> ThreadState:
-        with self._reading(thread) as conn:
-            row = conn.execute(
-                "SELECT generation, (SELECT id FROM messages WHERE scope_id = %(s)s"
-                " AND thread_id = %(t)s ORDER BY idx DESC LIMIT 1), next_index FROM threads"
-                " WHERE scope_id = %(s)s AND id = %(t)s",
-                self._keys(thread),
-            ).fetchone()
-        if not row:
-            return ThreadState(-1, 0, 0)
-        return ThreadState(int(row[0]), int(row[1] or 0), int(row[2]))
+        def read() -> ThreadState:
+            with self._reading(thread) as conn:
+                row = conn.execute(
+                    "SELECT generation, (SELECT id FROM messages WHERE scope_id = %(s)s"
+                    " AND thread_id = %(t)s ORDER BY idx DESC LIMIT 1), next_index FROM threads"
+                    " WHERE scope_id = %(s)s AND id = %(t)s",
+                    self._keys(thread),
+                ).fetchone()
+            if not row:
+                return ThreadState(-1, 0, 0)
+            return ThreadState(int(row[0]), int(row[1] or 0), int(row[2]))
+
+        found: ThreadState = self._cached(("state", thread.id), read)
+        return found
 
     def count(self, thread: Thread, *, upto: int | None = None) -> int:
         with self._reading(thread) as conn:

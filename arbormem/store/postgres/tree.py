@@ -74,13 +74,18 @@ class PostgresTree(PostgresLexical):
     """Tree nodes with their postings, the cursor, the checks and the log."""
 
     def tree_state(self, thread: Thread) -> TreeState:
-        with self._reading(thread) as conn:
-            r = conn.execute(
-                "SELECT version, active_id, leaf_id, next_seq FROM tree_state"
-                " WHERE scope_id = %(s)s AND thread_id = %(t)s",
-                self._keys(thread),
-            ).fetchone()
-        return TreeState(int(r[0]), r[1], r[2], int(r[3])) if r else TreeState()
+        def read() -> tuple[int, int | None, int | None, int] | None:
+            with self._reading(thread) as conn:
+                r = conn.execute(
+                    "SELECT version, active_id, leaf_id, next_seq FROM tree_state"
+                    " WHERE scope_id = %(s)s AND thread_id = %(t)s",
+                    self._keys(thread),
+                ).fetchone()
+            return (int(r[0]), r[1], r[2], int(r[3])) if r else None
+
+        # A fresh object each time: callers change the cursor they are given.
+        found = self._cached(("tree_state", thread.id), read)
+        return TreeState(*found) if found else TreeState()
 
     def tree_checked(self, thread: Thread) -> tuple[int, int | None]:
         with self._reading(thread) as conn:
