@@ -475,7 +475,7 @@ class PostgresConnection(StoreCore):
                 ).fetchone()
             return int(row[0]), int(row[1])
 
-        return tuple(self._cached(("mark", None), read))  # type: ignore[return-value]
+        return tuple(self._cached(("mark", None), read))
 
     def scope_mark(self, scopes: Sequence[int]) -> tuple[int, int]:
         """:meth:`change_mark` for these scopes' documents: its cost grows with their
@@ -492,7 +492,7 @@ class PostgresConnection(StoreCore):
                 ).fetchone()
             return int(row[0]), int(row[1])
 
-        return tuple(self._cached(("mark", tuple(wanted)), read))  # type: ignore[return-value]
+        return tuple(self._cached(("mark", tuple(wanted)), read))
 
     def _rows_changed(self, threads: Iterable[Thread], *, forgotten: bool) -> None:
         """Called after a commit that took rows out of these threads: capabilities

@@ -471,7 +471,7 @@ class PostgresLexical(PostgresConnection):
             return (docs, tokens / docs) if docs else (0, 0.0)
 
         key_of = ("stats", key, None if scopes is None else tuple(scopes))
-        return tuple(self._cached(key_of, read))  # type: ignore[return-value]
+        return tuple(self._cached(key_of, read))
 
     def scope_doc_frequencies(
         self, scope: Sequence[int] | None, key: str, terms: Sequence[str]
