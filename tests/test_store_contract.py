@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -21,26 +20,12 @@ from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
 from arbormem.text import analyze
 
+from .backends import backend
 from .conftest import UNDO_SCHEMA_FROM_13
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
-    "sqlite-file": lambda tmp: SQLiteBackend(tmp / "store.db"),
-    "sqlite-memory": lambda tmp: SQLiteBackend(":memory:"),
-}
-
-
-@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    if request.param == "postgres":
-        from arbormem.store import open_store
-
-        store = open_store(request.getfixturevalue("pg_url"))
-    else:
-        store = BACKENDS[request.param](tmp_path)
-    yield store
-    store.close()
+__all__ = ["backend"]  # the fixture: every back-end
 
 
 def msg(

@@ -84,8 +84,49 @@ def _scopes(threads: Sequence[Thread]) -> list[int]:
     return sorted({scope_of(t) for t in threads})
 
 
+class ScopeStatistics:
+    """BM25's figures over some scopes' documents (see :meth:`PostgresLexical.statistics`)."""
+
+    def __init__(self, store: PostgresLexical, scopes: Sequence[int]) -> None:
+        self.store = store
+        self.scopes = tuple(sorted(set(scopes)))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ScopeStatistics)
+            and other.store is self.store
+            and other.scopes == self.scopes
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.store), self.scopes))
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        return self.store.scope_lexical_stats(self.scopes, key)
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        return self.store.scope_doc_frequencies(self.scopes, key, terms)
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        return self.store.scope_pair_frequencies(self.scopes, pairs)
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        return self.store.scope_frequent_terms(self.scopes, key, min_docs, stop)
+
+    def change_mark(self) -> tuple[int, int]:
+        return self.store.scope_mark(self.scopes)
+
+
 class PostgresLexical(PostgresConnection):
     """BM25 over turn postings (windows derived from them) and node postings."""
+
+    def statistics(self, threads: Sequence[Thread]) -> ScopeStatistics:
+        # Per scope (a user of a tenant): one tenant's words never weigh another's
+        # search, no row is written by every write, and the counts live on the
+        # shard of the scope. For a store of one scope, the store's own figures.
+        return ScopeStatistics(self, _scopes(threads))
 
     # -- writing: statistics and postings -------------------------------------------
 
