@@ -24,13 +24,13 @@ if not LOCOMO.is_dir():
 T0 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc)
 
 
-def _memory(target: str | Path) -> Memory:
-    return Memory(target, embedder=HashingEmbedder(32), llm=None, reranker=None)
+def _memory(target: str | Path, tenant: str = "") -> Memory:
+    return Memory(target, embedder=HashingEmbedder(32), llm=None, reranker=None, tenant=tenant)
 
 
-def _export(target: str | Path) -> dict[str, Any]:
-    with _memory(target) as mem:
-        out = mem.export(everything=True)
+def _export(target: str | Path, tenant: str = "") -> dict[str, Any]:
+    with _memory(target, tenant) as mem:
+        out = mem.export(everything=True).to_dict()
     del out["exported_at"]
     return out
 
@@ -64,7 +64,13 @@ def _fill(target: str | Path) -> None:
                     )
             mem.set_mode("code", user=user, agent=agent)
             mem.reorganize(prune_trivial_leaves=True, user=user, agent=agent)
-        mem.working.wait()
+        mem.wait()
+    with _memory(target, "acme") as mem:  # another tenant's "ann": another person
+        mem.add_many(
+            [{"content": f"acme's ann and the harbour {i}", "timestamp": T0} for i in range(4)],
+            user="ann",
+            agent="bot",
+        )
 
 
 def test_sqlite_to_postgres_and_back_keeps_everything(pg_url: str, tmp_path: Path) -> None:
@@ -77,15 +83,16 @@ def test_sqlite_to_postgres_and_back_keeps_everything(pg_url: str, tmp_path: Pat
     src, dst = open_store(first, read_only=True), open_store(pg_url)
     there = migrate(src, dst)
     src.close()
-    assert there.verified and there.copied == there.source.messages and there.trees == 3
+    assert there.verified and there.copied == there.source.messages and there.trees == 4
+    assert there.source.threads == 4
     assert there.source.nodes > 0 and there.source.archived > 0
     last = tmp_path / "last.db"
     src, dst = open_store(pg_url, read_only=True), open_store(last)
     back = migrate(src, dst)
     assert back.verified and back.destination == there.source
     # The tree came across whole: the same shape and names, node for node.
-    for thread in src.threads():
-        mine = dst.thread(thread.user, thread.agent)
+    for thread in src.threads(tenant=None):
+        mine = dst.thread(thread.user, thread.agent, tenant=thread.tenant)
         assert mine is not None
         shape = [(n.kind, n.seq, n.first_index, n.last_index, n.name, n.frozen, n.archived)
                  for n in src.tree_nodes(thread)]  # fmt: skip
@@ -97,6 +104,7 @@ def test_sqlite_to_postgres_and_back_keeps_everything(pg_url: str, tmp_path: Pat
     src.close()
     dst.close()
     assert _export(last) == original
+    assert _export(last, "acme") == _export(first, "acme")
     with _memory(last) as mem:  # the copy is a working store
         assert mem.search("kite lake", k=3, user="bob", agent="bot")
 

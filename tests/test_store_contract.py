@@ -51,6 +51,25 @@ def test_threads_are_per_user_and_agent(backend: Backend) -> None:
     assert [t.user for t in backend.threads("alice")] == ["alice"]
 
 
+def test_threads_are_per_tenant_and_one_tenant_reaches_no_other(backend: Backend) -> None:
+    mine = backend.thread("alice", "bot", create=True, tenant="acme")
+    theirs = backend.thread("alice", "bot", create=True, tenant="globex")
+    assert mine is not None and theirs is not None and mine.id != theirs.id
+    assert (mine.tenant, theirs.tenant) == ("acme", "globex")
+    assert backend.thread("alice", "bot") is None  # the default tenant has none
+    assert backend.thread("alice", "bot", tenant="acme") == mine
+    assert backend.threads("alice", tenant="acme") == [mine]
+    assert backend.threads(tenant="globex") == [theirs]
+    assert backend.threads() == []
+    assert backend.threads("alice", tenant=None) == [mine, theirs]
+    backend.append(mine, [msg("acme secret plans", "s1", 0)])
+    backend.append(theirs, [msg("globex public notes", "s1", 0)])
+    assert [r.message.content for r in backend.messages(theirs)] == ["globex public notes"]
+    found = backend.lexical_search([theirs], "turn", analyze("secret plans notes"), 10)
+    rows = backend.rows([rowid for rowid, _ in found])
+    assert [rows[rowid].message.content for rowid, _ in found] == ["globex public notes"]
+
+
 def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
     t = backend.thread("u", "a", create=True)
     assert t

@@ -23,8 +23,11 @@ recomputes them, and archives again the exchanges marked archived.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from arbormem.arguments import DEFAULT_LIMITS, Limits
@@ -35,7 +38,7 @@ from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
 from arbormem.store.base import Backend
 from arbormem.store.types import NewMessage, Thread
-from arbormem.timeutil import format_timestamp
+from arbormem.timeutil import format_timestamp, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +153,17 @@ def _renumbered(state: dict[str, Any], given: list[int], first: int) -> dict[str
 
 
 def plan_import(
-    backend: Backend, data: Any, name: str, max_bytes: int, limits: Limits = DEFAULT_LIMITS
+    backend: Backend,
+    data: Any,
+    name: str,
+    max_bytes: int,
+    limits: Limits = DEFAULT_LIMITS,
+    tenant: str = "",
 ) -> tuple[list[ThreadPlan], int]:
     """Validate a whole export before anything is written; returns what to append
     to each scope and how many messages were already stored. ``max_bytes`` limits
-    each message's content, ``limits`` its names and metadata."""
+    each message's content, ``limits`` its names and metadata; the threads go to
+    ``tenant`` (an export names no tenant: it is restored where it is imported)."""
     most = limits.name_bytes
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
@@ -187,6 +196,7 @@ def plan_import(
             or "",
             check_name(t.get("agent"), "agent", Where(name, None, where_t + "."), max_bytes=most)
             or "",
+            tenant,
         )
         if not scope.user or not scope.agent:
             raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
@@ -243,7 +253,7 @@ def plan_import(
         msgs.sort(key=lambda n: (n.index is None, n.index or 0))
         # Exported positions are kept when they all fit after what the thread holds
         # and do not collide; otherwise the messages are appended in their order.
-        existing = backend.thread(scope.user, scope.agent)
+        existing = backend.thread(scope.user, scope.agent, tenant=scope.tenant)
         next_free = backend.state(existing).next_index if existing else 0
         # An earlier entry of this file for the same scope comes first.
         next_free = max(next_free, planned_next.get(scope, 0))
@@ -293,3 +303,30 @@ def _import_message(
         )
     new.index = index
     return new
+
+
+def export_document(backend: Backend, threads: Sequence[Thread]) -> dict[str, Any]:
+    """The export format's document for these threads."""
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": format_timestamp(utcnow()),
+        "threads": [export_thread(backend, t) for t in threads],
+    }
+
+
+def write_export(document: Mapping[str, Any], path: Path) -> None:
+    """Write an export to ``path`` atomically: all of it, or the old file left as it was."""
+    # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise InputError(
+            f"cannot write the export there: {exc.strerror or exc}",
+            source=str(path),
+            hint="give a file path in a folder that exists and can be written",
+        ) from None

@@ -17,9 +17,11 @@ import numpy as np
 from arbormem.models import Session
 from arbormem.store.core import StoreCore
 from arbormem.store.types import (
+    PURGE_WAIT,
     Deleted,
     Filters,
     NewMessage,
+    Purge,
     Row,
     Thread,
     ThreadState,
@@ -30,12 +32,15 @@ class MessageStore(StoreCore):
     """Threads, sessions and messages: the lossless log."""
 
     @abc.abstractmethod
-    def thread(self, user: str, agent: str, *, create: bool = False) -> Thread | None:
-        """The thread of a scope, created on request."""
+    def thread(
+        self, user: str, agent: str, *, create: bool = False, tenant: str = ""
+    ) -> Thread | None:
+        """The thread of a scope (of ``tenant``), created on request."""
 
     @abc.abstractmethod
-    def threads(self, user: str | None = None) -> list[Thread]:
-        """All threads, or those of one user."""
+    def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
+        """The threads of ``tenant`` (every tenant's with None), all of them or those of
+        one user, in the order they were made."""
 
     @abc.abstractmethod
     def sessions(self, thread: Thread) -> list[Session]:
@@ -139,9 +144,12 @@ class MessageStore(StoreCore):
         """Delete a whole thread."""
 
     @abc.abstractmethod
-    def purge(self) -> list[str]:
-        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages),
-        and delete vectors that no message or topic uses any more; returns their hashes."""
+    def purge(self, *, wait: float = PURGE_WAIT, rewrite: bool | None = None) -> Purge:
+        """Make deleted data unrecoverable from the storage: merge the indexes that
+        still hold deleted terms, delete vectors no message or topic uses any more,
+        and overwrite old copies of pages, waiting up to ``wait`` seconds for other
+        readers. ``rewrite``: True rewrites the whole storage if anything deleted may
+        linger in it, False never does, None does when that is cheap."""
 
     @abc.abstractmethod
     def count(self, thread: Thread, *, upto: int | None = None) -> int:

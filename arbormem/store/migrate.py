@@ -81,14 +81,8 @@ class Migrated:
         return out
 
 
-def _tenant(thread: Thread) -> dict[str, Any]:
-    """The keyword naming a thread's tenant, where threads have one."""
-    tenant = getattr(thread, "tenant", None)
-    return {} if tenant is None else {"tenant": tenant}
-
-
 def _key(thread: Thread) -> tuple[str, str, str]:
-    return (str(getattr(thread, "tenant", "") or ""), thread.user, thread.agent)
+    return (thread.tenant, thread.user, thread.agent)
 
 
 def export_digest(backend: Backend) -> str:
@@ -97,10 +91,10 @@ def export_digest(backend: Backend) -> str:
     from arbormem.ingest.transfer import export_thread
 
     digest = hashlib.sha256()
-    for thread in sorted(backend.threads(), key=_key):
+    for thread in sorted(backend.threads(tenant=None), key=_key):
         item = export_thread(backend, thread)
-        if getattr(thread, "tenant", ""):
-            item["tenant"] = thread.tenant  # type: ignore[attr-defined]
+        if thread.tenant:
+            item["tenant"] = thread.tenant
         digest.update(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()
@@ -110,7 +104,7 @@ def count(backend: Backend) -> Counts:
     """The counts :func:`migrate` compares."""
     out = Counts()
     used: set[str] = set()
-    for thread in backend.threads():
+    for thread in backend.threads(tenant=None):
         out.threads += 1
         out.messages += backend.count(thread)
         out.sessions += len(backend.sessions(thread))
@@ -130,7 +124,7 @@ def count(backend: Backend) -> Counts:
 
 def total_messages(backend: Backend) -> int:
     """How many messages the source holds (for a progress bar)."""
-    return sum(backend.count(t) for t in backend.threads())
+    return sum(backend.count(t) for t in backend.threads(tenant=None))
 
 
 def migrate(
@@ -147,9 +141,9 @@ def migrate(
     thread's positions."""
     destination.writable()
     out = Migrated()
-    for thread in sorted(source.threads(), key=_key):
+    for thread in sorted(source.threads(tenant=None), key=_key):
         out.threads += 1
-        target = destination.thread(thread.user, thread.agent, create=True, **_tenant(thread))
+        target = destination.thread(thread.user, thread.agent, create=True, tenant=thread.tenant)
         assert target is not None
         copied, already = _copy_messages(source, thread, destination, target, batch, progress)
         out.copied += copied

@@ -40,8 +40,8 @@ ROW_SELECT = (
 
 
 def tenant_of(thread: Thread) -> str:
-    """The tenant a thread belongs to ("" until the interface carries one)."""
-    return str(getattr(thread, "tenant", "") or "")
+    """The tenant a thread belongs to."""
+    return thread.tenant
 
 
 def scope_id(tenant: str, user: str) -> int:

@@ -564,7 +564,7 @@ class PostgresLexical(PostgresConnection):
             raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
         counts: dict[str, int] = {}
         where = "key = %(k)s" + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
-        args = {"k": KEY_CODES[key], "s": scope, "m": min_docs}
+        args = {"k": KEY_CODES[key], "s": None if scope is None else list(scope), "m": min_docs}
         with self._reading() as conn:
             # One snapshot: the counts and the state they describe must agree.
             tx = None if self._owns_transaction() else conn.transaction()
@@ -608,7 +608,7 @@ class PostgresLexical(PostgresConnection):
 
         in_scope = "" if scope is None else " AND pa.scope_id = ANY(%(s)s)"
         args = {
-            "s": scope,
+            "s": None if scope is None else list(scope),
             "a": term_key(a),
             "b": term_key(b),
             "inside": f"% {like(a)} {like(b)} %",

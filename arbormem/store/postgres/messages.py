@@ -10,7 +10,6 @@ in with ``COPY`` (binary): messages, postings and vectors.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections import Counter
@@ -39,20 +38,30 @@ from arbormem.store.postgres.state import PostgresState
 from arbormem.store.postgres.tree import PostgresTree
 from arbormem.store.postgres.vectors import PostgresVectors
 from arbormem.store.postgres.windows import Member, plan
+from arbormem.store.sqlite.common import REWRITE_LIMIT_BYTES
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
-from arbormem.store.types import Deleted, Filters, NewMessage, Row, Thread, ThreadState
+from arbormem.store.types import (
+    PURGE_WAIT,
+    Deleted,
+    Filters,
+    NewMessage,
+    Purge,
+    Row,
+    Thread,
+    ThreadState,
+)
 from arbormem.timeutil import utcnow
 
 log = logging.getLogger("arbormem.store.postgres")
 
-_THREAD_FIELDS = {f.name for f in dataclasses.fields(Thread)}
+#: The tables that hold a message's text or terms (or its vector), vacuumed by a purge.
+_TEXT_TABLES = ("messages", "turn_postings", "node_postings", "tree_nodes", "lex_df", "vectors",
+                "message_vectors", "session_state", "tree_log")  # fmt: skip
 
 
 def make_thread(thread_id: int, user: str, agent: str, tenant: str = "") -> Thread:
-    """A Thread, with its tenant when the interface has one."""
-    if "tenant" in _THREAD_FIELDS:
-        return Thread(int(thread_id), user, agent, tenant=tenant)  # type: ignore[call-arg]
-    return Thread(int(thread_id), user, agent)
+    """A Thread from a row of ``threads``."""
+    return Thread(int(thread_id), user, agent, tenant)
 
 
 class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
@@ -98,7 +107,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             row = conn.execute(query, (s, agent, tenant, user)).fetchone()
         return make_thread(row[0], user, agent, tenant)
 
-    def threads(self, user: str | None = None, *, tenant: str | None = None) -> list[Thread]:
+    def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
         sql = "SELECT id, user_id, agent_id, tenant FROM threads WHERE true"
         args: list[Any] = []
         if tenant is not None:
@@ -713,10 +722,15 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         self._on_commit(partial(self._rows_changed, [thread], forgotten=True))
         return result
 
-    def purge(self) -> list[str]:
+    def purge(self, *, wait: float = PURGE_WAIT, rewrite: bool | None = None) -> Purge:
         """Drop vectors no message or topic uses, and vacuum the tables that held
-        deleted text, so their pages are reused (see docs/storage.md for what this
-        does and does not guarantee)."""
+        deleted text. A plain ``VACUUM`` frees the dead rows' space for reuse but may
+        leave their bytes in it; rewriting the tables (``VACUUM FULL``) leaves none.
+        ``rewrite`` None rewrites when the tables are at most
+        :data:`REWRITE_LIMIT_BYTES`; a rewrite locks each table against every other
+        session, so it waits ``wait`` seconds at most for them, then reports the
+        purge as pending (``"readers"``). What this cannot reach (the server's
+        write-ahead log, replicas, backups) is in docs/postgres.md."""
         with self._writing() as conn:
             unused = [
                 r[0]
@@ -726,11 +740,35 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                     " WHERE n.chash = v.chash) RETURNING chash) SELECT DISTINCT chash FROM d"
                 ).fetchall()
             ]
+        result = Purge(chashes=unused)
         with self._reading() as conn:
-            for table in ("messages", "turn_postings", "node_postings", "tree_nodes", "lex_df",
-                          "vectors", "message_vectors", "session_state", "tree_log"):  # fmt: skip
-                conn.execute(f"VACUUM {table}")
-        return unused
+            if rewrite is None:
+                size = conn.execute(
+                    "SELECT coalesce(sum(pg_total_relation_size(c)), 0) FROM unnest(%s::regclass[]) c",
+                    (list(_TEXT_TABLES),),
+                ).fetchone()[0]
+                rewrite = int(size) <= REWRITE_LIMIT_BYTES
+            if not rewrite:
+                for table in _TEXT_TABLES:
+                    conn.execute(f"VACUUM {table}")
+                result.purged, result.pending = False, "rewrite"
+                return result
+            # A session's SET outlasts the statement: put the timeout back after.
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, int(wait * 1000))}ms",)
+            )
+            try:
+                for table in _TEXT_TABLES:
+                    try:
+                        conn.execute(f"VACUUM FULL {table}")
+                    except self._psycopg.errors.LockNotAvailable:
+                        log.info(
+                            "purge: %s is in use by other sessions; its rewrite is pending", table
+                        )
+                        result.purged, result.pending = False, "readers"
+            finally:
+                conn.execute("RESET lock_timeout")
+        return result
 
     def delete_messages(self, message_ids: Sequence[str], thread: Thread | None = None) -> Deleted:
         if not message_ids:

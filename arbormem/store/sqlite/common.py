@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ROW_SELECT = (
     "SELECT m.id, m.uid, m.idx, m.role, m.speaker, m.content, m.ts, m.metadata, m.chash,"
-    " s.key, t.user_id, t.agent_id"
+    " s.key, t.user_id, t.agent_id, t.tenant"
     " FROM messages m JOIN sessions s ON s.id = m.session_id JOIN threads t ON t.id = m.thread_id"
 )
 
@@ -117,6 +117,7 @@ def row_of(r: Sequence[Any]) -> Row:
         session=r[9],
         user=r[10],
         agent=r[11],
+        tenant=r[12],
     )
     return Row(rowid=r[0], message=message, chash=r[8])
 
@@ -163,8 +164,10 @@ CLOSE_WAIT = 10.0
 #: malformed"): about a thousand forgets did it. Past this many levels an index is
 #: rebuilt from its own content instead, which starts it again at one level.
 FTS_LEVEL_LIMIT = 1500
-#: How long the checkpoint after a forget waits for readers of an older snapshot.
-PURGE_CHECKPOINT_WAIT_MS = 2000
+#: A purge rewrites (VACUUMs) a store file up to this size without being asked; the
+#: rewrite costs time and page cache in proportion to the file (figures in
+#: docs/storage.md). A larger file is rewritten on request only (Memory.purge).
+REWRITE_LIMIT_BYTES = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 

@@ -341,6 +341,63 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        16,
+        "purges still owed by forgets, so a forget cut short by a crash is finished later",
+        """
+        -- A forget deletes rows and records a 'merge' row in the same transaction. The
+        -- purge that merges the full-text indexes (which keep deleted terms until then)
+        -- replaces it with one 'rewrite' row, which the rewrite of the file (VACUUM)
+        -- clears. A process killed in between leaves its row for the next one.
+        CREATE TABLE pending_purges (
+            id          INTEGER PRIMARY KEY,
+            stage       TEXT NOT NULL CHECK (stage IN ('merge', 'rewrite')),
+            thread_id   INTEGER,
+            at          TEXT NOT NULL
+        )
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        17,
+        "threads partitioned by tenant: unique by (tenant, user, agent)",
+        """
+        -- A server keeps many tenants in one store, and two tenants' 'alice' are two
+        -- people: the tenant is part of a thread's key. SQLite cannot change a table's
+        -- UNIQUE constraint, so the table is rebuilt (its ids, which every other table
+        -- refers to, are kept) and its triggers made again.
+        CREATE TABLE threads_v17 (
+            id           INTEGER PRIMARY KEY,
+            tenant       TEXT NOT NULL DEFAULT '',
+            user_id      TEXT NOT NULL,
+            agent_id     TEXT NOT NULL,
+            created_at   TEXT NOT NULL,
+            next_index   INTEGER NOT NULL DEFAULT 0,
+            generation   INTEGER NOT NULL DEFAULT 0,
+            time_ordered INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (tenant, user_id, agent_id)
+        );
+        INSERT INTO threads_v17
+            (id, tenant, user_id, agent_id, created_at, next_index, generation, time_ordered)
+            SELECT id, '', user_id, agent_id, created_at, next_index, generation, time_ordered
+            FROM threads;
+        DROP TABLE threads;
+        ALTER TABLE threads_v17 RENAME TO threads;
+        CREATE TRIGGER threads_forgotten AFTER DELETE ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER threads_rewritten AFTER UPDATE OF generation ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
