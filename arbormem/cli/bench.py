@@ -282,6 +282,7 @@ def scale(
       arbormem bench scale
       arbormem bench scale --turns 10k --turns 100k --json
       arbormem bench scale --turns 1M --plot scale.png --workdir /tmp/stores
+      arbormem --db postgresql://me@db.internal/bench bench scale --turns 100k
     """
     import sys
 
@@ -303,6 +304,7 @@ def scale(
         batch_size=batch_size,
         workdir=workdir,
         progress=progress,
+        store=_bench_store(opts, "scale"),
     )
     if plot_path:
         plot(result, plot_path)
