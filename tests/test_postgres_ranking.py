@@ -206,3 +206,12 @@ def test_pairs_span_two_turns_of_a_window(pair: tuple[Backend, Backend]) -> None
         )
     wanted = pairs(analyze(" ".join(texts)))
     assert pg.pair_frequencies(wanted) == lite.pair_frequencies(wanted)
+
+
+def test_idf_survives_counts_read_while_another_process_writes() -> None:
+    # The number of documents is read before a term's count; another process's commit
+    # in between can make the count the larger (a search failed with a math error).
+    from arbormem.store.postgres.common import IDF_FLOOR, fts5_idf
+
+    assert fts5_idf(10, 12) == fts5_idf(10, 10) == IDF_FLOOR
+    assert fts5_idf(10, 1) > fts5_idf(10, 4) > 0

@@ -73,6 +73,9 @@ def term_key(term: str) -> str:
 
 def fts5_idf(n_docs: int, df: int) -> float:
     """FTS5's IDF of a term in ``df`` of ``n_docs`` documents."""
+    # The two counts are read in two statements while other processes write, so a
+    # term may have been counted in more documents than the total read before it.
+    df = min(df, n_docs)
     idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs > 0 else 0.0
     return idf if idf > 0 else IDF_FLOOR
 
