@@ -40,7 +40,9 @@ def _bench_store(opts: StoreOptions, command: str) -> str | None:
         return None
     if db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db:
         return db
-    if opts.db is not None:
+    # (click fills --db from ARBORMEM_DB too: a store file named there is the
+    # environment's, for other commands, and is left alone.)
+    if opts.db is not None and opts.db != os.environ.get("ARBORMEM_DB"):
         raise InputError(
             f"bench {command} makes a fresh store of its own for each run, so it does not"
             f" use the file {db}",
