@@ -30,7 +30,11 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 @click.group(cls=StoreGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
+@click.option(
+    "--db",
+    envvar="ARBORMEM_DB",
+    help="Store file, or a postgresql:// URL (default: a file in the per-user data folder).",
+)
 @click.option(
     "--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default]."
 )
