@@ -497,22 +497,28 @@ class PostgresLexical(PostgresConnection):
     # -- statistics --------------------------------------------------------------------
 
     def scope_lexical_stats(self, scope: Sequence[int] | None, key: str) -> tuple[int, float]:
-        """Documents under a key and their mean length, in these scopes (None: the store)."""
-        scopes = None if scope is None else sorted(scope)
-        where = "key = %(k)s" + ("" if scopes is None else " AND scope_id = ANY(%(s)s)")
-
-        def read() -> tuple[int, float]:
-            with self._reading() as conn:
-                row = conn.execute(
-                    "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats"
-                    f" WHERE {where}",
-                    {"k": KEY_CODES[key], "s": scopes},
-                ).fetchone()
-            docs, tokens = int(row[0]), int(row[1])
-            return (docs, tokens / docs) if docs else (0, 0.0)
-
-        key_of = ("stats", key, None if scopes is None else tuple(scopes))
-        return tuple(self._cached(key_of, read))
+        """Documents under a key and their mean length, in these scopes (None: the store).
+        Within a search every key's figures are read in one round trip (a search asks
+        for several keys' in turn)."""
+        scopes = None if scope is None else tuple(sorted(scope))
+        key_of = ("stats", key, scopes)
+        found = self._peek(key_of)
+        if found is not None:
+            return tuple(found)
+        where = "true" if scopes is None else "scope_id = ANY(%(s)s)"
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT key, coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats"
+                f" WHERE {where} GROUP BY key",
+                {"s": None if scopes is None else list(scopes)},
+            ).fetchall()
+        sums = {int(k): (int(d), int(t)) for k, d, t in rows}
+        out: dict[str, tuple[int, float]] = {}
+        for name, code in KEY_CODES.items():
+            docs, tokens = sums.get(code, (0, 0))
+            out[name] = (docs, tokens / docs) if docs else (0, 0.0)
+            self._remember(("stats", name, scopes), out[name])
+        return out[key]
 
     def scope_doc_frequencies(
         self, scope: Sequence[int] | None, key: str, terms: Sequence[str]
@@ -533,24 +539,28 @@ class PostgresLexical(PostgresConnection):
         if not missing:
             return out
         keys = {term_key(t): t for t in missing}
-        where = "key = %(k)s AND term = ANY(%(w)s)" + (
+        # Within a search, the same terms' counts under every key in one round trip:
+        # the search asks for them key after key.
+        searching = self._peek(("stats", key, scopes)) is not None
+        codes = list(KEY_CODES.values()) if searching else [KEY_CODES[key]]
+        where = "key = ANY(%(k)s) AND term = ANY(%(w)s)" + (
             "" if scopes is None else " AND scope_id = ANY(%(s)s)"
         )
         with self._reading() as conn:
             rows = conn.execute(
-                f"SELECT term, sum(df) FROM lex_df WHERE {where} GROUP BY term",
-                {
-                    "k": KEY_CODES[key],
-                    "w": list(keys),
-                    "s": None if scopes is None else list(scopes),
-                },
+                f"SELECT key, term, sum(df) FROM lex_df WHERE {where} GROUP BY key, term",
+                {"k": codes, "w": list(keys), "s": None if scopes is None else list(scopes)},
             ).fetchall()
-        read = {keys[t]: int(n) for t, n in rows}
-        for term in missing:
-            count = read.get(term, 0)
-            self._remember(("df", key, scopes, term), count)
-            if count:
-                out[term] = count
+        read = {(int(k), keys[t]): int(n) for k, t, n in rows}
+        for name, code in KEY_CODES.items():
+            if code not in codes:
+                continue
+            for term in missing:
+                count = read.get((code, term), 0)
+                if name == key or self._peek(("df", name, scopes, term)) is None:
+                    self._remember(("df", name, scopes, term), count)
+                if name == key and count:
+                    out[term] = count
         return out
 
     def scope_frequent_terms(
