@@ -18,6 +18,7 @@ from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
+from arbormem.store.types import PURGE_PENDING
 from arbormem.text import analyze
 
 from .backends import backend
@@ -524,6 +525,22 @@ def test_deletes_remove_rows_index_entries_and_orphan_vectors(backend: Backend) 
     assert backend.sessions(t) == []
     assert backend.delete_thread(t).threads == 1
     assert backend.threads() == []
+
+
+def test_a_purge_after_a_forget_says_whether_anything_is_left(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    ms = [msg("alpha river", "s1", 0), msg("beta mountain", "s1", 1)]
+    backend.append(t, ms, {m.chash: np.ones(2, dtype=np.float32) for m in ms}, "m")
+    backend.delete_messages([ms[1].id], t)
+    # A small store is rewritten: nothing of the deleted rows is left, nothing pending.
+    done = backend.purge(wait=5.0)
+    assert (done.purged, done.pending) == (True, None)
+    assert backend.vectors("m", [ms[1].chash]) == {} and backend.vectors("m", [ms[0].chash])
+    assert [r.message.id for r in backend.messages(t)] == [ms[0].id]
+    backend.delete_messages([ms[0].id], t)
+    kept = backend.purge(wait=5.0, rewrite=False)
+    assert kept.purged or kept.pending in PURGE_PENDING
 
 
 def test_failed_transaction_leaves_nothing(backend: Backend) -> None:

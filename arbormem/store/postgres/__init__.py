@@ -3,8 +3,9 @@ one database (``pip install 'arbormem[postgres]'``).
 
 One class, :class:`PostgresBackend`, assembled from one module per capability of
 :mod:`arbormem.store` as the SQLite back-end is: :mod:`.connection` (the pool,
-transactions and per-thread locks), :mod:`.messages`, :mod:`.lexical` (with
-:mod:`.windows`), :mod:`.vectors`, :mod:`.tree` and :mod:`.state`; :mod:`.schema`
+transactions and per-thread locks), :mod:`.messages` (and :mod:`.deleting`),
+:mod:`.lexical` (with :mod:`.windows`), :mod:`.vectors`, :mod:`.tree` and
+:mod:`.state`; :mod:`.schema`
 holds the tables and their migrations, :mod:`.adapt` the ``vector`` type's
 binary form. ``open_store("postgresql://...")`` opens it (see :func:`open_postgres`).
 """
@@ -14,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from arbormem.store.base import Backend
-from arbormem.store.postgres.messages import PostgresMessages
+from arbormem.store.postgres.deleting import PostgresDeletes
 
 
-class PostgresBackend(PostgresMessages, Backend):
+class PostgresBackend(PostgresDeletes, Backend):
     """Messages, postings, vectors, trees and session state in a PostgreSQL database."""
 
 
