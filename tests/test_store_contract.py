@@ -1,4 +1,5 @@
-"""The contract every storage back-end must honour (PostgreSQL joins this list later)."""
+"""The contract every storage back-end must honour: SQLite (a file, in memory) and
+PostgreSQL (a throwaway server, see tests/pg_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,23 +18,15 @@ from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
+from arbormem.store.types import PURGE_PENDING
 from arbormem.text import analyze
 
+from .backends import backend
 from .conftest import UNDO_SCHEMA_FROM_13
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
-    "sqlite-file": lambda tmp: SQLiteBackend(tmp / "store.db"),
-    "sqlite-memory": lambda tmp: SQLiteBackend(":memory:"),
-}
-
-
-@pytest.fixture(params=sorted(BACKENDS))
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    store = BACKENDS[request.param](tmp_path)
-    yield store
-    store.close()
+__all__ = ["backend"]  # the fixture: every back-end
 
 
 def msg(
@@ -58,6 +50,25 @@ def test_threads_are_per_user_and_agent(backend: Backend) -> None:
     b = backend.thread("bob", "bot", create=True)
     assert a is not None and b is not None and a.id != b.id
     assert [t.user for t in backend.threads("alice")] == ["alice"]
+
+
+def test_threads_are_per_tenant_and_one_tenant_reaches_no_other(backend: Backend) -> None:
+    mine = backend.thread("alice", "bot", create=True, tenant="acme")
+    theirs = backend.thread("alice", "bot", create=True, tenant="globex")
+    assert mine is not None and theirs is not None and mine.id != theirs.id
+    assert (mine.tenant, theirs.tenant) == ("acme", "globex")
+    assert backend.thread("alice", "bot") is None  # the default tenant has none
+    assert backend.thread("alice", "bot", tenant="acme") == mine
+    assert backend.threads("alice", tenant="acme") == [mine]
+    assert backend.threads(tenant="globex") == [theirs]
+    assert backend.threads() == []
+    assert backend.threads("alice", tenant=None) == [mine, theirs]
+    backend.append(mine, [msg("acme secret plans", "s1", 0)])
+    backend.append(theirs, [msg("globex public notes", "s1", 0)])
+    assert [r.message.content for r in backend.messages(theirs)] == ["globex public notes"]
+    found = backend.lexical_search([theirs], "turn", analyze("secret plans notes"), 10)
+    rows = backend.rows([rowid for rowid, _ in found])
+    assert [rows[rowid].message.content for rowid, _ in found] == ["globex public notes"]
 
 
 def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
@@ -514,6 +525,22 @@ def test_deletes_remove_rows_index_entries_and_orphan_vectors(backend: Backend) 
     assert backend.sessions(t) == []
     assert backend.delete_thread(t).threads == 1
     assert backend.threads() == []
+
+
+def test_a_purge_after_a_forget_says_whether_anything_is_left(backend: Backend) -> None:
+    t = backend.thread("u", "a", create=True)
+    assert t
+    ms = [msg("alpha river", "s1", 0), msg("beta mountain", "s1", 1)]
+    backend.append(t, ms, {m.chash: np.ones(2, dtype=np.float32) for m in ms}, "m")
+    backend.delete_messages([ms[1].id], t)
+    # A small store is rewritten: nothing of the deleted rows is left, nothing pending.
+    done = backend.purge(wait=5.0)
+    assert (done.purged, done.pending) == (True, None)
+    assert backend.vectors("m", [ms[1].chash]) == {} and backend.vectors("m", [ms[0].chash])
+    assert [r.message.id for r in backend.messages(t)] == [ms[0].id]
+    backend.delete_messages([ms[0].id], t)
+    kept = backend.purge(wait=5.0, rewrite=False)
+    assert kept.purged or kept.pending in PURGE_PENDING
 
 
 def test_failed_transaction_leaves_nothing(backend: Backend) -> None:

@@ -1,7 +1,8 @@
 """``arbormem bench locomo``: recall on LoCoMo conversations, as BENCHMARK.md defines it.
 
 Each conversation is ingested into a fresh store (a real SQLite file in a
-temporary folder), in order, each turn stamped with its session's date; then
+temporary folder, or with ``store=URL`` a schema of its own on that PostgreSQL
+database, dropped afterwards), in order, each turn stamped with its session's date; then
 every question is asked, one at a time. Systems run side by side on the same
 data: ``arbormem`` (the full pipeline), ``flat`` (the same with the topic tree
 off, once the tree exists), ``bm25`` (lexical only, single turns), ``dense``
@@ -265,8 +266,12 @@ class ArbormemSystem(System):
         assemble: bool = False,
         ann_threshold: int | None = None,
         reranker: Reranker | None = None,
+        store: str | None = None,
     ) -> None:
         self.name = name
+        #: A PostgreSQL URL to make each conversation's store on (None: SQLite files).
+        self.store = store
+        self._url: str | None = None
         self.reranker = reranker
         self.ann_threshold = ann_threshold
         self.tree = tree
@@ -283,7 +288,16 @@ class ArbormemSystem(System):
     def ingest(self, conv: LocomoConversation) -> None:
         self.close()
         self._n += 1
-        path = self.workdir / f"{self.name}-{self._n}.db"
+        path: str | Path = self.workdir / f"{self.name}-{self._n}.db"
+        if self.store is not None:
+            from arbormem.store.postgres.admin import drop_store, with_schema
+
+            # A schema of its own per system and conversation, named after this run.
+            self._url = with_schema(
+                self.store, f"bench_{self.workdir.name[-8:]}_{self.name}_{self._n}"
+            )
+            drop_store(self._url)  # a leftover of an interrupted run
+            path = self._url
         self.memory = Memory(
             path,
             embedder=self.embedder,
@@ -328,7 +342,7 @@ class ArbormemSystem(System):
                 "weight": self.recall.rerank_weight,
             },
             "llm": None,
-            "store": "sqlite",
+            "store": store_description(self.store),
             "context": "Memory.context() in a new session (system prompt, recalled topics "
             "and turns)"
             if self.assemble
@@ -339,6 +353,20 @@ class ArbormemSystem(System):
         if self.memory is not None:
             self.memory.close()
             self.memory = None
+        if self._url is not None:
+            from arbormem.store.postgres.admin import drop_store
+
+            drop_store(self._url)
+            self._url = None
+
+
+def store_description(store: str | None) -> str:
+    """What the benchmark's stores are, for its configuration."""
+    if store is None:
+        return "sqlite (a temporary file per conversation)"
+    from arbormem.store.postgres.connection import redact
+
+    return f"postgres ({redact(store)}, a schema per conversation, dropped after)"
 
 
 class WindowSystem(System):
@@ -387,12 +415,14 @@ def make_systems(
     recall: RecallConfig | None = None,
     ann_threshold: int | None = None,
     reranker: Reranker | None = None,
+    store: str | None = None,
 ) -> list[System]:
     """The systems named; ``reranker`` reorders the best turns of ``arbormem`` and
-    ``flat`` (the single-signal baselines stay single-signal)."""
+    ``flat`` (the single-signal baselines stay single-signal); ``store``: a
+    PostgreSQL URL to make the stores on (None: SQLite files)."""
     base = recall or RecallConfig()
     out: list[System] = []
-    ann: dict[str, Any] = {"ann_threshold": ann_threshold}
+    ann: dict[str, Any] = {"ann_threshold": ann_threshold, "store": store}
     full: dict[str, Any] = {**ann, "reranker": reranker}
     for name in names:
         if name == "arbormem":
@@ -443,11 +473,14 @@ def run(
     distractors: int = 0,
     ann_threshold: int | None = None,
     reranker: str | Reranker | None = None,
+    store: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result object.
 
     ``distractors`` generated turns are added to each conversation (see the
-    module docstring); the dataset figures count the real turns only.
+    module docstring); the dataset figures count the real turns only. ``store``:
+    a PostgreSQL URL on which each conversation gets a fresh store (a schema,
+    dropped afterwards); None makes temporary SQLite files.
     """
     conversations = load_paths(paths)
     counter = default_counter()
@@ -459,7 +492,9 @@ def run(
     accs = {name: Accumulator(budget) for name in systems}
     n_questions = 0
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
-        runners = make_systems(systems, emb, counter, Path(tmp), recall, ann_threshold, second)
+        runners = make_systems(
+            systems, emb, counter, Path(tmp), recall, ann_threshold, second, store=store
+        )
         try:
             for i, (source, conv) in enumerate(conversations):
                 questions = questions_of(conv)

@@ -1,8 +1,8 @@
 """``arbormem bench scale``: ingest speed, recall latency and footprint against size.
 
 For each size N, one thread of N generated turns (:mod:`arbormem.bench.synth`)
-is built in a fresh SQLite store through the public :class:`~arbormem.Memory`
-API, in ``add_many`` batches of 1,000 turns (``batch``; each turn keeps its own
+is built in a fresh store (a SQLite file, or a schema of its own on a PostgreSQL
+database given as ``store``) through the public :class:`~arbormem.Memory` API, in ``add_many`` batches of 1,000 turns (``batch``; each turn keeps its own
 session), or one ``add_many`` per generated session of 20 to 40 turns with
 ``batch=0``. Then:
 
@@ -14,7 +14,8 @@ session), or one ``add_many`` per generated session of 20 to 40 turns with
 * ``peak_rss_mb``: peak resident memory of the process that built and
   queried the store (each size runs in its own subprocess, so the peak is
   that size's alone); ``baseline_rss_mb`` is the same process before ingest;
-* ``db_mb``: the store's files on disk (database, WAL and shared memory);
+* ``db_mb``: the store's files on disk (database, WAL and shared memory), or on
+  PostgreSQL its tables and indexes;
 * ``first_query_s``: in another fresh process, the time to open the existing
   store and answer one query (embedder loading included, interpreter start
   and imports excluded), with its breakdown and that process's peak memory.
@@ -79,7 +80,7 @@ def _status(message: str, *, done: bool = False) -> None:
 
 
 def build(
-    db: Path,
+    db: str | Path,
     turns: int,
     *,
     embedder: str | None,
@@ -171,7 +172,7 @@ def build(
     }
 
 
-def reopen(db: Path, *, embedder: str | None, seed: int = 0) -> dict[str, Any]:
+def reopen(db: str | Path, *, embedder: str | None, seed: int = 0) -> dict[str, Any]:
     """Open an existing store in this (fresh) process and answer a first query."""
     from arbormem.bench.synth import generate_queries
     from arbormem.embed import get_embedder
@@ -230,11 +231,15 @@ def run(
     batch_size: int = DEFAULT_BATCH,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    store: str | None = None,
 ) -> dict[str, Any]:
     """Measure every size, each in its own processes; returns the JSON-ready result.
 
     Stores are built in a temporary folder, or kept in ``workdir`` (as
-    ``scale-<N>.db``, replacing any previous one) for later inspection.
+    ``scale-<N>.db``, replacing any previous one) for later inspection. With
+    ``store`` (a ``postgresql://`` URL) each size's store is a schema of its own
+    on that database (``scale_<N>``), replaced if there, and dropped after unless
+    ``workdir`` is given (then kept for inspection).
     """
     if not sizes or any(n <= 0 for n in sizes):
         raise ConfigError(f"sizes must be positive turn counts, got {list(sizes)}")
@@ -247,8 +252,14 @@ def run(
         for i, n in enumerate(sizes, 1):
             if progress:
                 progress(f"[{i}/{len(sizes)}] {n:,} turns")
-            db = folder / f"scale-{n}.db"
-            store_files.remove_store(db)  # its log and saved vector index too
+            db: str | Path = folder / f"scale-{n}.db"
+            if store is not None:
+                from arbormem.store.postgres.admin import drop_store, with_schema
+
+                db = with_schema(store, f"scale_{n}")
+                drop_store(db)
+            else:
+                store_files.remove_store(db)  # its log and saved vector index too
             common = ["--db", str(db), "--seed", str(seed)]
             if embedder:
                 common += ["--embedder", embedder]
@@ -257,8 +268,15 @@ def run(
                 + ["--batch", str(batch_size)]
                 + (["--progress"] if show else [])
             )
-            size = store_mb(db)
             reopened = _child(["reopen", *common])
+            if store is not None:
+                from arbormem.store.postgres.admin import drop_store, store_bytes
+
+                size = round(store_bytes(str(db)) / 2**20, 1)
+                if workdir is None:
+                    drop_store(str(db))
+            else:
+                size = store_mb(Path(db))
             runs.append(
                 {
                     "turns": n,
@@ -276,11 +294,20 @@ def run(
                     **reopened,
                 }
             )
-    return {"runs": runs, "config": _config(built, queries, seed, batch_size)}
+    return {"runs": runs, "config": _config(built, queries, seed, batch_size, store)}
 
 
-def _config(built: dict[str, Any], queries: int, seed: int, batch_size: int) -> dict[str, Any]:
+def _config(
+    built: dict[str, Any], queries: int, seed: int, batch_size: int, store: str | None = None
+) -> dict[str, Any]:
     import arbormem
+
+    if store is None:
+        described = "sqlite"
+    else:
+        from arbormem.store.postgres.connection import redact
+
+        described = f"postgres ({redact(store)}, a schema per size)"
 
     return {
         "embedder": built.get("embedder"),
@@ -290,7 +317,7 @@ def _config(built: dict[str, Any], queries: int, seed: int, batch_size: int) -> 
         "k": K,
         "queries": queries,
         "seed": seed,
-        "store": "sqlite",
+        "store": described,
         "batches": (
             f"add_many of {batch_size} turns"
             if batch_size > 0
@@ -375,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The measuring processes' entry point (not a user command)."""
     parser = argparse.ArgumentParser(prog="python -m arbormem.bench.scale")
     parser.add_argument("step", choices=("build", "reopen"))
-    parser.add_argument("--db", required=True, type=Path)
+    parser.add_argument("--db", required=True, help="a store file or a postgresql:// URL")
     parser.add_argument("--embedder")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--turns", type=int, default=10_000)

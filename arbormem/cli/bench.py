@@ -26,6 +26,33 @@ def bench() -> None:
     """Measure recall and speed."""
 
 
+def _bench_store(opts: StoreOptions, command: str) -> str | None:
+    """The PostgreSQL database a benchmark makes its fresh stores on: the global
+    ``--db`` (or ``ARBORMEM_DB``) when it is a ``postgresql://`` URL; None for
+    temporary SQLite files. A file path given with ``--db`` is refused rather than
+    ignored: the benchmark never writes into an existing store."""
+    import os
+
+    from arbormem.errors import InputError
+
+    db = opts.db if opts.db is not None else os.environ.get("ARBORMEM_DB")
+    if db is None:
+        return None
+    if db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db:
+        return db
+    # (click fills --db from ARBORMEM_DB too: a store file named there is the
+    # environment's, for other commands, and is left alone.)
+    if opts.db is not None and opts.db != os.environ.get("ARBORMEM_DB"):
+        raise InputError(
+            f"bench {command} makes a fresh store of its own for each run, so it does not"
+            f" use the file {db}",
+            field="--db",
+            hint="give --db a postgresql:// URL to measure the PostgreSQL back-end"
+            " (its stores are made there and dropped), or leave --db out",
+        )
+    return None
+
+
 _HEADLINE = [
     ("recall@1", "R@1"),
     ("recall@5", "R@5"),
@@ -156,6 +183,7 @@ def locomo(
         distractors=distractors,
         ann_threshold=ann_threshold,
         reranker=reranker or opts.reranker,
+        store=_bench_store(opts, "locomo"),
     )
     if as_json:
         click.echo(to_json(result))
@@ -256,6 +284,7 @@ def scale(
       arbormem bench scale
       arbormem bench scale --turns 10k --turns 100k --json
       arbormem bench scale --turns 1M --plot scale.png --workdir /tmp/stores
+      arbormem --db postgresql://me@db.internal/bench bench scale --turns 100k
     """
     import sys
 
@@ -277,6 +306,7 @@ def scale(
         batch_size=batch_size,
         workdir=workdir,
         progress=progress,
+        store=_bench_store(opts, "scale"),
     )
     if plot_path:
         plot(result, plot_path)

@@ -56,10 +56,20 @@ class StoreOptions:
         ``--db``."""
         from arbormem.config import UNSET
         from arbormem.errors import StoreError
-        from arbormem.memory import Memory
         from arbormem.settings import resolve_store
 
         db = resolve_store(self.db if self.db is not None else UNSET)
+        if _server_url(db):
+            if existing:
+                from arbormem.store.postgres.admin import store_exists
+                from arbormem.store.postgres.connection import redact
+
+                if not store_exists(db):
+                    raise StoreError(
+                        f"no store at {redact(db)}: nothing has been stored there yet"
+                        " ('arbormem ingest' or 'import' creates it; check --db or ARBORMEM_DB)"
+                    )
+            return self._memory()
         path = Path(db).expanduser()
         if db != ":memory:" and path.is_dir():
             raise StoreError(
@@ -81,6 +91,12 @@ class StoreOptions:
                     "('arbormem ingest' or 'import' makes a store of it; check --db or "
                     "ARBORMEM_DB)"
                 )
+        return self._memory()
+
+    def _memory(self) -> Any:
+        from arbormem.config import UNSET
+        from arbormem.memory import Memory
+
         return Memory(
             self.db if self.db is not None else UNSET,
             user=self.user if self.user is not None else UNSET,
@@ -102,7 +118,8 @@ class StoreOptions:
         db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         # lexists: a link to a store not made yet is the user's, and so is its target.
-        if db == ":memory:" or os.path.lexists(path):
+        # (A database server's store is left as it is: its tables are not a stray file.)
+        if db == ":memory:" or _server_url(db) or os.path.lexists(path):
             yield
             return
         made = [p for p in path.parents if not p.exists()]  # nearest first
@@ -117,6 +134,11 @@ class StoreOptions:
                     except OSError:  # not empty: something else is in it now
                         break
             raise
+
+
+def _server_url(db: str) -> bool:
+    """Whether ``--db`` names a database server's store (``postgresql://...``)."""
+    return "://" in db and db.split("://", 1)[0].lower() in ("postgresql", "postgres")
 
 
 def _empty_file(path: Path) -> bool:

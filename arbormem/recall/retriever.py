@@ -154,7 +154,9 @@ class Retriever:
         self.config = config or RecallConfig()
         self.tree = tree
         self.docs = DocStats()
+        #: The store-wide statistics' cache (see stats_for for a search's own).
         self.stats = TermStats(backend)
+        self._stats_of: dict[object, TermStats] = {}
         self._facts: dict[int, _ThreadFacts] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -207,7 +209,28 @@ class Retriever:
                 now = facts.latest
         return Question.parse(query, names, now)
 
-    def _affordable(self, key: str, terms: Sequence[str], budget: int) -> tuple[list[str], float]:
+    def stats_for(self, threads: Sequence[Thread] | None) -> TermStats:
+        """The cached statistics a search of these threads is ranked with (see
+        :meth:`~arbormem.store.lexical.LexicalIndex.statistics`); None: the store's."""
+        if threads is None:
+            return self.stats
+        source = self.backend.statistics(threads)
+        if source is self.backend:
+            return self.stats
+        found = self._stats_of.get(source)
+        if found is None:
+            if len(self._stats_of) >= 256:  # many users searched: start again
+                self._stats_of.clear()
+            found = self._stats_of[source] = TermStats(source)
+        return found
+
+    def _affordable(
+        self,
+        key: str,
+        terms: Sequence[str],
+        budget: int,
+        threads: Sequence[Thread] | None = None,
+    ) -> tuple[list[str], float]:
         """The query terms worth a full-text search, rarest first, while their
         posting lists stay within ``budget`` entries in all; and the share of those
         entries the budget covers (below 1 only when the rarest term alone has more:
@@ -218,7 +241,7 @@ class Retriever:
         """
         if not terms:
             return [], 1.0
-        df = self.stats.doc_frequencies(key, terms)
+        df = self.stats_for(threads).doc_frequencies(key, terms)
         ranked = sorted(terms, key=lambda t: df.get(t, 0))
         kept: list[str] = []
         spent = 0
@@ -229,10 +252,14 @@ class Retriever:
             spent += df.get(term, 0)
         return kept, min(1.0, budget / spent) if spent else 1.0
 
-    def affordable_terms(self, key: str, terms: Sequence[str]) -> list[str]:
-        """The distinct terms a full-text search under ``key`` may look up within
-        the posting budget (see :meth:`_affordable`), rarest first."""
-        return self._affordable(key, list(dict.fromkeys(terms)), self.config.posting_budget)[0]
+    def affordable_terms(
+        self, key: str, terms: Sequence[str], threads: Sequence[Thread] | None = None
+    ) -> list[str]:
+        """The distinct terms a full-text search under ``key`` (of ``threads``) may look
+        up within the posting budget (see :meth:`_affordable`), rarest first."""
+        return self._affordable(
+            key, list(dict.fromkeys(terms)), self.config.posting_budget, threads
+        )[0]
 
     def _lifetime(self, threads: Sequence[Thread]) -> tuple[datetime, datetime] | None:
         """The first and last message times of the threads (known from their facts)."""
@@ -281,7 +308,7 @@ class Retriever:
             last = max(st.max_rowid for st in states)
             for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
-                    terms, share = self._affordable(key, question.terms, budget)
+                    terms, share = self._affordable(key, question.terms, budget, threads)
                     jobs[key] = partial(
                         self.backend.lexical_search,
                         threads,
@@ -309,7 +336,7 @@ class Retriever:
                     self.backend.lexical_search_spans,
                     threads,
                     "window",
-                    self._affordable("window", question.terms, budget)[0],
+                    self._affordable("window", question.terms, budget, threads)[0],
                     -(-cfg.date_candidates // max(1, len(spans))),
                     spans,
                     filters,
@@ -317,7 +344,7 @@ class Retriever:
         if self.tree is not None and question.terms:
             # A topic's content holds each of its turns' terms: the turn key's posting
             # counts bound the cost of searching topics too.
-            terms, share = self._affordable("turn", question.terms, budget)
+            terms, share = self._affordable("turn", question.terms, budget, threads)
             jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
         if cfg.dense:
@@ -400,7 +427,7 @@ class Retriever:
                 threads, question.terms, rowids, segment_hits, coverage=coverage
             )
         X = features(
-            self.stats,
+            self.stats_for(threads),
             question,
             Candidates(rowids, rows, thread_of, around),
             qvec,
@@ -472,7 +499,7 @@ class Retriever:
         terms = (
             config.lexical
             and not self._terms_started
-            and self.stats.lexical_stats("turn")[0] >= PRELOAD_FROM
+            and self.stats_for(threads).lexical_stats("turn")[0] >= PRELOAD_FROM
         )
         if not terms and not shapes and not sums:
             return
@@ -482,7 +509,9 @@ class Retriever:
             tasks: list[Callable[[], Any]] = []
             if terms and not self._terms_started:
                 self._terms_started = True
-                tasks.append(partial(self.stats.preload, ("turn", "window"), self._stopping))
+                tasks.append(
+                    partial(self.stats_for(threads).preload, ("turn", "window"), self._stopping)
+                )
             for thread in shapes:
                 if thread.id not in self._shaped:
                     self._shaped.add(thread.id)

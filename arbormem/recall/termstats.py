@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from arbormem.store.base import Backend
+from arbormem.store.lexical import TermStatistics
 
 #: Pairs are counted in windows: they share the window key's document count.
 PAIR = "pair"
@@ -40,7 +40,9 @@ PRELOAD_MIN_DOCS = 100
 class TermStats:
     """Cached document frequencies per lexical key, and the keys' statistics."""
 
-    def __init__(self, backend: Backend, max_terms: int = 200_000) -> None:
+    def __init__(self, backend: TermStatistics, max_terms: int = 200_000) -> None:
+        """``backend``: the store, or the part of it a search is ranked against (see
+        :meth:`~arbormem.store.lexical.LexicalIndex.statistics`)."""
         self.backend = backend
         self.max_terms = max_terms
         #: (key, term) -> (document frequency, documents under the key when read, and

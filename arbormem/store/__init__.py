@@ -80,6 +80,19 @@ def _open_sqlite(url: str, **options: object) -> Backend:
 register_store("sqlite", _open_sqlite)
 
 
+def _open_postgres(url: str, **options: object) -> Backend:
+    # Imported when first used: psycopg is an optional extra.
+    from arbormem.store.postgres import open_postgres
+
+    if "lock_wait" in options:  # how long a call waits for a connection of the pool
+        options["timeout"] = options.pop("lock_wait")
+    return open_postgres(url, **options)
+
+
+register_store("postgresql", _open_postgres)
+register_store("postgres", _open_postgres)
+
+
 def open_store(target: str | os.PathLike[str], **options: object) -> Backend:
     """Open the store at ``target``: a path or ``:memory:`` (SQLite), or a URL whose
     scheme a back-end registered (``sqlite:///path``; ``postgresql://...`` with the

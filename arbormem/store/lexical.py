@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from arbormem.store.core import StoreCore
 from arbormem.store.types import (
@@ -23,8 +24,32 @@ from arbormem.store.types import (
 )
 
 
+class TermStatistics(Protocol):
+    """Where BM25's figures for a search come from (see :meth:`LexicalIndex.statistics`):
+    the same methods as the store's, over the documents a search is ranked against."""
+
+    def lexical_stats(self, key: str) -> tuple[int, float]: ...
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]: ...
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]: ...
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None: ...
+
+    def change_mark(self) -> tuple[int, int]: ...
+
+
 class LexicalIndex(StoreCore):
     """Full-text search and term statistics over messages, windows and tree nodes."""
+
+    def statistics(self, threads: Sequence[Thread]) -> TermStatistics:
+        """The statistics a search of these threads is ranked with, by
+        :meth:`lexical_search` and by the ranker's own BM25: the whole store's (this
+        default, and SQLite's), or a back-end's narrower domain (PostgreSQL keeps
+        them per user of a tenant). Equal objects share a cache of their counts."""
+        return self
 
     @abc.abstractmethod
     def write_tail_windows(self, thread: Thread, session: str) -> int:

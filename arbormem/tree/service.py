@@ -185,7 +185,7 @@ class Trees:
         # A long query of common words would read most of the topic index: frozen
         # topics are found (and their BM25 taken) by the terms that fit the search's
         # posting budget, rarest first; growing topics and the dense side use them all.
-        terms = self.retriever.affordable_terms("turn", analyze(query))
+        terms = self.retriever.affordable_terms("turn", analyze(query), threads)
         paths = self.recall.paths(
             threads, query, qvec, k=k, threshold=threshold, search_terms=terms
         )

@@ -1,0 +1,637 @@
+"""The lexical index in PostgreSQL: arbormem's own inverted index in plain
+tables, BM25 summed in SQL, and the term statistics the ranker reads.
+
+* ``turn_postings`` holds one row per (thread, term, message) with the term's
+  frequency and the message's length, in a covering B-tree: a turn search is an
+  index-only range scan per query term (``doc > after`` inside the range).
+* The window key stores no documents: each posting also lists the windows its
+  message belongs to (centre ids and lengths, see :mod:`.windows`), so a window
+  search sums the turn postings per window.
+* Topic and segment documents of tree nodes are postings of their own
+  (``node_postings``).
+* BM25 is FTS5's (k1 1.2, b 0.75, IDF floored at 1e-6) over the statistics of the
+  searched threads' **scope** (a user of a tenant): documents, tokens and
+  document frequencies are kept per thread (``lex_stats``, ``lex_df``) and summed
+  over the scope's threads. SQLite's are store-wide; for a store of one scope the
+  figures are the same (docs/storage.md).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from arbormem.store.postgres.common import (
+    KEY_CODES,
+    fts5_idf,
+    scope_of,
+    term_key,
+)
+from arbormem.store.postgres.termstats import PostgresStatistics, ScopeStatistics
+from arbormem.store.postgres.windows import Member, WindowPlan, plan
+from arbormem.store.sqlite.windows import WINDOW_RADIUS
+from arbormem.store.types import LEXICAL_KEYS, NODE_KEYS, Filters, Thread
+
+#: FTS5's BM25 with its constants (k1 = 1.2, b = 0.75), per posting: the term's
+#: ``idf``, its frequency ``{tf}`` and the document's length ``{length}``;
+#: ``%(avgdl)s`` the mean length. In float8 throughout (literals would be numeric).
+_SCORE = (
+    "idf * ({tf})::float8 * 2.2::float8 / (({tf})::float8 + 1.2::float8"
+    " * (0.25::float8 + 0.75::float8 * ({length})::float8 / %(avgdl)s::float8))"
+)
+#: The query's terms with their IDF, numbered (a term given twice counts twice, as
+#: in an FTS5 query that names it twice).
+_TERMS = "unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term, idf, ord)"
+#: A query term's postings, one index range each: written as a lateral subquery
+#: with a fence (OFFSET 0) so that the plan stays that whatever the planner's
+#: statistics say (a freshly written table's are none).
+_POSTINGS = (
+    "SELECT doc, tf, len, wids, wlens FROM turn_postings p WHERE p.scope_id = ANY(%(s)s)"
+    " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s OFFSET 0"
+)
+
+
+def _filter_sql(filters: Filters | None, column: str = "m") -> tuple[str, dict[str, Any]]:
+    """Conditions on the messages ``column`` for the filters (besides scope and
+    threads), with their parameters."""
+    sql = ""
+    args: dict[str, Any] = {}
+    if filters is None:
+        return sql, args
+    if filters.sessions:
+        sql += (
+            f" AND {column}.session_id IN (SELECT id FROM sessions WHERE scope_id = ANY(%(s)s)"
+            " AND thread_id = ANY(%(threads)s) AND key = ANY(%(f_sessions)s))"
+        )
+        args["f_sessions"] = list(filters.sessions)
+    if filters.since is not None:
+        sql += f" AND {column}.ts >= %(f_since)s"
+        args["f_since"] = filters.since
+    if filters.until is not None:
+        sql += f" AND {column}.ts < %(f_until)s"
+        args["f_until"] = filters.until
+    if filters.roles:
+        sql += f" AND {column}.role = ANY(%(f_roles)s)"
+        args["f_roles"] = list(filters.roles)
+    return sql, args
+
+
+def _scopes(threads: Sequence[Thread]) -> list[int]:
+    """The scopes of the threads a search names (one, unless it spans users: its
+    statistics are then those of all the scopes it names)."""
+    return sorted({scope_of(t) for t in threads})
+
+
+class PostgresLexical(PostgresStatistics):
+    """BM25 over turn postings (windows derived from them) and node postings."""
+
+    def statistics(self, threads: Sequence[Thread]) -> ScopeStatistics:
+        # Per scope (a user of a tenant): one tenant's words never weigh another's
+        # search, no row is written by every write, and the counts live on the
+        # shard of the scope. For a store of one scope, the store's own figures.
+        return ScopeStatistics(self, _scopes(threads))
+
+    # -- writing: statistics and postings -------------------------------------------
+
+    @staticmethod
+    def _bump(
+        conn: Any,
+        thread: Thread,
+        stats: Mapping[str, tuple[int, int]],
+        df: Mapping[str, Counter[str]],
+    ) -> None:
+        """Add documents, tokens and document frequencies to a thread's rows."""
+        s = scope_of(thread)
+        rows = [(KEY_CODES[k], d, t) for k, (d, t) in stats.items() if d or t]
+        if rows:
+            conn.execute(
+                "INSERT INTO lex_stats (scope_id, thread_id, key, docs, tokens)"
+                " SELECT %(s)s, %(t)s, k, d, n FROM unnest(%(k)s::int2[], %(d)s::int8[],"
+                " %(n)s::int8[]) AS u(k, d, n)"
+                " ON CONFLICT (scope_id, key, thread_id) DO UPDATE"
+                " SET docs = lex_stats.docs + excluded.docs,"
+                " tokens = lex_stats.tokens + excluded.tokens",
+                {
+                    "s": s,
+                    "t": thread.id,
+                    "k": [r[0] for r in rows],
+                    "d": [r[1] for r in rows],
+                    "n": [r[2] for r in rows],
+                },
+            )
+        keys: list[int] = []
+        terms: list[str] = []
+        deltas: list[int] = []
+        for key, counts in df.items():
+            merged: Counter[str] = Counter()
+            for term, n in counts.items():
+                if n:
+                    merged[term_key(term)] += n
+            for term in sorted(merged):
+                if merged[term]:
+                    keys.append(KEY_CODES[key])
+                    terms.append(term)
+                    deltas.append(merged[term])
+        if terms:
+            conn.execute(
+                "INSERT INTO lex_df (scope_id, key, term, thread_id, df)"
+                " SELECT %(s)s, k, w, %(t)s, d FROM unnest(%(k)s::int2[], %(w)s::text[],"
+                " %(d)s::int8[]) AS u(k, w, d)"
+                " ON CONFLICT (scope_id, key, term, thread_id) DO UPDATE"
+                " SET df = lex_df.df + excluded.df",
+                {"s": s, "t": thread.id, "k": keys, "w": terms, "d": deltas},
+            )
+
+    @staticmethod
+    def _posting_rows(
+        thread: Thread, doc: int, terms: Sequence[str], lists: tuple[list[int], list[int]]
+    ) -> Iterable[tuple[Any, ...]]:
+        s = scope_of(thread)
+        counts = Counter(term_key(t) for t in terms)
+        n = len(terms)
+        for term, tf in counts.items():
+            yield (s, thread.id, term, doc, tf, n, lists[0], lists[1])
+
+    def _copy_postings(self, conn: Any, rows: Iterable[tuple[Any, ...]]) -> None:
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY turn_postings (scope_id, thread_id, term, doc, tf, len, wids, wlens)"
+                " FROM STDIN (FORMAT BINARY)"
+            ) as cp,
+        ):
+            cp.set_types(["int8", "int8", "text", "int8", "int4", "int4", "int8[]", "int4[]"])
+            for row in rows:
+                cp.write_row(row)
+
+    @staticmethod
+    def _set_lists(
+        conn: Any,
+        thread: Thread,
+        lists: Mapping[int, tuple[list[int], list[int]]],
+        terms_of: Mapping[int, Sequence[str]],
+    ) -> None:
+        """Give stored messages' postings new window lists."""
+        if not lists:
+            return
+        s = scope_of(thread)
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE turn_postings SET wids = %s, wlens = %s WHERE scope_id = %s"
+                " AND thread_id = %s AND term = ANY(%s) AND doc = %s",
+                [
+                    (ids, lens, s, thread.id, sorted({term_key(t) for t in terms_of[doc]}), doc)
+                    for doc, (ids, lens) in lists.items()
+                    if terms_of[doc]
+                ],
+            )
+
+    @staticmethod
+    def _set_wlens(conn: Any, thread: Thread, wlen: Mapping[int, int | None]) -> None:
+        if not wlen:
+            return
+        conn.execute(
+            "UPDATE messages m SET wlen = u.w FROM unnest(%(ids)s::int8[], %(w)s::int4[])"
+            " AS u(id, w) WHERE m.id = u.id AND m.scope_id = %(s)s",
+            {"s": scope_of(thread), "ids": list(wlen), "w": list(wlen.values())},
+        )
+
+    def _apply_plan(
+        self,
+        conn: Any,
+        thread: Thread,
+        result: WindowPlan,
+        terms_of: Mapping[int, Sequence[str]],
+        stored: Iterable[int],
+    ) -> None:
+        """Write what a plan changed of stored messages (their window lengths and
+        postings' lists), the window statistics and the thread's reach."""
+        stored_ids = set(stored)
+        self._set_wlens(conn, thread, {i: w for i, w in result.wlen.items() if i in stored_ids})
+        self._set_lists(
+            conn, thread, {i: v for i, v in result.lists.items() if i in stored_ids}, terms_of
+        )
+        self._bump(conn, thread, {"window": (result.docs, result.tokens)}, {"window": result.df})
+        if result.reach:
+            conn.execute(
+                "UPDATE threads SET window_reach = greatest(window_reach, %(r)s)"
+                " WHERE scope_id = %(s)s AND id = %(t)s",
+                {"r": result.reach, **self._keys(thread)},
+            )
+
+    @staticmethod
+    def _live_order(conn: Any, thread: Thread, session_id: int) -> list[tuple[Any, ...]]:
+        """A session's messages in order, archived ones too: (id, terms, wlen,
+        archived, stale_window)."""
+        return list(
+            conn.execute(
+                "SELECT id, terms, wlen, archived, stale_window FROM messages"
+                " WHERE scope_id = %s AND session_id = %s ORDER BY idx",
+                (scope_of(thread), session_id),
+            ).fetchall()
+        )
+
+    def _rebuild_windows(
+        self,
+        conn: Any,
+        thread: Thread,
+        before: Mapping[int, list[tuple[Any, ...]]],
+        gone: set[int] = frozenset(),  # type: ignore[assignment]
+    ) -> None:
+        """Rewrite every live window of these sessions, given each session's
+        messages as :meth:`_live_order` read them before the change and the ids
+        deleted since; the messages' archived flags are read again."""
+        for sid, old_rows in before.items():
+            now = {r[0]: r for r in self._live_order(conn, thread, sid)}
+            old_live = [Member(r[0], r[1].split() if r[1] else []) for r in old_rows if not r[3]]
+            old_pos = {m.id: i for i, m in enumerate(old_live)}
+            order: list[Member] = []
+            old: dict[int, list[str] | None] = {}
+            for r in old_rows:
+                if r[0] in gone or r[0] not in now or now[r[0]][3]:
+                    continue
+                member = Member(r[0], r[1].split() if r[1] else [], None)
+                pos = len(order)
+                if r[2] is None:
+                    old[pos] = None
+                elif r[3]:  # restored: its window was the stale one
+                    old[pos] = (r[4] or "").split()
+                else:
+                    old[pos] = [
+                        t
+                        for m in old_live[
+                            max(0, old_pos[r[0]] - WINDOW_RADIUS) : old_pos[r[0]]
+                            + WINDOW_RADIUS
+                            + 1
+                        ]
+                        for t in m.terms
+                    ]
+                order.append(member)
+            result = plan(order, list(range(len(order))), old)
+            terms_of = {m.id: m.terms for m in order}
+            self._apply_plan(conn, thread, result, terms_of, terms_of)
+            # Messages that left the live order belong to no window now.
+            left = [
+                r[0]
+                for r in old_rows
+                if r[0] not in gone and r[0] in now and now[r[0]][3] and not r[3]
+            ]
+            if left:
+                self._set_lists(
+                    conn,
+                    thread,
+                    {i: ([], []) for i in left},
+                    {r[0]: (r[1] or "").split() for r in old_rows},
+                )
+
+    def write_tail_windows(self, thread: Thread, session: str) -> int:
+        with self._writing(thread) as conn:
+            k = self._keys(thread)
+            found = conn.execute(
+                "SELECT id FROM sessions WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND key = %(key)s",
+                {**k, "key": session},
+            ).fetchone()
+            if found is None:
+                return 0
+            tail = self._tail(conn, thread, [int(found[0])])[int(found[0])]
+            write = [
+                j
+                for j in range(max(0, len(tail) - WINDOW_RADIUS), len(tail))
+                if tail[j].wlen is None
+            ]
+            if not write:
+                return 0
+            result = plan(tail, write, {j: None for j in write})
+            terms_of = {m.id: m.terms for m in tail}
+            self._apply_plan(conn, thread, result, terms_of, terms_of)
+            conn.execute(
+                "UPDATE threads SET changes = changes + 1 WHERE scope_id = %(s)s AND id = %(t)s",
+                k,
+            )
+            return len(write)
+
+    @staticmethod
+    def _tail(conn: Any, thread: Thread, session_ids: Sequence[int]) -> dict[int, list[Member]]:
+        """The last few live messages of each session (enough for every window a
+        new message changes), in order."""
+        out: dict[int, list[Member]] = {sid: [] for sid in session_ids}
+        if not session_ids:
+            return out
+        rows = conn.execute(
+            "SELECT x.sid, m.id, m.terms, m.wlen FROM unnest(%(sids)s::int8[]) AS x(sid)"
+            " CROSS JOIN LATERAL (SELECT id, terms, wlen, idx FROM messages"
+            " WHERE scope_id = %(s)s AND session_id = x.sid AND NOT archived"
+            " ORDER BY idx DESC LIMIT %(n)s) m ORDER BY x.sid, m.idx",
+            {"s": scope_of(thread), "sids": list(session_ids), "n": 3 * WINDOW_RADIUS},
+        ).fetchall()
+        for sid, mid, terms, wlen in rows:
+            out[sid].append(Member(mid, terms.split() if terms else [], wlen))
+        return out
+
+    # -- searching ---------------------------------------------------------------------
+
+    def _idf(
+        self, scopes: Sequence[int], key: str, terms: Sequence[str]
+    ) -> tuple[list[float], float] | None:
+        """FTS5's IDF of each term (as given, repeats included) over these scopes'
+        documents under ``key``, and their mean length; None when there are none."""
+        n, avgdl = self.scope_lexical_stats(scopes, key)
+        if not n:
+            return None
+        df = self.scope_doc_frequencies(scopes, key, terms)
+        return [fts5_idf(n, df.get(t, 0)) for t in terms], avgdl
+
+    def lexical_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        filters: Filters | None = None,
+        after: int = 0,
+    ) -> list[tuple[int, float]]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        if not terms or not threads or limit <= 0:
+            return []
+        scopes = _scopes(threads)
+        weights = self._idf(scopes, key, terms)
+        if weights is None:
+            return []
+        args: dict[str, Any] = {
+            "s": scopes,
+            "terms": [term_key(t) for t in terms],
+            "idf": weights[0],
+            "avgdl": weights[1],
+            "threads": sorted({t.id for t in threads}),
+            "after": after,
+            "limit": limit,
+        }
+        where, fargs = _filter_sql(filters)
+        args.update(fargs)
+        if key == "turn":
+            hits = (
+                "SELECT p.doc AS id, sum("
+                + _SCORE.format(tf="p.tf", length="p.len")
+                + f") AS score FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS}) p GROUP BY p.doc"
+            )
+        else:
+            # A window's frequency of a term is the sum of its members' (whose postings
+            # list the window); its members lie at most ``window_reach`` ids before it.
+            with self._reading() as conn:
+                reach = (
+                    conn.execute(
+                        "SELECT coalesce(max(window_reach), 0) FROM threads"
+                        " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
+                        args,
+                    ).fetchone()[0]
+                    if after > 0
+                    else 0
+                )
+            args["from"] = after - int(reach)
+            hits = (
+                "SELECT wid AS id, sum("
+                + _SCORE.format(tf="tf", length="wlen")
+                + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
+                " (SELECT unnest(p.wids) AS wid, unnest(p.wlens) AS wlen, q.ord, q.idf, p.tf"
+                f" FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS.replace('%(after)s', '%(from)s')}) p)"
+                " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
+                " GROUP BY wid"
+            )
+        if where:
+            sql = (
+                f"SELECT h.id, h.score FROM ({hits}) h JOIN messages m ON m.id = h.id"
+                f" AND m.scope_id = ANY(%(s)s) WHERE NOT m.archived{where}"
+                " ORDER BY h.score DESC, h.id LIMIT %(limit)s"
+            )
+        elif key == "turn":
+            sql = (
+                f"SELECT id, score FROM ({hits}) h WHERE id NOT IN (SELECT id FROM messages"
+                " WHERE scope_id = ANY(%(s)s) AND thread_id = ANY(%(threads)s) AND archived)"
+                " ORDER BY score DESC, id LIMIT %(limit)s"
+            )
+        else:  # archived messages are in no window
+            sql = f"SELECT id, score FROM ({hits}) h ORDER BY score DESC, id LIMIT %(limit)s"
+        with self._reading() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows if r[1] > 0]
+
+    def node_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        after: int = 0,
+    ) -> list[tuple[int, float]]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        if not terms or not threads or limit <= 0:
+            return []
+        scopes = _scopes(threads)
+        weights = self._idf(scopes, key, terms)
+        if weights is None:
+            return []
+        args = {
+            "s": scopes,
+            "k": KEY_CODES[key],
+            "terms": [term_key(t) for t in terms],
+            "idf": weights[0],
+            "avgdl": weights[1],
+            "threads": sorted({t.id for t in threads}),
+            "after": after,
+            "limit": limit,
+        }
+        sql = (
+            "SELECT id, score FROM (SELECT p.node AS id, sum("
+            + _SCORE.format(tf="p.tf", length="p.len")
+            + f") AS score FROM {_TERMS} CROSS JOIN LATERAL (SELECT node, tf, len"
+            " FROM node_postings p WHERE p.scope_id = ANY(%(s)s) AND p.key = %(k)s"
+            " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.node > %(after)s"
+            " OFFSET 0) p GROUP BY p.node) h WHERE id NOT IN (SELECT id FROM"
+            " tree_nodes WHERE scope_id = ANY(%(s)s) AND archived)"
+            " ORDER BY score DESC, id LIMIT %(limit)s"
+        )
+        with self._reading() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows if r[1] > 0]
+
+    # -- documents ---------------------------------------------------------------------
+
+    def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, list[tuple[int, int, str]]] = {}
+        if not ids:
+            return out
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT a.id, n.id, n.idx, n.terms FROM messages a"
+                " CROSS JOIN LATERAL (SELECT id, idx, terms FROM messages m"
+                " WHERE m.scope_id = a.scope_id AND m.session_id = a.session_id"
+                " AND m.idx BETWEEN a.idx - %(r)s AND a.idx + %(r)s AND NOT m.archived) n"
+                " WHERE a.id = ANY(%(ids)s) ORDER BY a.id, n.idx",
+                {"ids": ids, "r": radius},
+            ).fetchall()
+        for anchor in ids:
+            out[anchor] = []
+        for anchor, rid, idx, terms in rows:
+            out[int(anchor)].append((int(rid), int(idx), terms))
+        return {k: v for k, v in out.items() if v or k in out}
+
+    def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        if not docs:
+            return
+        column = f"{key}_terms"
+        with self.transaction():
+            tx = self._tx()
+            assert tx is not None
+            conn = tx.conn
+            found = conn.execute(
+                f"SELECT id, scope_id, thread_id, {column}, kind FROM tree_nodes"
+                " WHERE id = ANY(%s)",
+                (sorted(int(i) for i in docs),),
+            ).fetchall()
+            by_thread: dict[tuple[int, int], list[tuple[int, str | None]]] = {}
+            for node, s, t, old, _kind in found:
+                by_thread.setdefault((s, t), []).append((int(node), old))
+            for (s, t), nodes in sorted(by_thread.items()):
+                self._index_thread_nodes(conn, s, t, key, column, nodes, docs)
+
+    def _index_thread_nodes(
+        self,
+        conn: Any,
+        s: int,
+        t: int,
+        key: str,
+        column: str,
+        nodes: Sequence[tuple[int, str | None]],
+        docs: Mapping[int, str],
+    ) -> None:
+        tx = self._tx()
+        assert tx is not None
+        if t not in tx.locked:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (t * 4,))
+            tx.locked.add(t)
+        code = KEY_CODES[key]
+        docs_delta = tokens_delta = 0
+        df: Counter[str] = Counter()
+        removed: list[tuple[int, list[str]]] = []
+        added: list[tuple[Any, ...]] = []
+        for node, old in nodes:
+            new = docs.get(node, "") or ""
+            old_terms = old.split() if old else []
+            new_terms = new.split()
+            if old is not None and old != "":
+                docs_delta -= 1
+                tokens_delta -= len(old_terms)
+                df.subtract(set(old_terms))
+                removed.append((node, sorted({term_key(x) for x in old_terms})))
+            if new_terms:
+                docs_delta += 1
+                tokens_delta += len(new_terms)
+                df.update(set(new_terms))
+                for term, tf in Counter(term_key(x) for x in new_terms).items():
+                    added.append((s, code, t, term, node, tf, len(new_terms)))
+        with conn.cursor() as cur:
+            if removed:
+                cur.executemany(
+                    "DELETE FROM node_postings WHERE scope_id = %s AND key = %s AND thread_id = %s"
+                    " AND term = ANY(%s) AND node = %s",
+                    [(s, code, t, terms, node) for node, terms in removed],
+                )
+            if added:
+                with cur.copy(
+                    "COPY node_postings (scope_id, key, thread_id, term, node, tf, len)"
+                    " FROM STDIN (FORMAT BINARY)"
+                ) as cp:
+                    cp.set_types(["int8", "int2", "int8", "text", "int8", "int4", "int4"])
+                    for row in added:
+                        cp.write_row(row)
+            cur.execute(
+                f"UPDATE tree_nodes n SET {column} = u.d FROM unnest(%s::int8[], %s::text[])"
+                " AS u(id, d) WHERE n.id = u.id AND n.scope_id = %s",
+                (
+                    [node for node, _ in nodes],
+                    [(docs.get(node) or None) for node, _ in nodes],
+                    s,
+                ),
+            )
+        thread = Thread(t, "", "")
+        self._bump_scoped(conn, s, thread, key, docs_delta, tokens_delta, df)
+
+    def _bump_scoped(
+        self,
+        conn: Any,
+        s: int,
+        thread: Thread,
+        key: str,
+        docs: int,
+        tokens: int,
+        df: Counter[str],
+    ) -> None:
+        """:meth:`_bump` for a thread known by its scope key only."""
+        code = KEY_CODES[key]
+        if docs or tokens:
+            conn.execute(
+                "INSERT INTO lex_stats (scope_id, thread_id, key, docs, tokens)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_id, key, thread_id) DO UPDATE"
+                " SET docs = lex_stats.docs + excluded.docs,"
+                " tokens = lex_stats.tokens + excluded.tokens",
+                (s, thread.id, code, docs, tokens),
+            )
+        merged: Counter[str] = Counter()
+        for term, n in df.items():
+            if n:
+                merged[term_key(term)] += n
+        terms = sorted(t for t in merged if merged[t])
+        if terms:
+            conn.execute(
+                "INSERT INTO lex_df (scope_id, key, term, thread_id, df)"
+                " SELECT %s, %s, w, %s, d FROM unnest(%s::text[], %s::int8[]) AS u(w, d)"
+                " ON CONFLICT (scope_id, key, term, thread_id) DO UPDATE"
+                " SET df = lex_df.df + excluded.df",
+                (s, code, thread.id, terms, [merged[t] for t in terms]),
+            )
+
+    def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        if not wanted:
+            return {}
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT id, {key}_terms FROM tree_nodes WHERE id = ANY(%s)"
+                f" AND {key}_terms IS NOT NULL",
+                (wanted,),
+            ).fetchall()
+        return {int(i): d for i, d in rows}
+
+    def archived_matches(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        filters: Filters | None = None,
+        limit: int = 10,
+    ) -> tuple[list[str], int]:
+        if not terms or not threads:
+            return [], 0
+        wanted = set(terms)
+        where, args = _filter_sql(filters)
+        args.update({"s": _scopes(threads), "threads": sorted({t.id for t in threads})})
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT m.id, m.uid, m.terms FROM messages m WHERE m.scope_id = ANY(%(s)s)"
+                f" AND m.thread_id = ANY(%(threads)s) AND m.archived{where}",
+                args,
+            ).fetchall()
+        held = []
+        for rowid, uid, text in rows:
+            if n := len(wanted.intersection((text or "").split())):
+                held.append((-n, -int(rowid), uid))
+        held.sort()
+        return [uid for _, _, uid in held[:limit]], len(held)

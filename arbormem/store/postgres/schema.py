@@ -1,0 +1,329 @@
+"""The PostgreSQL schema and its forward migrations.
+
+As for SQLite (:mod:`arbormem.store.sqlite.schema`): each migration runs once, in
+order, in one transaction (DDL is transactional here), recorded in
+``schema_migrations``; a database whose newest migration this arbormem does not
+know is refused. Each migration's transaction first takes an advisory lock and
+reads the version again, so processes opening a new database together migrate
+it once.
+
+Every table carries ``scope_id`` (a user of a tenant, see
+:func:`~arbormem.store.postgres.common.scope_id`) and leads its keys with it,
+except the content-addressed vector cache ``vectors``: see docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from arbormem.errors import SchemaError
+
+log = logging.getLogger(__name__)
+
+#: The advisory lock migrations take (a constant of this application).
+MIGRATION_LOCK = 0x61726D6D  # "armm"
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "scopes, threads, sessions, messages, lexical postings and statistics, vectors,"
+        " topic trees, session state",
+        """
+        CREATE SEQUENCE thread_ids;
+        CREATE SEQUENCE session_ids;
+        CREATE SEQUENCE message_ids;
+        CREATE SEQUENCE node_ids;
+        CREATE SEQUENCE tree_log_ids;
+        -- One row per user of a tenant. ticks: raised when one of its threads is
+        -- deleted (the scope's change mark, with its threads' change counters).
+        CREATE TABLE scopes (
+            scope_id    bigint PRIMARY KEY,
+            tenant      text NOT NULL,
+            user_id     text NOT NULL,
+            ticks       bigint NOT NULL DEFAULT 0
+        );
+        CREATE TABLE threads (
+            scope_id    bigint NOT NULL,
+            id          bigint NOT NULL,
+            tenant      text NOT NULL,
+            user_id     text NOT NULL,
+            agent_id    text NOT NULL,
+            created_at  timestamptz NOT NULL,
+            next_index  bigint NOT NULL DEFAULT 0,
+            generation  bigint NOT NULL,
+            -- Raised by every write that adds or removes documents.
+            changes     bigint NOT NULL DEFAULT 0,
+            time_ordered boolean NOT NULL DEFAULT true,
+            latest      timestamptz,
+            -- How far (in message ids) a window reaches back from its centre, at most.
+            window_reach bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope_id, id),
+            UNIQUE (scope_id, agent_id)
+        );
+        CREATE INDEX threads_by_id ON threads (id);
+        CREATE TABLE sessions (
+            scope_id    bigint NOT NULL,
+            id          bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            key         text NOT NULL,
+            started_at  timestamptz NOT NULL,
+            last_at     timestamptz NOT NULL,
+            first_index bigint NOT NULL,
+            message_count bigint NOT NULL DEFAULT 0,
+            metadata    text NOT NULL DEFAULT '{}',
+            PRIMARY KEY (scope_id, id),
+            UNIQUE (scope_id, thread_id, key)
+        );
+        CREATE INDEX sessions_in_order ON sessions (scope_id, thread_id, first_index);
+        -- terms: the analysed terms (the turn key's document); tlen its length;
+        -- wlen the length of its window document (NULL: none written yet);
+        -- stale_window: an archived message's window as it was (see storage.md).
+        CREATE TABLE messages (
+            id          bigint NOT NULL,
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            session_id  bigint NOT NULL,
+            idx         bigint NOT NULL,
+            uid         text NOT NULL,
+            role        text NOT NULL,
+            speaker     text,
+            content     text NOT NULL,
+            ts          timestamptz NOT NULL,
+            metadata    text NOT NULL DEFAULT '{}',
+            chash       text NOT NULL,
+            terms       text NOT NULL,
+            tlen        integer NOT NULL,
+            wlen        integer,
+            stale_window text,
+            leaf_id     bigint,
+            archived    boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (id, scope_id)
+        );
+        CREATE UNIQUE INDEX messages_uid ON messages (uid);
+        CREATE UNIQUE INDEX messages_position ON messages (scope_id, thread_id, idx);
+        CREATE INDEX messages_by_session ON messages (scope_id, session_id, idx);
+        CREATE INDEX messages_by_time ON messages (scope_id, thread_id, ts);
+        CREATE INDEX messages_by_hash ON messages (chash);
+        CREATE INDEX messages_by_leaf ON messages (scope_id, leaf_id) WHERE leaf_id IS NOT NULL;
+        CREATE INDEX messages_archived ON messages (scope_id, thread_id, id) WHERE archived;
+        CREATE INDEX messages_by_speaker ON messages (scope_id, thread_id, speaker)
+            WHERE speaker IS NOT NULL;
+        -- The turn key's inverted index. Each posting also carries the windows its
+        -- message belongs to (their centre ids and lengths): the window key is
+        -- searched from these postings, with no window documents stored.
+        CREATE TABLE turn_postings (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            term        text NOT NULL,
+            doc         bigint NOT NULL,
+            tf          integer NOT NULL,
+            len         integer NOT NULL,
+            wids        bigint[] NOT NULL,
+            wlens       integer[] NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, term, doc) INCLUDE (tf, len, wids, wlens)
+        );
+        -- Topic names (key 2) and topic contents (key 3).
+        CREATE TABLE node_postings (
+            scope_id    bigint NOT NULL,
+            key         smallint NOT NULL,
+            thread_id   bigint NOT NULL,
+            term        text NOT NULL,
+            node        bigint NOT NULL,
+            tf          integer NOT NULL,
+            len         integer NOT NULL,
+            PRIMARY KEY (scope_id, key, thread_id, term, node) INCLUDE (tf, len)
+        );
+        -- BM25's statistics, per thread (a thread's writes touch only its own rows),
+        -- summed over a scope when read.
+        CREATE TABLE lex_stats (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            key         smallint NOT NULL,
+            docs        bigint NOT NULL DEFAULT 0,
+            tokens      bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope_id, key, thread_id)
+        );
+        CREATE TABLE lex_df (
+            scope_id    bigint NOT NULL,
+            key         smallint NOT NULL,
+            term        text NOT NULL,
+            thread_id   bigint NOT NULL,
+            df          bigint NOT NULL,
+            PRIMARY KEY (scope_id, key, term, thread_id)
+        );
+        CREATE INDEX lex_df_store_wide ON lex_df (key, term);
+        -- Content-addressed vectors (messages' and topic summaries'), as SQLite keeps
+        -- them: the embedding cache. No scope: a row is found by its text's hash.
+        CREATE TABLE vectors (
+            chash       text NOT NULL,
+            model       text NOT NULL,
+            dim         integer NOT NULL,
+            vec         vector NOT NULL,
+            PRIMARY KEY (chash, model)
+        );
+        -- Each live message's vector, by thread: what nearest-neighbour search reads
+        -- (exact for small threads, an HNSW index per large thread).
+        CREATE TABLE message_vectors (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            model       text NOT NULL,
+            message_id  bigint NOT NULL,
+            session_id  bigint NOT NULL,
+            vec         vector NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, model, message_id)
+        );
+        -- How far each thread's message_vectors are complete, per model.
+        CREATE TABLE vector_progress (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            model       text NOT NULL,
+            upto        bigint NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, model)
+        );
+        CREATE TABLE session_vectors (
+            scope_id    bigint NOT NULL,
+            session_id  bigint NOT NULL,
+            model       text NOT NULL,
+            total       vector NOT NULL,
+            PRIMARY KEY (scope_id, session_id)
+        );
+        CREATE TABLE tree_nodes (
+            id            bigint NOT NULL,
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            parent_id     bigint,
+            kind          text NOT NULL,
+            seq           bigint NOT NULL,
+            level         integer NOT NULL DEFAULT 0,
+            name          text NOT NULL DEFAULT '',
+            summary       text NOT NULL DEFAULT '',
+            keyphrases    text NOT NULL DEFAULT '[]',
+            first_index   bigint NOT NULL,
+            last_index    bigint NOT NULL,
+            first_at      timestamptz NOT NULL,
+            last_at       timestamptz NOT NULL,
+            message_count bigint NOT NULL DEFAULT 0,
+            child_count   bigint NOT NULL DEFAULT 0,
+            frozen        boolean NOT NULL DEFAULT false,
+            archived      boolean NOT NULL DEFAULT false,
+            origin        text NOT NULL DEFAULT 'heuristic',
+            chash         text,
+            topic_terms   text,
+            segment_terms text,
+            PRIMARY KEY (id, scope_id)
+        );
+        CREATE INDEX tree_children ON tree_nodes (scope_id, thread_id, parent_id, seq);
+        CREATE INDEX tree_by_kind ON tree_nodes (scope_id, thread_id, kind, frozen);
+        CREATE INDEX tree_by_hash ON tree_nodes (chash);
+        CREATE INDEX tree_nodes_archived ON tree_nodes (scope_id, id) WHERE archived;
+        CREATE TABLE tree_state (
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            version       bigint NOT NULL DEFAULT 0,
+            active_id     bigint,
+            leaf_id       bigint,
+            next_seq      bigint NOT NULL DEFAULT 0,
+            updated_at    timestamptz NOT NULL,
+            checked_version bigint,
+            PRIMARY KEY (scope_id, thread_id)
+        );
+        CREATE TABLE tree_log (
+            id            bigint NOT NULL,
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            kind          text NOT NULL,
+            at            timestamptz NOT NULL,
+            stats         text NOT NULL DEFAULT '{}',
+            undo          text NOT NULL DEFAULT '[]',
+            undone_at     timestamptz,
+            PRIMARY KEY (id, scope_id)
+        );
+        CREATE INDEX tree_log_by_thread ON tree_log (scope_id, thread_id, id);
+        CREATE TABLE session_state (
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            session_key   text NOT NULL,
+            state         text NOT NULL DEFAULT '{}',
+            updated_at    timestamptz NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, session_key)
+        )
+        """,
+    ),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def _statements(sql: str) -> list[str]:
+    """A migration script as statements (comment lines dropped first; no
+    semicolons inside our SQL's strings or bodies)."""
+    code = "\n".join(ln for ln in sql.splitlines() if not ln.strip().startswith("--"))
+    return [part.strip() for part in code.split(";") if part.strip()]
+
+
+def current_version(conn: Any) -> int:
+    """The newest migration applied (0 for a database arbormem has not used)."""
+    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    if not exists:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def foreign(conn: Any) -> bool:
+    """Whether the database's schema holds tables but none of arbormem's."""
+    row = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE tablename = 'schema_migrations')"
+        " FROM pg_tables WHERE schemaname = current_schema()"
+    ).fetchone()
+    return bool(row[0]) and not row[1]
+
+
+def refuse_newer(version: int, where: str) -> None:
+    if version > LATEST:
+        raise SchemaError(
+            f"{where} has schema version {version}, newer than this arbormem understands "
+            f"({LATEST}); upgrade arbormem (pip install -U arbormem) to open it"
+        )
+
+
+def migrate(conn: Any, where: str) -> int:
+    """Bring the database up to :data:`LATEST` on an autocommit connection;
+    returns the version it was at."""
+    import psycopg
+
+    before = current_version(conn)
+    refuse_newer(before, where)
+    if before == LATEST:
+        return before
+    for version, description, sql in MIGRATIONS:
+        if version <= before:
+            continue
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                    " description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                # Another process may have applied it while this one waited for the lock.
+                done = conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
+                ).fetchone()
+                if done:
+                    continue
+                refuse_newer(current_version(conn), where)
+                if before:
+                    log.info("upgrading %s to schema %d (%s)", where, version, description)
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)",
+                    (version, description),
+                )
+        except psycopg.Error as exc:
+            raise SchemaError(
+                f"{where}: migration {version} ({description}) failed: {exc}"
+            ) from exc
+    return before

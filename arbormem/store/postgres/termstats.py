@@ -1,0 +1,238 @@
+"""BM25's statistics in PostgreSQL, per scope: documents and tokens per key
+(``lex_stats``), document frequencies (``lex_df``), adjacent pairs, the frequent
+terms a process preloads, and the change marks its caches are keyed by. Kept per
+thread and summed over the scopes a search names (see :mod:`.lexical`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from arbormem.store.postgres.common import KEY_CODES, term_key
+from arbormem.store.postgres.connection import PostgresConnection
+from arbormem.store.types import LEXICAL_KEYS
+
+
+class ScopeStatistics:
+    """BM25's figures over some scopes' documents (see :meth:`PostgresLexical.statistics`)."""
+
+    def __init__(self, store: PostgresStatistics, scopes: Sequence[int]) -> None:
+        self.store = store
+        self.scopes = tuple(sorted(set(scopes)))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ScopeStatistics)
+            and other.store is self.store
+            and other.scopes == self.scopes
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.store), self.scopes))
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        return self.store.scope_lexical_stats(self.scopes, key)
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        return self.store.scope_doc_frequencies(self.scopes, key, terms)
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        return self.store.scope_pair_frequencies(self.scopes, pairs)
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        return self.store.scope_frequent_terms(self.scopes, key, min_docs, stop)
+
+    def change_mark(self) -> tuple[int, int]:
+        return self.store.scope_mark(self.scopes)
+
+
+class PostgresStatistics(PostgresConnection):
+    """The term statistics of some scopes, read once per search (see ``_cached``)."""
+
+    def scope_lexical_stats(self, scope: Sequence[int] | None, key: str) -> tuple[int, float]:
+        """Documents under a key and their mean length, in these scopes (None: the store).
+        Within a search every key's figures are read in one round trip (a search asks
+        for several keys' in turn)."""
+        scopes = None if scope is None else tuple(sorted(scope))
+        key_of = ("stats", key, scopes)
+        found = self._peek(key_of)
+        if found is not None:
+            return tuple(found)
+        where = "true" if scopes is None else "scope_id = ANY(%(s)s)"
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT key, coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats"
+                f" WHERE {where} GROUP BY key",
+                {"s": None if scopes is None else list(scopes)},
+            ).fetchall()
+        sums = {int(k): (int(d), int(t)) for k, d, t in rows}
+        out: dict[str, tuple[int, float]] = {}
+        for name, code in KEY_CODES.items():
+            docs, tokens = sums.get(code, (0, 0))
+            out[name] = (docs, tokens / docs) if docs else (0, 0.0)
+            self._remember(("stats", name, scopes), out[name])
+        return out[key]
+
+    def scope_doc_frequencies(
+        self, scope: Sequence[int] | None, key: str, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """How many documents under ``key`` hold each term, in these scopes (None: the
+        store). Each count is read once per search (see ``_cached``)."""
+        if key not in KEY_CODES:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        scopes = None if scope is None else tuple(sorted(scope))
+        out: dict[str, int] = {}
+        missing: list[str] = []
+        for term in dict.fromkeys(terms):
+            found = self._peek(("df", key, scopes, term))
+            if found is None:
+                missing.append(term)
+            elif found:
+                out[term] = found
+        if not missing:
+            return out
+        keys = {term_key(t): t for t in missing}
+        # Within a search, the same terms' counts under every key in one round trip:
+        # the search asks for them key after key.
+        searching = self._peek(("stats", key, scopes)) is not None
+        codes = list(KEY_CODES.values()) if searching else [KEY_CODES[key]]
+        where = "key = ANY(%(k)s) AND term = ANY(%(w)s)" + (
+            "" if scopes is None else " AND scope_id = ANY(%(s)s)"
+        )
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT key, term, sum(df) FROM lex_df WHERE {where} GROUP BY key, term",
+                {"k": codes, "w": list(keys), "s": None if scopes is None else list(scopes)},
+            ).fetchall()
+        read = {(int(k), keys[t]): int(n) for k, t, n in rows}
+        for name, code in KEY_CODES.items():
+            if code not in codes:
+                continue
+            for term in missing:
+                count = read.get((code, term), 0)
+                if name == key or self._peek(("df", name, scopes, term)) is None:
+                    self._remember(("df", name, scopes, term), count)
+                if name == key and count:
+                    out[term] = count
+        return out
+
+    def scope_frequent_terms(
+        self,
+        scope: Sequence[int] | None,
+        key: str,
+        min_docs: int,
+        stop: threading.Event | None = None,
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        counts: dict[str, int] = {}
+        where = "key = %(k)s" + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
+        args = {"k": KEY_CODES[key], "s": None if scope is None else list(scope), "m": min_docs}
+        with self._reading() as conn:
+            # One snapshot: the counts and the state they describe must agree.
+            tx = None if self._owns_transaction() else conn.transaction()
+            if tx is not None:
+                tx.__enter__()
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            try:
+                docs, mean = self.scope_lexical_stats(scope, key)
+                mark = self.change_mark() if scope is None else self.scope_mark(scope)
+                with conn.cursor() as cur:
+                    cur.execute(
+                        f"SELECT term, sum(df) FROM lex_df WHERE {where} GROUP BY term"
+                        " HAVING sum(df) >= %(m)s",
+                        args,
+                    )
+                    while rows := cur.fetchmany(2048):
+                        if stop is not None and stop.is_set():
+                            return None
+                        counts.update((t, int(n)) for t, n in rows if not t.startswith("#"))
+            finally:
+                if tx is not None:
+                    tx.__exit__(None, None, None)
+        return counts, docs, mean, mark
+
+    def scope_pair_frequencies(
+        self, scope: Sequence[int] | None, pairs: Sequence[str]
+    ) -> dict[str, int]:
+        """How many window documents of these scopes (None: the store) hold each pair."""
+        out: dict[str, int] = {}
+        for pair in dict.fromkeys(pairs):
+            first, _, second = pair.partition("_")
+            if not first or not second:
+                out[pair] = 0
+                continue
+            out[pair] = self._pair_count(scope, first, second)
+        return out
+
+    def _pair_count(self, scope: Sequence[int] | None, a: str, b: str) -> int:
+        def like(text: str) -> str:
+            return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+        in_scope = "" if scope is None else " AND pa.scope_id = ANY(%(s)s)"
+        args = {
+            "s": None if scope is None else list(scope),
+            "a": term_key(a),
+            "b": term_key(b),
+            "inside": f"% {like(a)} {like(b)} %",
+            "ends": f"% {like(a)}",
+            "starts": f"{like(b)} %",
+        }
+        sql = (
+            # Windows holding a message that has the pair inside it.
+            "WITH inner_hits AS (SELECT u.wid FROM turn_postings pa"
+            " JOIN turn_postings pb ON pb.scope_id = pa.scope_id AND pb.thread_id = pa.thread_id"
+            " AND pb.term = %(b)s AND pb.doc = pa.doc"
+            " JOIN messages m ON m.id = pa.doc AND m.scope_id = pa.scope_id"
+            " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
+            f" WHERE pa.term = %(a)s{in_scope}"
+            " AND (' ' || m.terms || ' ') LIKE %(inside)s),"
+            # Windows holding a message that ends with the first term and the next
+            # live message of its session with any terms (a window's document skips
+            # those with none), which starts with the second.
+            " across AS (SELECT u.wid FROM turn_postings pa"
+            " JOIN messages m ON m.id = pa.doc AND m.scope_id = pa.scope_id"
+            " CROSS JOIN LATERAL (SELECT n.id FROM messages n WHERE n.scope_id = m.scope_id"
+            " AND n.session_id = m.session_id AND n.idx > m.idx AND NOT n.archived AND n.terms <> ''"
+            " ORDER BY n.idx LIMIT 1) nx"
+            " JOIN turn_postings pb ON pb.scope_id = pa.scope_id AND pb.thread_id = pa.thread_id"
+            " AND pb.term = %(b)s AND pb.doc = nx.id"
+            " JOIN messages n ON n.id = nx.id AND n.scope_id = pa.scope_id"
+            " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
+            f" WHERE pa.term = %(a)s{in_scope} AND NOT m.archived"
+            " AND (' ' || m.terms) LIKE %(ends)s AND (n.terms || ' ') LIKE %(starts)s"
+            " AND u.wid = ANY(pb.wids))"
+            " SELECT (SELECT count(*) FROM (SELECT wid FROM inner_hits UNION"
+            " SELECT wid FROM across) w),"
+            # The windows archived messages kept from before (see storage.md).
+            " (SELECT count(*) FROM messages WHERE archived AND stale_window IS NOT NULL"
+            + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
+            + " AND (' ' || stale_window || ' ') LIKE %(inside)s)"
+        )
+        with self._reading() as conn:
+            row = conn.execute(sql, args).fetchone()
+        return int(row[0]) + int(row[1])
+
+    # store-wide versions (the interface's): see statistics_for for the scoped ones
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        return self.scope_lexical_stats(None, key)
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        return self.scope_doc_frequencies(None, key, terms)
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        return self.scope_frequent_terms(None, key, min_docs, stop)
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        return self.scope_pair_frequencies(None, pairs)
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        out = self.doc_frequencies("turn", terms)
+        with self._reading() as conn:
+            total = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        return out, int(total)

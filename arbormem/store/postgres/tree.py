@@ -1,0 +1,599 @@
+"""Topic trees in PostgreSQL: nodes, the cursor, checks, archiving and the log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from arbormem.store.postgres.common import ROW_SELECT, row_of, scope_of, utc
+from arbormem.store.postgres.lexical import PostgresLexical
+from arbormem.store.sqlite.windows import WINDOW_RADIUS
+from arbormem.store.types import (
+    NodeBrief,
+    NodeRow,
+    NodeShapes,
+    Row,
+    Thread,
+    TreeLogEntry,
+    TreeState,
+)
+from arbormem.timeutil import utcnow
+
+log = logging.getLogger("arbormem.store.postgres")
+
+_NODE_COLUMNS = (
+    "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
+    " first_at, last_at, message_count, child_count, frozen, archived, origin, chash"
+)
+_BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
+
+
+def _node(r: Sequence[Any]) -> NodeRow:
+    return NodeRow(
+        id=int(r[0]),
+        parent_id=None if r[1] is None else int(r[1]),
+        kind=r[2],
+        seq=int(r[3]),
+        level=int(r[4]),
+        name=r[5],
+        summary=r[6],
+        keyphrases=json.loads(r[7]),
+        first_index=int(r[8]),
+        last_index=int(r[9]),
+        first_at=utc(r[10]),
+        last_at=utc(r[11]),
+        message_count=int(r[12]),
+        child_count=int(r[13]),
+        frozen=bool(r[14]),
+        archived=bool(r[15]),
+        origin=r[16],
+        chash=r[17],
+    )
+
+
+def _brief(r: Sequence[Any]) -> NodeBrief:
+    return NodeBrief(
+        int(r[0]),
+        None if r[1] is None else int(r[1]),
+        r[2],
+        int(r[3]),
+        int(r[4]),
+        bool(r[5]),
+        bool(r[6]),
+        r[7],
+    )
+
+
+class PostgresTree(PostgresLexical):
+    """Tree nodes with their postings, the cursor, the checks and the log."""
+
+    def tree_state(self, thread: Thread) -> TreeState:
+        def read() -> tuple[int, int | None, int | None, int] | None:
+            with self._reading(thread) as conn:
+                r = conn.execute(
+                    "SELECT version, active_id, leaf_id, next_seq FROM tree_state"
+                    " WHERE scope_id = %(s)s AND thread_id = %(t)s",
+                    self._keys(thread),
+                ).fetchone()
+            return (int(r[0]), r[1], r[2], int(r[3])) if r else None
+
+        # A fresh object each time: callers change the cursor they are given.
+        found = self._cached(("tree_state", thread.id), read)
+        return TreeState(*found) if found else TreeState()
+
+    def tree_checked(self, thread: Thread) -> tuple[int, int | None]:
+        with self._reading(thread) as conn:
+            r = conn.execute(
+                "SELECT version, checked_version FROM tree_state"
+                " WHERE scope_id = %(s)s AND thread_id = %(t)s",
+                self._keys(thread),
+            ).fetchone()
+        return (int(r[0]), None if r[1] is None else int(r[1])) if r else (0, None)
+
+    def mark_tree_checked(self, thread: Thread, version: int) -> bool:
+        with self._writing(thread) as conn:
+            done = conn.execute(
+                "UPDATE tree_state SET checked_version = %(v)s WHERE scope_id = %(s)s"
+                " AND thread_id = %(t)s AND version = %(v)s",
+                {**self._keys(thread), "v": version},
+            ).rowcount
+        return bool(done)
+
+    def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
+        with self._writing(thread) as conn:
+            k = self._keys(thread)
+            r = conn.execute(
+                "SELECT version FROM tree_state WHERE scope_id = %(s)s AND thread_id = %(t)s", k
+            ).fetchone()
+            if r is None:
+                # A new tree's versions start from its thread's generation, so caches
+                # keyed by thread and tree version never take it for an older tree.
+                r = conn.execute(
+                    "SELECT generation FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
+                ).fetchone()
+            version = (int(r[0]) if r and r[0] else 0) + 1
+            conn.execute(
+                "INSERT INTO tree_state (scope_id, thread_id, version, active_id, leaf_id,"
+                " next_seq, updated_at) VALUES (%(s)s, %(t)s, %(v)s, %(a)s, %(l)s, %(n)s, %(u)s)"
+                " ON CONFLICT (scope_id, thread_id) DO UPDATE SET version = excluded.version,"
+                " active_id = excluded.active_id, leaf_id = excluded.leaf_id,"
+                " next_seq = excluded.next_seq, updated_at = excluded.updated_at,"
+                " checked_version = NULL",
+                {
+                    **k,
+                    "v": version,
+                    "a": state.active_id,
+                    "l": state.leaf_id,
+                    "n": state.next_seq,
+                    "u": utcnow(),
+                },
+            )
+        return TreeState(version, state.active_id, state.leaf_id, state.next_seq)
+
+    def tree_nodes(
+        self,
+        thread: Thread,
+        *,
+        ids: Sequence[int] | None = None,
+        parent: int | object | None = ...,
+        kinds: Sequence[str] | None = None,
+        frozen: bool | None = None,
+    ) -> list[NodeRow]:
+        sql = f"SELECT {_NODE_COLUMNS} FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
+        args: dict[str, Any] = self._keys(thread)
+        if parent is not ...:
+            if parent is None:
+                sql += " AND parent_id IS NULL"
+            else:
+                sql += " AND parent_id = %(p)s"
+                args["p"] = parent
+        if kinds:
+            sql += " AND kind = ANY(%(k)s)"
+            args["k"] = list(kinds)
+        if frozen is not None:
+            sql += " AND frozen = %(f)s"
+            args["f"] = bool(frozen)
+        if ids is not None:
+            sql += " AND id = ANY(%(ids)s)"
+            args["ids"] = list(dict.fromkeys(int(i) for i in ids))
+        with self._reading(thread) as conn:
+            return [_node(r) for r in conn.execute(sql + " ORDER BY seq, id", args).fetchall()]
+
+    def node_briefs(
+        self,
+        thread: Thread,
+        kinds: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[NodeBrief]:
+        sql = (
+            f"SELECT {_BRIEF_COLUMNS} FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
+        )
+        args: dict[str, Any] = self._keys(thread)
+        if kinds is not None:
+            sql += " AND kind = ANY(%(k)s)"
+            args["k"] = list(kinds)
+        if ids is not None:
+            sql += " AND id = ANY(%(ids)s)"
+            args["ids"] = list(dict.fromkeys(int(i) for i in ids))
+        with self._reading(thread) as conn:
+            return [_brief(r) for r in conn.execute(sql, args).fetchall()]
+
+    def node_shapes(self, thread: Thread, stop: threading.Event | None = None) -> NodeShapes | None:
+        cols = [array("q") for _ in range(7)]
+        kinds: dict[str, int] = {}
+        with self._reading(thread) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT id, coalesce(parent_id, -1), kind, first_index, last_index,"
+                " frozen::int, archived::int FROM tree_nodes"
+                " WHERE scope_id = %(s)s AND thread_id = %(t)s",
+                self._keys(thread),
+            )
+            while rows := cur.fetchmany(4096):
+                if stop is not None and stop.is_set():
+                    return None
+                columns = list(zip(*rows))
+                columns[2] = tuple(kinds.setdefault(k, len(kinds)) for k in columns[2])
+                for col, values in zip(cols, columns):
+                    col.extend(values)
+        ids, parent, kind, first, last, frozen, archived = (
+            np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in cols
+        )
+        return NodeShapes(ids, parent, kind, list(kinds), first, last, frozen, archived)
+
+    def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
+        if not nodes:
+            return
+        with self._writing(thread) as conn:
+            k = self._keys(thread)
+            new = [n for n in nodes if n.id is None]
+            if new:
+                ids = [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT nextval('node_ids') FROM generate_series(1, %s)", (len(new),)
+                    ).fetchall()
+                ]
+                for n, i in zip(new, ids):
+                    n.id = i
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(
+                        "COPY tree_nodes (id, scope_id, thread_id, parent_id, kind, seq, level,"
+                        " name, summary, keyphrases, first_index, last_index, first_at, last_at,"
+                        " message_count, child_count, frozen, archived, origin, chash)"
+                        " FROM STDIN (FORMAT BINARY)"
+                    ) as cp,
+                ):
+                    cp.set_types(
+                        ["int8", "int8", "int8", "int8", "text", "int8", "int4", "text",
+                         "text", "text", "int8", "int8", "timestamptz", "timestamptz",
+                         "int8", "int8", "bool", "bool", "text", "text"]
+                    )  # fmt: skip
+                    for n in new:
+                        cp.write_row((n.id, k["s"], thread.id, *self._values(n)))
+            old = [n for n in nodes if n not in new]
+            if old:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE tree_nodes SET parent_id = %s, kind = %s, seq = %s, level = %s,"
+                        " name = %s, summary = %s, keyphrases = %s, first_index = %s,"
+                        " last_index = %s, first_at = %s, last_at = %s, message_count = %s,"
+                        " child_count = %s, frozen = %s, archived = %s, origin = %s, chash = %s"
+                        " WHERE id = %s AND scope_id = %s AND thread_id = %s",
+                        [(*self._values(n), n.id, k["s"], thread.id) for n in old],
+                    )
+
+    @staticmethod
+    def _values(n: NodeRow) -> tuple[Any, ...]:
+        return (
+            n.parent_id,
+            n.kind,
+            n.seq,
+            n.level,
+            n.name,
+            n.summary,
+            json.dumps(n.keyphrases, ensure_ascii=False),
+            n.first_index,
+            n.last_index,
+            n.first_at,
+            n.last_at,
+            n.message_count,
+            n.child_count,
+            bool(n.frozen),
+            bool(n.archived),
+            n.origin,
+            n.chash,
+        )
+
+    def delete_nodes(self, thread: Thread, ids: Sequence[int] | None = None) -> int:
+        with self._writing(thread) as conn:
+            k = self._keys(thread)
+            if ids is None:
+                rows = conn.execute(
+                    "SELECT id FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s", k
+                ).fetchall()
+                ids = [int(r[0]) for r in rows]
+            wanted = sorted({int(i) for i in ids})
+            if not wanted:
+                return 0
+            # Their documents leave the topic and segment keys (statistics included).
+            self.index_nodes("topic", {i: "" for i in wanted})
+            self.index_nodes("segment", {i: "" for i in wanted})
+            conn.execute(
+                "UPDATE messages SET leaf_id = NULL WHERE scope_id = %(s)s AND leaf_id = ANY(%(i)s)",
+                {**k, "i": wanted},
+            )
+            return int(
+                conn.execute(
+                    "DELETE FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                    " AND id = ANY(%(i)s)",
+                    {**k, "i": wanted},
+                ).rowcount
+            )
+
+    def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
+        if not rowids:
+            return
+        with self._writing() as conn:
+            conn.execute(
+                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s)",
+                (leaf_id, [int(r) for r in rowids]),
+            )
+
+    def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
+        with self._writing(thread) as conn:
+            k = {**self._keys(thread), "l": [int(i) for i in leaf_ids], "a": bool(archived)}
+            sessions = sorted(
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT session_id FROM messages WHERE scope_id = %(s)s"
+                    " AND thread_id = %(t)s AND leaf_id = ANY(%(l)s)",
+                    k,
+                ).fetchall()
+            )
+            before = {sid: self._live_order(conn, thread, sid) for sid in sessions}
+            changing = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                    " AND leaf_id = ANY(%(l)s) AND archived <> %(a)s",
+                    k,
+                ).fetchall()
+            ]
+            if archived and changing:
+                # Each archived message keeps its window as it was: it stays in the
+                # window key's statistics, as SQLite's full-text table keeps it.
+                self._keep_stale_windows(conn, thread, before, set(changing))
+            conn.execute(
+                "DELETE FROM session_vectors WHERE scope_id = %(s)s AND session_id = ANY(%(x)s)",
+                {**k, "x": sessions},
+            )
+            conn.execute(
+                "UPDATE tree_nodes SET archived = %(a)s WHERE scope_id = %(s)s"
+                " AND thread_id = %(t)s AND id = ANY(%(l)s)",
+                k,
+            )
+            changed = conn.execute(
+                "UPDATE messages SET archived = %(a)s WHERE scope_id = %(s)s"
+                " AND thread_id = %(t)s AND leaf_id = ANY(%(l)s)",
+                k,
+            ).rowcount
+            self._rebuild_windows(conn, thread, before)
+            if changing:
+                self._vectors_follow_archive(conn, thread, changing, archived)
+            if not archived and changing:
+                conn.execute(
+                    "UPDATE messages SET stale_window = NULL WHERE scope_id = %(s)s"
+                    " AND id = ANY(%(c)s)",
+                    {**k, "c": changing},
+                )
+            conn.execute(
+                "UPDATE threads SET generation = generation + 1, changes = changes + 1"
+                " WHERE scope_id = %(s)s AND id = %(t)s",
+                k,
+            )
+            self._on_commit(lambda: self._rows_changed([thread], forgotten=False))
+            return int(changed)
+
+    @staticmethod
+    def _keep_stale_windows(
+        conn: Any, thread: Thread, before: Mapping[int, list[tuple[Any, ...]]], ids: set[int]
+    ) -> None:
+        stale: dict[int, str] = {}
+        for rows in before.values():
+            live = [r for r in rows if not r[3]]
+            for i, r in enumerate(live):
+                if r[0] in ids and r[2] is not None:
+                    parts = live[max(0, i - WINDOW_RADIUS) : i + WINDOW_RADIUS + 1]
+                    stale[r[0]] = " ".join(x[1] for x in parts if x[1])
+        if stale:
+            conn.execute(
+                "UPDATE messages m SET stale_window = u.w FROM unnest(%s::int8[], %s::text[])"
+                " AS u(id, w) WHERE m.id = u.id AND m.scope_id = %s",
+                (list(stale), list(stale.values()), scope_of(thread)),
+            )
+
+    def _vectors_follow_archive(
+        self, conn: Any, thread: Thread, ids: Sequence[int], archived: bool
+    ) -> None:
+        """Archived messages leave ``message_vectors``; restored ones come back from
+        the cache (or, missing there, are embedded by the next search)."""
+        k = {**self._keys(thread), "i": list(ids)}
+        if archived:
+            conn.execute(
+                "DELETE FROM message_vectors WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND message_id = ANY(%(i)s)",
+                k,
+            )
+            return
+        conn.execute(
+            "INSERT INTO message_vectors (scope_id, thread_id, model, message_id, session_id, vec)"
+            " SELECT m.scope_id, m.thread_id, p.model, m.id, m.session_id, v.vec FROM messages m"
+            " JOIN vector_progress p ON p.scope_id = m.scope_id AND p.thread_id = m.thread_id"
+            " JOIN vectors v ON v.chash = m.chash AND v.model = p.model"
+            " WHERE m.scope_id = %(s)s AND m.id = ANY(%(i)s) ON CONFLICT DO NOTHING",
+            k,
+        )
+        conn.execute(
+            "UPDATE vector_progress p SET upto = least(p.upto, (SELECT min(m.id) - 1"
+            " FROM messages m WHERE m.scope_id = p.scope_id AND m.id = ANY(%(i)s)"
+            " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.scope_id = m.scope_id"
+            " AND v.thread_id = m.thread_id AND v.model = p.model AND v.message_id = m.id)))"
+            " WHERE p.scope_id = %(s)s AND p.thread_id = %(t)s AND EXISTS (SELECT 1 FROM"
+            " messages m WHERE m.scope_id = p.scope_id AND m.id = ANY(%(i)s) AND NOT EXISTS"
+            " (SELECT 1 FROM message_vectors v WHERE v.scope_id = m.scope_id AND"
+            " v.thread_id = m.thread_id AND v.model = p.model AND v.message_id = m.id))",
+            k,
+        )
+
+    def leaf_messages(self, thread: Thread, leaf_ids: Sequence[int]) -> list[Row]:
+        ids = list(dict.fromkeys(int(i) for i in leaf_ids))
+        if not ids:
+            return []
+        with self._reading(thread) as conn:
+            rows = conn.execute(
+                ROW_SELECT + " WHERE m.scope_id = %(s)s AND m.thread_id = %(t)s"
+                " AND m.leaf_id = ANY(%(l)s) ORDER BY m.idx",
+                {**self._keys(thread), "l": ids},
+            ).fetchall()
+        return [row_of(r) for r in rows]
+
+    def archived_rowids(self, thread: Thread) -> set[int]:
+        with self._reading(thread) as conn:
+            return {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                    " AND archived",
+                    self._keys(thread),
+                ).fetchall()
+            }
+
+    def archived_leaves(self, thread: Thread, *, which: str = "whole") -> list[int]:
+        having = {
+            "whole": "bool_and(archived)",
+            "partly": "bool_or(archived) AND NOT bool_and(archived)",
+            "any": "bool_or(archived)",
+        }[which]
+        with self._reading(thread) as conn:
+            return [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT leaf_id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                    f" AND leaf_id IS NOT NULL GROUP BY leaf_id HAVING {having} ORDER BY leaf_id",
+                    self._keys(thread),
+                ).fetchall()
+            ]
+
+    def message_leaves(self, rowids: Sequence[int]) -> dict[int, int]:
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        if not ids:
+            return {}
+        with self._reading() as conn:
+            return {
+                int(r[0]): int(r[1])
+                for r in conn.execute(
+                    "SELECT id, leaf_id FROM messages WHERE id = ANY(%s) AND leaf_id IS NOT NULL",
+                    (ids,),
+                ).fetchall()
+            }
+
+    def parents(self, thread: Thread, ids: Sequence[int]) -> dict[int, int | None]:
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        if not wanted:
+            return {}
+        with self._reading(thread) as conn:
+            return {
+                int(r[0]): None if r[1] is None else int(r[1])
+                for r in conn.execute(
+                    "SELECT id, parent_id FROM tree_nodes WHERE id = ANY(%(i)s)"
+                    " AND scope_id = %(s)s AND thread_id = %(t)s",
+                    {**self._keys(thread), "i": wanted},
+                ).fetchall()
+            }
+
+    def rowids_between(self, thread: Thread, start: int, end: int, limit: int) -> list[int]:
+        with self._reading(thread) as conn:
+            return [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                    " AND idx >= %(a)s AND idx < %(b)s AND NOT archived ORDER BY idx LIMIT %(n)s",
+                    {**self._keys(thread), "a": start, "b": end, "n": limit},
+                ).fetchall()
+            ]
+
+    def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
+        k = {**self._keys(thread), "m": max_children}
+        mine = "n.scope_id = %(s)s AND n.thread_id = %(t)s"
+        checks = [
+            (
+                "SELECT n.id FROM tree_nodes n LEFT JOIN tree_nodes p ON p.id = n.parent_id"
+                f" AND p.scope_id = n.scope_id WHERE {mine} AND n.parent_id IS NOT NULL"
+                " AND (p.id IS NULL OR p.thread_id <> n.thread_id OR p.kind = 'leaf') LIMIT 5",
+                "its parent does not exist in this thread or is a leaf",
+            ),
+            (
+                "SELECT coalesce(n.parent_id, 0) FROM tree_nodes n"
+                f" WHERE {mine} GROUP BY n.parent_id HAVING count(*) > %(m)s LIMIT 5",
+                f"has more than {max_children} children (width rule)",
+            ),
+            (
+                "SELECT p.id FROM tree_nodes n JOIN tree_nodes p ON p.id = n.parent_id"
+                f" AND p.scope_id = n.scope_id WHERE {mine} AND (n.first_index < p.first_index"
+                " OR n.last_index > p.last_index) LIMIT 5",
+                "its index range does not cover its children's",
+            ),
+            (
+                f"SELECT n.id FROM tree_nodes n WHERE {mine} AND n.first_index > n.last_index"
+                " LIMIT 5",
+                "its index range is reversed",
+            ),
+            (
+                "SELECT n.id FROM tree_nodes n LEFT JOIN (SELECT parent_id, count(*) AS c"
+                " FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " GROUP BY parent_id) c ON c.parent_id = n.id"
+                f" WHERE {mine} AND n.kind <> 'leaf' AND coalesce(c.c, 0) <> n.child_count"
+                " LIMIT 5",
+                "its child count disagrees with its children",
+            ),
+            (
+                "SELECT m.leaf_id FROM messages m LEFT JOIN tree_nodes l ON l.id = m.leaf_id"
+                " AND l.scope_id = m.scope_id WHERE m.scope_id = %(s)s AND m.thread_id = %(t)s"
+                " AND m.leaf_id IS NOT NULL AND (l.id IS NULL OR l.kind <> 'leaf'"
+                " OR l.thread_id <> m.thread_id OR m.idx < l.first_index"
+                " OR m.idx > l.last_index) LIMIT 5",
+                "a message points at it as its leaf but it is no leaf holding that message",
+            ),
+        ]
+        problems: list[tuple[int | None, str]] = []
+        with self._reading(thread) as conn:
+            has_tree = conn.execute(
+                "SELECT 1 FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s LIMIT 1", k
+            ).fetchone()
+            if not has_tree:
+                first = conn.execute(
+                    "SELECT 1 FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s LIMIT 1",
+                    k,
+                ).fetchone()
+                return [] if first is None else [(None, "the thread has messages but no tree")]
+            for sql, reason in checks:
+                for (node_id,) in conn.execute(sql, k).fetchall():
+                    problems.append((int(node_id) or None if node_id is not None else None, reason))
+            orphan = conn.execute(
+                "SELECT idx FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND leaf_id IS NULL ORDER BY idx LIMIT 1",
+                k,
+            ).fetchone()
+            if orphan:
+                problems.append((None, f"message {orphan[0]} is not in the tree"))
+        return problems
+
+    def log_tree(self, thread: Thread, kind: str, stats: Mapping[str, Any], undo: list[Any]) -> int:
+        with self._writing(thread) as conn:
+            row = conn.execute(
+                "INSERT INTO tree_log (id, scope_id, thread_id, kind, at, stats, undo)"
+                " VALUES (nextval('tree_log_ids'), %(s)s, %(t)s, %(k)s, %(at)s, %(st)s, %(u)s)"
+                " RETURNING id",
+                {
+                    **self._keys(thread),
+                    "k": kind,
+                    "at": utcnow(),
+                    "st": json.dumps(dict(stats)),
+                    "u": json.dumps(undo),
+                },
+            ).fetchone()
+        return int(row[0])
+
+    def tree_log(self, thread: Thread, entry_id: int | None = None) -> list[TreeLogEntry]:
+        sql = (
+            "SELECT id, kind, at, stats, undo, undone_at FROM tree_log"
+            " WHERE scope_id = %(s)s AND thread_id = %(t)s"
+        )
+        args: dict[str, Any] = self._keys(thread)
+        if entry_id is not None:
+            sql += " AND id = %(e)s"
+            args["e"] = entry_id
+        with self._reading(thread) as conn:
+            rows = conn.execute(sql + " ORDER BY id DESC", args).fetchall()
+        return [
+            TreeLogEntry(
+                int(r[0]),
+                r[1],
+                utc(r[2]),
+                json.loads(r[3]),
+                json.loads(r[4]),
+                utc(r[5]) if r[5] else None,
+            )
+            for r in rows
+        ]
+
+    def mark_undone(self, entry_id: int) -> None:
+        with self._writing() as conn:
+            conn.execute("UPDATE tree_log SET undone_at = %s WHERE id = %s", (utcnow(), entry_id))
