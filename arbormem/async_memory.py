@@ -63,8 +63,11 @@ class AsyncMemory:
     async def sessions(self, **kwargs: Any) -> list[Session]:
         return await self._run(self.memory.sessions, **kwargs)
 
-    async def forget(self, message_id: str | None = None, **kwargs: Any) -> dict[str, int]:
+    async def forget(self, message_id: str | None = None, **kwargs: Any) -> dict[str, Any]:
         return await self._run(self.memory.forget, message_id, **kwargs)
+
+    async def purge(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.memory.purge, **kwargs)
 
     async def export(self, dest: Any = None, **kwargs: Any) -> dict[str, Any]:
         return await self._run(self.memory.export, dest, **kwargs)

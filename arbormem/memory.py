@@ -47,10 +47,12 @@ from arbormem.store import (
     Deleted,
     Filters,
     NewMessage,
+    Purge,
     Row,
     Thread,
     open_store,
 )
+from arbormem.store.types import PURGE_WAIT
 from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 from arbormem.tree.background import IdleReorganizer
@@ -114,6 +116,15 @@ def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
     if not low <= value <= high:
         raise InputError(f"must be from {low} to {high:,}, got {value}", field=name)
     return value
+
+
+def _seconds(value: Any, field: str) -> float:
+    """A number of seconds an argument gives: finite and not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"must be a number of seconds, got {value!r}", field=field)
+    if not 0 <= value < float("inf"):
+        raise InputError(f"must be a finite number of seconds >= 0, got {value!r}", field=field)
+    return float(value)
 
 
 def _session_name(
@@ -326,6 +337,8 @@ class Memory:
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
         self.tree_recall = TreeRecall(self.backend, self.embedder, folder=self.backend.cache_folder)
+        if self.backend.purged_on_open is not None:
+            self._purged(self.backend.purged_on_open)
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -918,7 +931,8 @@ class Memory:
         session: str | None = None,
         user: str | None = None,
         agent: str | None = None,
-    ) -> dict[str, int]:
+        wait: float = PURGE_WAIT,
+    ) -> dict[str, Any]:
         """Delete for good, with everything derived (index rows, vectors, caches).
 
         * ``forget(message_id)``: one message of the scope;
@@ -926,8 +940,13 @@ class Memory:
         * ``forget(user="alice", agent="bot")``: that whole thread;
         * ``forget(user="alice")``: everything of that user, across agents.
 
-        Returns counts of what went.
+        Returns ``{"messages", "sessions", "threads"}``: counts of what went;
+        ``"purged"``: True when no copy of the forgotten text is left in the store's
+        files; ``"purge_pending"``: why not, when not (see :meth:`purge`), else None.
+        ``wait``: seconds to wait at most for other connections reading an older
+        snapshot of the store, which keep the old pages in the files until they end.
         """
+        wait = _seconds(wait, "wait")
         session = _session_name(session, max_bytes=self.limits.name_bytes)
         if message_id is not None:
             message_id = self._message_id(message_id)
@@ -966,43 +985,73 @@ class Memory:
                 if message_id is not None:
                     for row in doomed:
                         self.working.reset_derived(thread, row.message.session)
-                self._forgotten([thread], deleted)
-                return deleted.to_dict()
-            if user is None and agent is None:
-                raise InputError(
-                    "say what to forget: a message id, session=..., agent=... or user=...",
-                    field="forget",
-                )
-            threads = (
-                self.backend.threads(scope.user)
-                if agent is None
-                else self._threads(scope, False, wait=True)
-            )
-            if not threads:
-                raise NotFound(
-                    f"nothing stored for {'user ' + scope.user if agent is None else scope}"
-                )
-            if self._working is not None:
-                self._working.wait()  # no upkeep may save state for a deleted thread
-            total = Deleted()
-            for thread in threads:
-                deleted = self.backend.delete_thread(thread)
-                self._forgotten([thread], deleted)
-                total.messages += deleted.messages
-                total.sessions += deleted.sessions
-                total.threads += deleted.threads
-            return total.to_dict()
+                self._forget_derived([thread], deleted)
+                counts = deleted.to_dict()
+            else:
+                counts = self._forget_threads(scope, user, agent)
+        # Outside the write lock: waiting for another process's readers must not hold
+        # up this process's writes. One purge for all the threads forgotten.
+        return {**counts, **self._purged(self.backend.purge(wait=wait))}
 
-    def _forgotten(self, threads: Sequence[Thread], deleted: Deleted) -> None:
-        unused = self.backend.purge()
+    def _forget_threads(self, scope: Scope, user: str | None, agent: str | None) -> dict[str, int]:
+        """Delete a whole thread, or every thread of a user (the caller holds the lock)."""
+        if user is None and agent is None:
+            raise InputError(
+                "say what to forget: a message id, session=..., agent=... or user=...",
+                field="forget",
+            )
+        threads = (
+            self.backend.threads(scope.user)
+            if agent is None
+            else self._threads(scope, False, wait=True)
+        )
+        if not threads:
+            raise NotFound(f"nothing stored for {'user ' + scope.user if agent is None else scope}")
+        if self._working is not None:
+            self._working.wait()  # no upkeep may save state for a deleted thread
+        total = Deleted()
+        for thread in threads:
+            deleted = self.backend.delete_thread(thread)
+            self._forget_derived([thread], deleted)
+            total.messages += deleted.messages
+            total.sessions += deleted.sessions
+            total.threads += deleted.threads
+        return total.to_dict()
+
+    def _forget_derived(self, threads: Sequence[Thread], deleted: Deleted) -> None:
         if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard([*deleted.chashes, *unused])
+            self.embedder.discard(deleted.chashes)
         for thread in threads:
             self.tree_recall.invalidate(thread)
             self.tree_recall.discard_files(thread)
             self.trees.forget_descriptions(thread)
             self.retriever.forget(thread)
             self.grower.forget_cursor(thread)
+
+    def _purged(self, done: Purge) -> dict[str, Any]:
+        """Drop what a purge found unused, and say how far it got."""
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard(done.chashes)
+        for thread_id in done.threads:  # a forget cut short may have left them
+            self.tree_recall.discard_files(Thread(thread_id, "", ""))
+        return {"purged": done.purged, "purge_pending": done.pending}
+
+    def purge(self, *, wait: float = 30.0, rewrite: bool | None = True) -> dict[str, Any]:
+        """Finish taking forgotten text out of the store's files.
+
+        Merges the full-text indexes of any forget that a crash cut short, rewrites
+        the file when rows were deleted since it last was (``rewrite=None``: only a
+        store of at most 64 MiB, as ``forget`` does; False: never), and empties the
+        write-ahead log, waiting up to ``wait`` seconds for connections reading an
+        older snapshot. Returns ``{"purged", "purge_pending"}`` as :meth:`forget`
+        does: ``"readers"`` when such a reader outlasted ``wait``, ``"rewrite"`` when
+        the file was not rewritten.
+        """
+        wait = _seconds(wait, "wait")
+        if rewrite is not None and not isinstance(rewrite, bool):
+            raise InputError(f"must be True, False or None, got {rewrite!r}", field="rewrite")
+        self.backend.writable()
+        return self._purged(self.backend.purge(wait=wait, rewrite=rewrite))
 
     # -- working memory and context --------------------------------------------------------------
 

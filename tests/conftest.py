@@ -53,8 +53,8 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema version 16 added (typed records).
-UNDO_SCHEMA_FROM_16 = """
+#: SQL that removes what schema version 17 added (typed records).
+UNDO_SCHEMA_FROM_17 = """
 DROP TABLE records;
 DROP TABLE record_sources;
 DROP TABLE record_fts;
@@ -66,7 +66,7 @@ DROP TABLE record_cursor;
 #: store back at an older version (each such test adds what its own older versions
 #: remove).
 UNDO_SCHEMA_FROM_13 = (
-    UNDO_SCHEMA_FROM_16
+    UNDO_SCHEMA_FROM_17
     + """
 DROP TRIGGER threads_forgotten;
 DROP TRIGGER threads_rewritten;
@@ -74,6 +74,7 @@ DROP TABLE store_clock;
 DROP INDEX messages_archived;
 DROP INDEX tree_nodes_archived;
 DROP INDEX tree_briefs;
+DROP TABLE pending_purges;
 """
 )
 

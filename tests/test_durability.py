@@ -245,10 +245,13 @@ def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeyp
         assert all(n <= 20 for n in _levels(mem).values())
 
 
-def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path) -> None:
+def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The real thing, on whatever SQLite this Python has: on 3.40 the 1,000th
     add-and-forget failed ("database disk image is malformed") and the store could
     not be searched again."""
+    # Rewriting the file after each forget leaves the indexes' levels as they are, and
+    # would add a fifth to this test's minutes.
+    monkeypatch.setattr("arbormem.store.sqlite.messages.REWRITE_LIMIT_BYTES", 0)
     db = tmp_path / "m.db"
     with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
@@ -274,4 +277,4 @@ def test_the_checkpoint_after_a_forget_holds_the_write_lock(tmp_path: Path) -> N
             mem, lambda sql: "wal_checkpoint" in sql and seen.append(lock._is_owned())
         ):
             mem.forget(mem.messages()[0].id)
-        assert seen == [True]
+        assert seen and all(seen)  # a try that met another checkpoint is made again

@@ -178,8 +178,13 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
     "stats": ({}, SCOPED),
     "forget": (
         {"message_id": st.one_of(st.none(), st.just("nope"))},
-        {"session": st.one_of(st.none(), st.just("nope")), **SCOPED},
+        {
+            "session": st.one_of(st.none(), st.just("nope")),
+            "wait": st.sampled_from([0, 0.0, 0.5]),
+            **SCOPED,
+        },
     ),
+    "purge": ({}, {"wait": st.sampled_from([0, 0.1]), "rewrite": st.sampled_from([None, False])}),
     "current_session": ({}, SCOPED),
     "set_mode": (
         {"mode": st.sampled_from(["code", "conversation"])},

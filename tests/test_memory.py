@@ -214,7 +214,13 @@ def test_forget_message_session_thread_and_user(memory: Memory) -> None:
     with pytest.raises(NotFound):
         memory.get(gone.id)
     assert not [h for h in memory.search("mountains") if h.message.id == gone.id]
-    assert memory.forget(session="s2") == {"messages": 1, "sessions": 1, "threads": 0}
+    assert memory.forget(session="s2") == {
+        "messages": 1,
+        "sessions": 1,
+        "threads": 0,
+        "purged": True,
+        "purge_pending": None,
+    }
     assert [s.id for s in memory.sessions()] == ["s1"]
     memory.add("other agent", agent="x")
     memory.add("other user", user="carol")

@@ -19,7 +19,7 @@ from arbormem.records.model import Composite
 from arbormem.store import SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
 
-from .conftest import UNDO_SCHEMA_FROM_16
+from .conftest import UNDO_SCHEMA_FROM_17
 
 T0 = datetime(2024, 1, 8, 9, 0, tzinfo=timezone.utc)
 DATA = Path(__file__).resolve().parent / "data"
@@ -30,10 +30,10 @@ def test_an_older_store_gains_the_record_tables_and_keeps_its_messages(tmp_path:
     with Memory(path, embedder=HashingEmbedder(32)) as mem:
         first = mem.add("I live in Paris.", speaker="Sam")
         mem.add("Nice, I love Paris.", role="assistant", speaker="Ana")
-    # Put the store back at schema version 15, before records.
+    # Put the store back at schema version 16, before records.
     conn = sqlite3.connect(path)
-    conn.executescript(UNDO_SCHEMA_FROM_16)
-    conn.execute("DELETE FROM schema_migrations WHERE version >= 16")
+    conn.executescript(UNDO_SCHEMA_FROM_17)
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 17")
     conn.commit()
     conn.close()
     store = SQLiteBackend(path)
@@ -142,3 +142,24 @@ def test_the_service_over_sqlite_keeps_and_finds_what_the_record_book_does(
             assert stored.search(q.text, **asked) == book.search(q.text, **asked)  # type: ignore[arg-type]
         store.delete_thread(thread)
     store.close()
+
+
+def test_a_record_deleted_on_its_own_leaves_the_file_once_purged(tmp_path: Path) -> None:
+    path = tmp_path / "alone.db"
+    store = SQLiteBackend(path)
+    thread = store.thread("sam", "bot", create=True)
+    assert thread is not None
+    records = RecordService(store, thread)
+    for n in range(40):  # enough rows that pages fill and get reorganised
+        records.remember(f"Sam noted fact number {n} about the garden.", sources=(f"m{n}",))
+    (secret,) = [
+        p.record
+        for p in [records.remember("Sam keeps the spare key under the quokkaville gnome.")]
+        if p.record is not None
+    ]
+    assert store.delete_records(thread, [secret.id]) == [secret.id]
+    assert store.purge().purged
+    store.close()
+    wal = path.with_name(path.name + "-wal")
+    raw = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    assert b"quokkavill" not in raw

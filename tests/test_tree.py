@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -1553,3 +1554,86 @@ def test_node_shapes_agree_with_node_briefs_and_stop_when_asked(tmp_path: Path) 
         stop = threading.Event()
         stop.set()
         assert store.node_shapes(thread, stop) is None
+
+
+REORGANIZE_AND_SHOW = """
+import json, sys
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+with Memory(sys.argv[1], embedder=HashingEmbedder(16), llm=None) as mem:
+    result = mem.reorganize(similarity_threshold=0.45, prune_trivial_leaves=True)
+    result.pop("duration_secs")
+    print(json.dumps({"result": result, "tree": json.loads(mem.render_tree("json"))}))
+"""
+
+
+def test_reorganize_gives_the_same_tree_in_every_process(tmp_path: Path) -> None:
+    """Two runs on identical copies gave different trees with the same counts: a
+    summary's sentences were scored by summing term weights over a set of strings,
+    whose order (and so the float sum, and so which of two equal sentences won)
+    changed with each process's string hashing."""
+    import random
+    import shutil
+    import subprocess
+    import sys
+
+    rng = random.Random(4)
+    words = [
+        "garden",
+        "tomato",
+        "compost",
+        "car",
+        "engine",
+        "brakes",
+        "Lisbon",
+        "flights",
+        "hotel",
+        "snake",
+        "code",
+        "server",
+        "coffee",
+        "dog",
+        "walk",
+        "Maria",
+        "Paris",
+        "doctor",
+        "Monday",
+        "budget",
+        "rent",
+    ]
+    base = tmp_path / "base.db"
+    with Memory(base, embedder=HashingEmbedder(16), llm=None) as mem:
+        at = T0
+        for s in range(16):
+            topic = rng.sample(words, 6)
+            batch = []
+            for i in range(rng.randint(4, 24)):
+                at += timedelta(minutes=rng.choice([1, 2, 5, 40]))
+                text = " ".join(rng.choice(topic) for _ in range(rng.choice([3, 8, 25])))
+                batch.append(
+                    {
+                        "role": ("user", "assistant")[i % 2],
+                        "content": text.capitalize() + ".",
+                        "timestamp": at,
+                        "speaker": rng.choice([None, "Ann", "Bo"]),
+                    }
+                )
+            mem.add_many(batch, session=f"s{s}")
+            at += timedelta(days=1)
+    outputs = []
+    for seed in ("1", "2", "3", "4"):
+        copy = tmp_path / f"copy{seed}.db"
+        shutil.copy(base, copy)
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", REORGANIZE_AND_SHOW, str(copy)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0]["result"]["merged"] > 0
+    for other in outputs[1:]:
+        assert other == outputs[0]

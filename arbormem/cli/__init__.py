@@ -439,6 +439,14 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
     help="Forget everything of this user, across agents.",
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=86400),
+    default=2.0,
+    show_default=True,
+    help="Seconds to wait at most for other processes reading the store, whose snapshots "
+    "keep old copies of the text in its files.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @click.pass_obj
 @handle_errors
@@ -449,6 +457,7 @@ def forget(
     whole_thread: bool,
     whole_user: bool,
     yes: bool,
+    wait: float,
     as_json: bool,
 ) -> None:
     """Delete a message, a session, a thread or a user, with all derived data.
@@ -482,11 +491,11 @@ def forget(
             return
         try:
             if whole_user:
-                counts = mem.forget(user=mem.scope.user)
+                counts = mem.forget(user=mem.scope.user, wait=wait)
             elif whole_thread:
-                counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
+                counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent, wait=wait)
             else:
-                counts = mem.forget(message_id, session=session)
+                counts = mem.forget(message_id, session=session, wait=wait)
         except NotFound:
             hint_if_empty(mem, all_agents=whole_user)
             raise
@@ -497,6 +506,57 @@ def forget(
             f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
             f"{counts['threads']} thread(s)."
         )
+    _say_pending(counts["purge_pending"])
+
+
+def _say_pending(pending: str | None) -> None:
+    """Say on stderr what keeps forgotten text in the files, and what to run."""
+    if pending == "readers":
+        click.echo(
+            "Deleted, but old copies of the text stay in the store's files while another "
+            "process reads an older snapshot of it: run 'arbormem purge' once it is done.",
+            err=True,
+        )
+    elif pending == "rewrite":
+        click.echo(
+            "Deleted, but fragments of the text may stay in unused space of the store file "
+            "until it is rewritten (it is over 64 MiB, so forget does not): run 'arbormem purge'.",
+            err=True,
+        )
+
+
+@cli.command()
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=86400),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait at most for other processes reading an older snapshot.",
+)
+@click.option(
+    "--no-rewrite", is_flag=True, help="Do not rewrite the file (it takes a while when large)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+@handle_errors
+def purge(opts: StoreOptions, wait: float, no_rewrite: bool, as_json: bool) -> None:
+    """Finish taking forgotten text out of the store's files.
+
+    Merges the indexes of a forget a crash cut short, rewrites the file if rows were
+    deleted since it last was, and empties the write-ahead log.
+
+    \b
+    Examples:
+      arbormem purge
+      arbormem purge --wait 300 --json
+    """
+    with opts.open(existing=True) as mem:
+        result = mem.purge(wait=wait, rewrite=not no_rewrite)
+    if as_json:
+        echo_json(result)
+    elif result["purged"]:
+        click.echo("Purged: no copy of forgotten text is left in the store's files.")
+    _say_pending(result["purge_pending"])
 
 
 # -- export, import, reembed ----------------------------------------------------------------

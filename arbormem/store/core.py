@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from arbormem.errors import StoreError
+from arbormem.store.types import Purge
 
 
 class StoreCore(abc.ABC):
@@ -26,6 +27,9 @@ class StoreCore(abc.ABC):
     #: A folder beside the store where derived caches may be kept between processes
     #: (None: keep none, as for an in-memory store or a database server).
     cache_folder: Path | None = None
+    #: What opening the store did to finish the purges of forgets a crash cut short
+    #: (None when there were none): the caller drops its caches of those threads.
+    purged_on_open: Purge | None = None
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[None]:

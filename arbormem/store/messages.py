@@ -17,9 +17,11 @@ import numpy as np
 from arbormem.models import Session
 from arbormem.store.core import StoreCore
 from arbormem.store.types import (
+    PURGE_WAIT,
     Deleted,
     Filters,
     NewMessage,
+    Purge,
     Row,
     Thread,
     ThreadState,
@@ -139,9 +141,12 @@ class MessageStore(StoreCore):
         """Delete a whole thread."""
 
     @abc.abstractmethod
-    def purge(self) -> list[str]:
-        """Make deleted data unrecoverable from the storage (merge indexes, reclaim pages),
-        and delete vectors that no message or topic uses any more; returns their hashes."""
+    def purge(self, *, wait: float = PURGE_WAIT, rewrite: bool | None = None) -> Purge:
+        """Make deleted data unrecoverable from the storage: merge the indexes that
+        still hold deleted terms, delete vectors no message or topic uses any more,
+        and overwrite old copies of pages, waiting up to ``wait`` seconds for other
+        readers. ``rewrite``: True rewrites the whole storage if anything deleted may
+        linger in it, False never does, None does when that is cheap."""
 
     @abc.abstractmethod
     def count(self, thread: Thread, *, upto: int | None = None) -> int:

@@ -199,7 +199,9 @@ class RecordStore(StoreCore):
         Each deleted record is spliced out of its supersession chains: a record it
         closed takes over its ``valid_to`` and ``superseded_by`` (so it holds again if
         the deleted one still held), and a record that replaced it takes over its
-        ``supersedes``. Forgetting a change thus leaves what held before it."""
+        ``supersedes``. Forgetting a change thus leaves what held before it. As with
+        messages, the deleted records' words leave the files with the next
+        :meth:`~arbormem.store.messages.MessageStore.purge`."""
 
     @abc.abstractmethod
     def forget_record_sources(self, thread: Thread, message_ids: Sequence[str]) -> list[str]:

@@ -99,6 +99,33 @@ class Deleted:
         return {"messages": self.messages, "sessions": self.sessions, "threads": self.threads}
 
 
+#: Seconds a forget waits, by default, for other connections reading an older snapshot
+#: of the store before it reports the purge as pending.
+PURGE_WAIT = 2.0
+
+#: Why forgotten text may still be in the store's files (:attr:`Purge.pending`).
+#: ``"readers"``: another connection was reading an older snapshot, whose pages the
+#: store may not overwrite until it ends. ``"rewrite"``: the file was not rewritten, so
+#: bytes of deleted rows may remain in the unused space of pages still in use.
+PURGE_PENDING = ("readers", "rewrite")
+
+
+@dataclass
+class Purge:
+    """What a purge did, and whether deleted text has left the storage."""
+
+    #: True when no copy of deleted text is left in the store's files.
+    purged: bool = True
+    #: Why not, when not: one of :data:`PURGE_PENDING`; None when purged.
+    pending: str | None = None
+    #: Content hashes of the vectors dropped because no message or topic uses them.
+    chashes: list[str] = field(default_factory=list)
+    #: Threads whose deletions this purge merged into the indexes: their files beside
+    #: the store are to be deleted too (a forget killed before its purge left its own
+    #: to the next purge).
+    threads: list[int] = field(default_factory=list)
+
+
 #: Lexical keys over tree nodes: topic names/summaries/keyphrases, and topic contents.
 NODE_KEYS = ("topic", "segment")
 

@@ -22,6 +22,11 @@ bytes, the writer waits for the checkpoint in flight and then copies the rest
 itself (about a transaction's worth), so its next transaction restarts the
 log. It pays for one such copy per :data:`LIMIT` bytes of log instead of a
 whole checkpoint every 1,000 pages.
+
+After a forget that could not empty the log (another connection was reading an
+older snapshot), :meth:`Checkpointer.truncate_when_possible` has the thread try a
+truncating checkpoint at each tick until one succeeds, so the old copies of the
+forgotten text leave the files once that reader is done, without a later call.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Checkpointer:
         #: Whether the last checkpoint copied every page of the log.
         self._complete = True
         self._failed = False
+        #: A forget is waiting for the log to be emptied (see truncate_when_possible).
+        self._truncate = False
         self._thread: threading.Thread | None = None
 
     def committed(self) -> None:
@@ -68,12 +75,25 @@ class Checkpointer:
             if self._stopped:
                 return
             self._pending = True
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="arbormem-checkpoint", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
+            self._start()
+
+    def truncate_when_possible(self) -> None:
+        """Try, one tick after another, to copy the whole log into the file and cut it
+        to nothing, until a try succeeds (or the store closes)."""
+        with self._cond:
+            if self._stopped:
+                return
+            self._truncate = self._pending = True
+            self._start()
+
+    def _start(self) -> None:
+        """Start the thread if needed and wake it (the caller holds the lock)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name="arbormem-checkpoint", daemon=True
+            )
+            self._thread.start()
+        self._cond.notify_all()
 
     def before_write(self, writer: sqlite3.Connection) -> None:
         """Called by the writer before it begins a transaction: keeps the log bounded."""
@@ -126,6 +146,9 @@ class Checkpointer:
         last = 0.0
         try:
             conn = self._connect()
+            # A truncating checkpoint holds the write lock while it waits for readers:
+            # this thread never waits (the next tick tries again). Passive ones never wait.
+            conn.execute("PRAGMA busy_timeout = 0")
             while True:
                 with self._cond:
                     while not self._pending and not self._stopped:
@@ -141,9 +164,10 @@ class Checkpointer:
                         return
                     self._pending = False
                     self._running = True
+                    mode = "TRUNCATE" if self._truncate else "PASSIVE"
                 last = time.monotonic()
                 try:
-                    result = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    result = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
                 except sqlite3.Error as exc:
                     # A busy or failing checkpoint loses nothing: the pages stay in the log
                     # and the next one (or the writer's own) copies them.
@@ -151,6 +175,11 @@ class Checkpointer:
                     result = None
                 with self._cond:
                     self._record(result)
+                    if mode == "TRUNCATE":
+                        if result is not None and not result[0]:
+                            self._truncate = False
+                        else:
+                            self._pending = True  # readers still: again at the next tick
                     self._running = False
                     self._cond.notify_all()
         except sqlite3.Error as exc:

@@ -163,8 +163,10 @@ CLOSE_WAIT = 10.0
 #: malformed"): about a thousand forgets did it. Past this many levels an index is
 #: rebuilt from its own content instead, which starts it again at one level.
 FTS_LEVEL_LIMIT = 1500
-#: How long the checkpoint after a forget waits for readers of an older snapshot.
-PURGE_CHECKPOINT_WAIT_MS = 2000
+#: A purge rewrites (VACUUMs) a store file up to this size without being asked; the
+#: rewrite costs time and page cache in proportion to the file (figures in
+#: docs/storage.md). A larger file is rewritten on request only (Memory.purge).
+REWRITE_LIMIT_BYTES = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 

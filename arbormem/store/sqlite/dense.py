@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 
 from arbormem.embed.base import Embedder, l2_normalize
+from arbormem.store.sidecar import Sidecar
 from arbormem.store.types import Thread, ThreadState
 
 if TYPE_CHECKING:
@@ -366,6 +366,8 @@ class VectorCache:
         self.backend = backend
         self.embedder = embedder
         self.folder = folder
+        #: The folder's lock and sweep, shared with other processes (see arbormem.store.sidecar).
+        self.files = Sidecar(folder)
         self.ann_threshold = ann_threshold
         self._entries: dict[int, _Entry] = {}
         self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
@@ -386,6 +388,12 @@ class VectorCache:
         meta_file = self._meta_file(thread)
         if meta_file is None or not meta_file.exists():
             return None
+        # Between reading the description and opening the file it names, no other
+        # process may sweep that file away.
+        with self.files.shared():
+            return self._restore_locked(thread, state, meta_file)
+
+    def _restore_locked(self, thread: Thread, state: ThreadState, meta_file: Path) -> _Entry | None:
         try:
             meta = json.loads(meta_file.read_text())
             if not isinstance(meta, dict):
@@ -432,32 +440,29 @@ class VectorCache:
             # process): it may hold their vectors, and must not reach the disk.
             entry.dirty = 0
             return
-        meta_file.parent.mkdir(parents=True, exist_ok=True)
         # Each save writes a file of its own, and replacing the JSON that names it is
         # the one step that publishes it: two processes saving at once used to write
         # into the same file, and an index out of step with its JSON crashed searches.
-        path = meta_file.with_name(f"thread-{thread.id}-{uuid.uuid4().hex[:12]}.usearch")
-        entry.index.save(path)
-        meta = {
-            "model": self.embedder.model_id,
-            "generation": entry.generation,
-            "upto": entry.upto,
-            "anchor": self._anchor(entry.upto),
-            "count": len(entry.index),
-            "file": path.name,
-            "bytes": path.stat().st_size,
-            "sha256": _digest(path),
-        }
-        tmp = meta_file.with_name(f"{meta_file.name}.{uuid.uuid4().hex[:12]}.tmp")
-        tmp.write_text(json.dumps(meta))
-        tmp.replace(meta_file)
-        now = time.time()
-        for other in self._index_files(thread):
-            # Earlier saves' files (open maps of them stay valid); another process's
-            # save still being written is younger than a minute.
-            if other != path and now - other.stat().st_mtime > 60:
-                other.unlink(missing_ok=True)
+        # Under the folder's shared lock: no sweep takes the file before it is named.
+        with self.files.shared():
+            path = meta_file.with_name(f"thread-{thread.id}-{uuid.uuid4().hex[:12]}.usearch")
+            entry.index.save(path)
+            meta = {
+                "model": self.embedder.model_id,
+                "generation": entry.generation,
+                "upto": entry.upto,
+                "anchor": self._anchor(entry.upto),
+                "count": len(entry.index),
+                "file": path.name,
+                "bytes": path.stat().st_size,
+                "sha256": _digest(path),
+            }
+            tmp = meta_file.with_name(f"{meta_file.name}.{uuid.uuid4().hex[:12]}.tmp")
+            tmp.write_text(json.dumps(meta))
+            tmp.replace(meta_file)
         entry.dirty = 0
+        # The files earlier saves wrote (maps of them stay valid once deleted).
+        self.files.sweep(None, thread.id)
 
     def discard_files(self, thread: Thread) -> None:
         """Delete a thread's saved index: it may hold vectors of forgotten messages."""

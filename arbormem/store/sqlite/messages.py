@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -19,9 +20,10 @@ import numpy as np
 
 from arbormem.errors import StoreError
 from arbormem.models import Message, Session
+from arbormem.store.sqlite import purge as purging
 from arbormem.store.sqlite.common import (
     FTS_LEVEL_LIMIT,
-    PURGE_CHECKPOINT_WAIT_MS,
+    REWRITE_LIMIT_BYTES,
     ROW_SELECT,
     Stats,
     batches,
@@ -39,9 +41,11 @@ from arbormem.store.sqlite.vectors import SQLiteVectors
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import (
     LEXICAL_KEYS,
+    PURGE_WAIT,
     Deleted,
     Filters,
     NewMessage,
+    Purge,
     Row,
     Thread,
     ThreadState,
@@ -501,49 +505,102 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
                 result.chashes.append(chash)
         for tid in thread_ids:
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (tid,))
+        purging.record(c, sorted(thread_ids))
         self._on_commit(partial(self._rows_changed, sorted(thread_ids), forgotten=True))
         return result
 
-    def purge(self) -> list[str]:
-        """Merge the full-text indexes, drop unused vectors (old topic summaries
-        included) and checkpoint, so deleted terms leave the file."""
+    def _merge_deleted(self, c: sqlite3.Connection) -> list[str]:
+        """Merge the full-text indexes, so deleted terms leave their segments, and drop
+        unused vectors (old topic summaries included); returns the vectors' hashes."""
+        for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts", "record_fts"):
+            # Checked before the merge too: a store deep already (written by an
+            # earlier version) must not take the merge that reaches the end.
+            if fts_levels(c, table) <= FTS_LEVEL_LIMIT:
+                c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            levels = fts_levels(c, table)
+            if levels > FTS_LEVEL_LIMIT:
+                log.info("%s: %s has %d levels: rebuilding it", self.path, table, levels)
+                c.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+        unused = [
+            r[0]
+            for r in c.execute(
+                "SELECT DISTINCT v.chash FROM vectors v WHERE NOT EXISTS"
+                " (SELECT 1 FROM messages m WHERE m.chash = v.chash) AND NOT EXISTS"
+                " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash)"
+            )
+        ]
+        for chunk, marks in batches(unused):
+            c.execute(f"DELETE FROM vectors WHERE chash IN ({marks})", chunk)
+        return unused
+
+    def purge(self, *, wait: float = PURGE_WAIT, rewrite: bool | None = None) -> Purge:
+        """Finish every purge the store owes (see :mod:`arbormem.store.sqlite.purge`):
+        merge the indexes of deletions not merged yet, rewrite the file if deleted rows
+        may have left fragments in it (``rewrite`` None: when it is at most
+        :data:`REWRITE_LIMIT_BYTES`), and empty the log, waiting up to ``wait``
+        seconds for readers of an older snapshot."""
+        result = Purge()
         with self.transaction():
             c = self._writer
-            for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts", "record_fts"):
-                # Checked before the merge too: a store deep already (written by an
-                # earlier version) must not take the merge that reaches the end.
-                if fts_levels(c, table) <= FTS_LEVEL_LIMIT:
-                    c.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-                levels = fts_levels(c, table)
-                if levels > FTS_LEVEL_LIMIT:
-                    log.info("%s: %s has %d levels: rebuilding it", self.path, table, levels)
-                    c.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
-            unused = [
-                r[0]
-                for r in c.execute(
-                    "SELECT DISTINCT v.chash FROM vectors v WHERE NOT EXISTS"
-                    " (SELECT 1 FROM messages m WHERE m.chash = v.chash) AND NOT EXISTS"
-                    " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash)"
-                )
-            ]
-            for chunk, marks in batches(unused):
-                c.execute(f"DELETE FROM vectors WHERE chash IN ({marks})", chunk)
-        if not self._memory:
+            owed = purging.merges_owed(c)
+            if owed:
+                result.chashes = self._merge_deleted(c)
+                result.threads = sorted({t for _, t in owed if t is not None})
+                purging.merged(c, [i for i, _ in owed])
+            due = purging.rewrite_owed(c)
+        if result.threads:
+            # A forget killed before its purge left the threads' saved indexes too.
+            self._rows_changed(result.threads, forgotten=True)
+        if self._memory:
+            if due is not None:  # no file: nothing can linger
+                with self.transaction():
+                    purging.rewritten(self._writer, due)
+            return result
+        if due is not None and (
+            rewrite or (rewrite is None and os.path.getsize(self.path) <= REWRITE_LIMIT_BYTES)
+        ):
             # On the write connection, so under its lock: other threads' writes used it
-            # meanwhile and failed to commit ("SQL statements in progress"). Readers of
-            # an older snapshot hold a full checkpoint up; it waits for them briefly,
-            # not the whole busy timeout (30 s, with every write of this process queued).
-            with self._lock:
-                if self._closed:
-                    return unused
-                self._writer.execute(f"PRAGMA busy_timeout = {PURGE_CHECKPOINT_WAIT_MS}")
-                try:
-                    self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except sqlite3.OperationalError:
-                    pass  # readers are active; the next checkpoint will do it
-                finally:
-                    self._writer.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        return unused
+            # meanwhile and failed to commit ("SQL statements in progress").
+            try:
+                with self._lock:
+                    if self._closed:
+                        raise StoreError(f"{self.path} is closed")
+                    purging.rewrite(self._writer)
+            except sqlite3.Error as exc:
+                # The deletion stands; only the rewrite is still owed (a full disk: it
+                # needs room for a second copy of the store).
+                log.warning("%s: could not rewrite the file after a forget: %s", self.path, exc)
+            else:
+                with self.transaction():
+                    purging.rewritten(self._writer, due)
+                    due = purging.rewrite_owed(self._writer)
+        emptied = purging.empty_log(self._truncate_log, wait)
+        if not emptied and self._checkpointer is not None:
+            self._checkpointer.truncate_when_possible()
+        result.pending = "rewrite" if due is not None else None if emptied else "readers"
+        result.purged = result.pending is None
+        return result
+
+    def _truncate_log(self, seconds: float) -> bool:
+        """One try at copying the whole log into the file and cutting it to nothing.
+        It holds the write lock while it waits for readers, ``seconds`` at most: a
+        longer wait would queue every write of this process behind it."""
+        with self._lock:
+            if self._closed:
+                return False
+            return purging.truncate_once(self._writer, seconds, int(self._timeout * 1000))
+
+    def _finish_interrupted_purges(self) -> Purge | None:
+        """Purge what a forget that was killed before its purge deleted (on open)."""
+        try:
+            with self._reading() as conn:
+                if not purging.merges_owed(conn):
+                    return None
+            log.info("%s: finishing the purge of a forget that was cut short", self.path)
+            return self.purge(wait=0.0)
+        except (StoreError, sqlite3.Error) as exc:  # still owed: the next forget finishes it
+            log.warning("%s: could not finish an interrupted purge: %s", self.path, exc)
+            return None
 
     def delete_messages(self, message_ids: Sequence[str], thread: Thread | None = None) -> Deleted:
         with self.transaction():
@@ -612,4 +669,6 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
             c.execute("DELETE FROM session_state WHERE thread_id = ?", (thread.id,))
             c.execute("DELETE FROM tree_log WHERE thread_id = ?", (thread.id,))
             result.threads = c.execute("DELETE FROM threads WHERE id = ?", (thread.id,)).rowcount
+            if result.threads and not rowids:
+                purging.record(c, [thread.id])  # its topics' index rows went
             return result

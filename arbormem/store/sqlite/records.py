@@ -1,6 +1,6 @@
 """Typed records in SQLite: one row per record, a full-text index of their terms,
 a table of (thread, source message) -> record, composites with a table of their
-members, and each thread's extraction cursor (tables of schema version 16).
+members, and each thread's extraction cursor (tables of schema version 17).
 
 A record's subject is kept a second time as its sorted words between spaces
 (:func:`~arbormem.store.records.subject_words`), so "one subject's words hold
@@ -25,6 +25,7 @@ from arbormem.store.records import (
     subject_words,
     thread_scope,
 )
+from arbormem.store.sqlite import purge as purging
 from arbormem.store.sqlite.common import batches
 from arbormem.store.sqlite.connection import SQLiteConnection
 from arbormem.store.sqlite.driver import sqlite3
@@ -439,6 +440,8 @@ class SQLiteRecords(SQLiteConnection):
             c.execute(f"DELETE FROM records WHERE id IN ({marks})", numbers)
         gone = [uid for _, uid in doomed]
         self._drop_composites_on(tid, gone)
+        # Their words stay in the full-text index's older segments until a purge.
+        purging.record(c, [tid])
         return gone
 
     def _drop_composites_on(self, tid: int, members: Sequence[str]) -> None:

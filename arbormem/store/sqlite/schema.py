@@ -344,6 +344,25 @@ MIGRATIONS.append(
 MIGRATIONS.append(
     (
         16,
+        "purges still owed by forgets, so a forget cut short by a crash is finished later",
+        """
+        -- A forget deletes rows and records a 'merge' row in the same transaction. The
+        -- purge that merges the full-text indexes (which keep deleted terms until then)
+        -- replaces it with one 'rewrite' row, which the rewrite of the file (VACUUM)
+        -- clears. A process killed in between leaves its row for the next one.
+        CREATE TABLE pending_purges (
+            id          INTEGER PRIMARY KEY,
+            stage       TEXT NOT NULL CHECK (stage IN ('merge', 'rewrite')),
+            thread_id   INTEGER,
+            at          TEXT NOT NULL
+        )
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        17,
         "typed records: their full-text terms, sources, composites and extraction cursor",
         """
         -- One row per record (arbormem.records), unique by id in its thread. The
