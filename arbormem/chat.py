@@ -328,7 +328,7 @@ class ChatSession:
         """The mode stored for this session, else the configured default (read only)."""
         default = resolve_mode()
         scope = self.memory.scope
-        thread = self.memory.backend.thread(scope.user, scope.agent)
+        thread = self.memory.backend.thread(scope.user, scope.agent, tenant=scope.tenant)
         if thread is None:
             return default
         mode: str = self.memory.working.load(thread, self.session, default).mode

@@ -230,6 +230,7 @@ class Memory:
         ann_threshold: int | Any = UNSET,
         read_only: bool | None = None,
         reranker: str | Reranker | Any | None = UNSET,
+        tenant: str = "",
     ) -> None:
         if read_only is not None and not isinstance(read_only, bool):
             raise InputError(
@@ -255,7 +256,10 @@ class Memory:
             agent=agent,
             embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
         )
-        self.scope = Scope(settings.user, settings.agent)
+        #: The tenant this memory works in ("": a store of one tenant). Threads of
+        #: other tenants in the same store are never read, listed or changed.
+        self.tenant = "" if tenant == "" else arguments.scope_id(tenant, "tenant") or ""
+        self.scope = Scope(settings.user, settings.agent, self.tenant)
         self.session_gap: timedelta = resolve(
             session_gap,
             "ARBORMEM_SESSION_GAP",
@@ -405,6 +409,7 @@ class Memory:
         return Scope(
             arguments.scope_id(user, "user", max_bytes=most) or self.scope.user,
             arguments.scope_id(agent, "agent", max_bytes=most) or self.scope.agent,
+            self.tenant,
         )
 
     def _mode(self, value: Any) -> str:
@@ -426,7 +431,7 @@ class Memory:
         """The scope's thread, its tree checked once per process (see
         :class:`~arbormem.tree.check.OpenChecks`); ``wait=False`` for reads, which
         do not wait for the check."""
-        thread = self.backend.thread(scope.user, scope.agent)
+        thread = self.backend.thread(scope.user, scope.agent, tenant=scope.tenant)
         if thread is None and create:
             # New ids must be names; threads stored under blank or padded ids by
             # earlier versions stay readable, and can be forgotten.
@@ -435,7 +440,7 @@ class Memory:
                     scope_name(value)
                 except ValueError as exc:
                     raise InputError(str(exc), field=field) from None
-            thread = self.backend.thread(scope.user, scope.agent, create=True)
+            thread = self.backend.thread(scope.user, scope.agent, create=True, tenant=scope.tenant)
         if thread is not None and self.tree_config.enabled:
             self._checks.ensure(thread, wait=wait)
         return thread
@@ -458,8 +463,8 @@ class Memory:
         if all_agents:
             return [
                 t
-                for t in self.backend.threads(scope.user)
-                if self._thread(Scope(t.user, t.agent), wait=wait) is not None
+                for t in self.backend.threads(scope.user, tenant=scope.tenant)
+                if self._thread(Scope(t.user, t.agent, t.tenant), wait=wait) is not None
             ]
         thread = self._thread(scope, wait=wait)
         return [thread] if thread else []
@@ -908,7 +913,9 @@ class Memory:
     def scopes(self, user: str | None = None) -> list[Scope]:
         """Every scope in the store (or one user's), for administration."""
         user = arguments.scope_id(user, "user", max_bytes=self.limits.name_bytes)
-        return [Scope(t.user, t.agent) for t in self.backend.threads(user)]
+        return [
+            Scope(t.user, t.agent, t.tenant) for t in self.backend.threads(user, tenant=self.tenant)
+        ]
 
     def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
         """Counts for the scope's thread, and the vector models stored."""
@@ -1001,7 +1008,7 @@ class Memory:
                 field="forget",
             )
         threads = (
-            self.backend.threads(scope.user)
+            self.backend.threads(scope.user, tenant=self.tenant)
             if agent is None
             else self._threads(scope, False, wait=True)
         )
@@ -1313,9 +1320,9 @@ class Memory:
             )
         scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
-            threads = self.backend.threads()
+            threads = self.backend.threads(tenant=self.tenant)
         elif agent is None and user is not None:
-            threads = self.backend.threads(user)
+            threads = self.backend.threads(user, tenant=self.tenant)
         else:
             threads = self._threads(scope, False)
         out: dict[str, Any] = {
@@ -1361,7 +1368,9 @@ class Memory:
             path = arguments.path(source, "source")
             name = str(path)
             data = parse_json(read_bytes_as_text(path), name)
-        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes, self.limits)
+        plan, skipped = plan_import(
+            self.backend, data, name, self.max_message_bytes, self.limits, self.tenant
+        )
         self.backend.writable()
         vectors = self._embed_new([m for p in plan for m in p.messages])
         added = archived_again = left_live = states_restored = 0
@@ -1376,7 +1385,7 @@ class Memory:
             # message embedded for neither plan is stored without a vector, and the
             # first search embeds it.
             plan, skipped = plan_import(
-                self.backend, data, name, self.max_message_bytes, self.limits
+                self.backend, data, name, self.max_message_bytes, self.limits, self.tenant
             )
             for scope, msgs, archived, states in plan:
                 thread = self._thread(scope, create=True)
@@ -1464,7 +1473,7 @@ class Memory:
         self.backend.writable()
         model = self.embedder.model_id
         embedded = 0
-        for thread in self.backend.threads():
+        for thread in self.backend.threads(tenant=None):  # the store's vectors, every tenant's
             _, _, _, missing = self.backend.thread_vectors(
                 thread, model, dim=self.embedder.dimensions
             )

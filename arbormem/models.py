@@ -34,13 +34,16 @@ DEFAULT_AGENT = "default"
 
 @dataclass(frozen=True)
 class Scope:
-    """One user with one agent. Queries never cross users."""
+    """One user with one agent (of one tenant). Queries never cross users."""
 
     user: str = DEFAULT_USER
     agent: str = DEFAULT_AGENT
+    #: The tenant ("" outside a server that keeps several in one store).
+    tenant: str = ""
 
     def __str__(self) -> str:
-        return f"{self.user}/{self.agent}"
+        base = f"{self.user}/{self.agent}"
+        return f"{self.tenant}:{base}" if self.tenant else base
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,13 @@ class Message:
     user: str = DEFAULT_USER
     agent: str = DEFAULT_AGENT
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The tenant of its scope ("" in a store of one tenant; not in :meth:`to_dict`:
+    #: a caller only ever sees its own tenant's messages).
+    tenant: str = ""
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.user, self.agent)
+        return Scope(self.user, self.agent, self.tenant)
 
     @property
     def text(self) -> str:

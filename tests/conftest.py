@@ -53,8 +53,8 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema version 17 added (typed records).
-UNDO_SCHEMA_FROM_17 = """
+#: SQL that removes what schema version 18 added (typed records).
+UNDO_SCHEMA_FROM_18 = """
 DROP TABLE records;
 DROP TABLE record_sources;
 DROP TABLE record_fts;
@@ -66,7 +66,7 @@ DROP TABLE record_cursor;
 #: store back at an older version (each such test adds what its own older versions
 #: remove).
 UNDO_SCHEMA_FROM_13 = (
-    UNDO_SCHEMA_FROM_17
+    UNDO_SCHEMA_FROM_18
     + """
 DROP TRIGGER threads_forgotten;
 DROP TRIGGER threads_rewritten;

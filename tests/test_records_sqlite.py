@@ -19,7 +19,7 @@ from arbormem.records.model import Composite
 from arbormem.store import SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
 
-from .conftest import UNDO_SCHEMA_FROM_17
+from .conftest import UNDO_SCHEMA_FROM_18
 
 T0 = datetime(2024, 1, 8, 9, 0, tzinfo=timezone.utc)
 DATA = Path(__file__).resolve().parent / "data"
@@ -30,10 +30,10 @@ def test_an_older_store_gains_the_record_tables_and_keeps_its_messages(tmp_path:
     with Memory(path, embedder=HashingEmbedder(32)) as mem:
         first = mem.add("I live in Paris.", speaker="Sam")
         mem.add("Nice, I love Paris.", role="assistant", speaker="Ana")
-    # Put the store back at schema version 16, before records.
+    # Put the store back at schema version 17, before records.
     conn = sqlite3.connect(path)
-    conn.executescript(UNDO_SCHEMA_FROM_17)
-    conn.execute("DELETE FROM schema_migrations WHERE version >= 17")
+    conn.executescript(UNDO_SCHEMA_FROM_18)
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
     conn.commit()
     conn.close()
     store = SQLiteBackend(path)

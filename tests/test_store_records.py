@@ -50,13 +50,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     opened.close()
 
 
-def open_thread(store: RecordStore, user: str = "sam", agent: str = "bot") -> Thread:
+def open_thread(
+    store: RecordStore, user: str = "sam", agent: str = "bot", tenant: str = ""
+) -> Thread:
     """A thread of ``store``: a back-end's own, or a made-up one for the memory store."""
     if isinstance(store, Backend):
-        thread = store.thread(user, agent, create=True)
+        thread = store.thread(user, agent, create=True, tenant=tenant)
         assert thread is not None
         return thread
-    return Thread(next(_thread_ids), user, agent)
+    return Thread(next(_thread_ids), user, agent, tenant)
 
 
 def rec(
@@ -163,6 +165,18 @@ def test_threads_do_not_see_each_others_records(store: RecordStore) -> None:
     assert store.composites(b) == [] and store.records_cursor(b) == 0
     assert store.forget_record_sources(b, ["m1"]) == [] and store.delete_records(b, [mine.id]) == []
     assert store.record(a, mine.id) == mine
+
+
+def test_two_tenants_users_of_one_name_keep_records_apart(store: RecordStore) -> None:
+    plain, acme = open_thread(store), open_thread(store, tenant="acme")
+    assert thread_scope(plain) == "sam/bot" and thread_scope(acme) == "acme:sam/bot"
+    theirs = home(acme, "Sam", "Oslo", 0, "m1")
+    assert theirs.id != home(plain, "Sam", "Oslo", 0, "m1").id  # the id hashes the scope
+    store.write_records(acme, [theirs])
+    assert store.record(acme, theirs.id) == theirs and theirs.scope == "acme:sam/bot"
+    assert store.list_records(plain, current=False) == []
+    with pytest.raises(StoreError, match="acme:sam/bot"):
+        store.write_records(plain, [theirs])
 
 
 def test_a_record_of_another_scope_is_refused_and_nothing_is_written(store: RecordStore) -> None:

@@ -150,11 +150,17 @@ def _renumbered(state: dict[str, Any], given: list[int], first: int) -> dict[str
 
 
 def plan_import(
-    backend: Backend, data: Any, name: str, max_bytes: int, limits: Limits = DEFAULT_LIMITS
+    backend: Backend,
+    data: Any,
+    name: str,
+    max_bytes: int,
+    limits: Limits = DEFAULT_LIMITS,
+    tenant: str = "",
 ) -> tuple[list[ThreadPlan], int]:
     """Validate a whole export before anything is written; returns what to append
     to each scope and how many messages were already stored. ``max_bytes`` limits
-    each message's content, ``limits`` its names and metadata."""
+    each message's content, ``limits`` its names and metadata; the threads go to
+    ``tenant`` (an export names no tenant: it is restored where it is imported)."""
     most = limits.name_bytes
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InputError(
@@ -187,6 +193,7 @@ def plan_import(
             or "",
             check_name(t.get("agent"), "agent", Where(name, None, where_t + "."), max_bytes=most)
             or "",
+            tenant,
         )
         if not scope.user or not scope.agent:
             raise InputError("needs 'user' and 'agent'", source=name, field=where_t)
@@ -243,7 +250,7 @@ def plan_import(
         msgs.sort(key=lambda n: (n.index is None, n.index or 0))
         # Exported positions are kept when they all fit after what the thread holds
         # and do not collide; otherwise the messages are appended in their order.
-        existing = backend.thread(scope.user, scope.agent)
+        existing = backend.thread(scope.user, scope.agent, tenant=scope.tenant)
         next_free = backend.state(existing).next_index if existing else 0
         # An earlier entry of this file for the same scope comes first.
         next_free = max(next_free, planned_next.get(scope, 0))

@@ -27,7 +27,8 @@ __all__ = ["WEIGHTS", "RecordBook", "RecordHit", "as_of_from_query"]
 
 
 class RecordBook(RecordService):
-    """Typed records with history, in memory, for one scope (``user/agent``).
+    """Typed records with history, in memory, for one scope (``user/agent``, or
+    ``tenant:user/agent``).
     Not thread-safe; one writer at a time.
 
     >>> from datetime import datetime, timezone
@@ -40,12 +41,18 @@ class RecordBook(RecordService):
     """
 
     def __init__(self, scope: str = "default/default") -> None:
-        user, slash, agent = scope.partition("/") if isinstance(scope, str) else ("", "", "")
+        text = scope if isinstance(scope, str) else ""
+        tenant, colon, rest = text.partition(":")
+        if not colon or "/" in tenant:  # a colon after the slash is the agent's
+            tenant, rest = "", text
+        user, slash, agent = rest.partition("/")
         if not (user and slash and agent):
             raise InputError(
-                f"scope {scope!r} is not user/agent", field="scope", hint="e.g. 'sam/bot'"
+                f"scope {scope!r} is not user/agent (or tenant:user/agent)",
+                field="scope",
+                hint="e.g. 'sam/bot'",
             )
-        super().__init__(MemoryRecordStore(), Thread(0, user, agent))
+        super().__init__(MemoryRecordStore(), Thread(0, user, agent, tenant))
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<input>") -> RecordBook:

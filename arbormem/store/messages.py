@@ -32,12 +32,15 @@ class MessageStore(StoreCore):
     """Threads, sessions and messages: the lossless log."""
 
     @abc.abstractmethod
-    def thread(self, user: str, agent: str, *, create: bool = False) -> Thread | None:
-        """The thread of a scope, created on request."""
+    def thread(
+        self, user: str, agent: str, *, create: bool = False, tenant: str = ""
+    ) -> Thread | None:
+        """The thread of a scope (of ``tenant``), created on request."""
 
     @abc.abstractmethod
-    def threads(self, user: str | None = None) -> list[Thread]:
-        """All threads, or those of one user."""
+    def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
+        """The threads of ``tenant`` (every tenant's with None), all of them or those of
+        one user, in the order they were made."""
 
     @abc.abstractmethod
     def sessions(self, thread: Thread) -> list[Session]:

@@ -11,8 +11,9 @@ forgotten. It never decides what is true.
 
 The contract, for every back-end:
 
-* a record is stored under its thread, whose scope (``user/agent``) it carries in
-  :attr:`Record.scope`: writing one of another scope is refused;
+* a record is stored under its thread, whose scope (``user/agent``, with the tenant
+  in front in a tenant's store) it carries in :attr:`Record.scope`: writing one of
+  another scope is refused;
 * its id is unique in its thread; writing a record with a stored id replaces it;
 * lists come back in the order records were first written, unless a method says
   otherwise (that order breaks every tie, so results do not depend on the back-end);
@@ -35,6 +36,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from arbormem.errors import StoreError
+from arbormem.models import Scope
 from arbormem.store.core import StoreCore
 from arbormem.store.types import Thread
 
@@ -55,8 +57,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def thread_scope(thread: Thread) -> str:
-    """The scope string records of ``thread`` carry: ``user/agent``."""
-    return f"{thread.user}/{thread.agent}"
+    """The scope string records of ``thread`` carry: ``user/agent``, or
+    ``tenant:user/agent`` in a tenant's store (as :class:`~arbormem.models.Scope` prints)."""
+    return str(Scope(thread.user, thread.agent, thread.tenant))
 
 
 def check_scope(thread: Thread, items: Iterable[Record | Composite]) -> None:

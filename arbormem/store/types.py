@@ -21,11 +21,14 @@ LEXICAL_KEYS = ("turn", "window")
 
 @dataclass(frozen=True)
 class Thread:
-    """One user with one agent, as the back-end knows it."""
+    """One user with one agent (of one tenant), as the back-end knows it."""
 
     id: int
     user: str
     agent: str
+    #: The tenant the user belongs to ("" in a store of one tenant): two tenants'
+    #: "alice" are two people with two threads.
+    tenant: str = ""
 
 
 @dataclass

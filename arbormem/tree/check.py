@@ -202,7 +202,7 @@ class OpenChecks:
                 job.repaired = True
                 self.problems.extend(job.found)
                 return
-            if self.grower.backend.thread(thread.user, thread.agent) is None:
+            if self.grower.backend.thread(thread.user, thread.agent, tenant=thread.tenant) is None:
                 job.repaired = True  # forgotten meanwhile: nothing left to rebuild
                 return
             try:

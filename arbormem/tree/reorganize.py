@@ -263,7 +263,7 @@ class Reorganizer:
         merged = 0
         with self.backend.transaction():
             state = self.backend.tree_state(thread)
-            current = self.backend.thread(thread.user, thread.agent)
+            current = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
             changed = None
             if current is None or current.id != thread.id:
                 changed = "the thread was forgotten"

@@ -190,7 +190,7 @@ class Trees:
         # another scope's new thread (see Retriever.candidates): such paths are dropped.
         gone = set()
         for t in threads:
-            now = self.backend.thread(t.user, t.agent)
+            now = self.backend.thread(t.user, t.agent, tenant=t.tenant)
             if now is None or now.id != t.id:
                 gone.add((t.user, t.agent))
         paths = [p for p in paths if (p.user, p.agent) not in gone]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ROW_SELECT = (
     "SELECT m.id, m.uid, m.idx, m.role, m.speaker, m.content, m.ts, m.metadata, m.chash,"
-    " s.key, t.user_id, t.agent_id"
+    " s.key, t.user_id, t.agent_id, t.tenant"
     " FROM messages m JOIN sessions s ON s.id = m.session_id JOIN threads t ON t.id = m.thread_id"
 )
 
@@ -117,6 +117,7 @@ def row_of(r: Sequence[Any]) -> Row:
         session=r[9],
         user=r[10],
         agent=r[11],
+        tenant=r[12],
     )
     return Row(rowid=r[0], message=message, chash=r[8])
 

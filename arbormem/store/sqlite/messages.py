@@ -58,13 +58,14 @@ log = logging.getLogger("arbormem.store.sqlite")
 class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
     """Threads, sessions and messages, written with their index rows and vectors."""
 
-    def thread(self, user: str, agent: str, *, create: bool = False) -> Thread | None:
+    def thread(
+        self, user: str, agent: str, *, create: bool = False, tenant: str = ""
+    ) -> Thread | None:
+        find = "SELECT id FROM threads WHERE tenant = ? AND user_id = ? AND agent_id = ?"
         with self._reading() as conn:
-            row = conn.execute(
-                "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)
-            ).fetchone()
+            row = conn.execute(find, (tenant, user, agent)).fetchone()
         if row:
-            return Thread(row[0], user, agent)
+            return Thread(row[0], user, agent, tenant)
         if not create:
             return None
         with self.transaction():
@@ -75,25 +76,28 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
             # keyed by id and generation, and a new thread's generation is new as well.
             now = time.time_ns() // 1000
             self._writer.execute(
-                "INSERT OR IGNORE INTO threads (id, user_id, agent_id, created_at, generation)"
-                " VALUES (MAX((SELECT COALESCE(MAX(id), 0) FROM threads) + 1, ?), ?, ?, ?, ?)",
-                (now, user, agent, format_timestamp(utcnow()), now),
+                "INSERT OR IGNORE INTO threads"
+                " (id, tenant, user_id, agent_id, created_at, generation)"
+                " VALUES (MAX((SELECT COALESCE(MAX(id), 0) FROM threads) + 1, ?), ?, ?, ?, ?, ?)",
+                (now, tenant, user, agent, format_timestamp(utcnow()), now),
             )
-            row = self._writer.execute(
-                "SELECT id FROM threads WHERE user_id = ? AND agent_id = ?", (user, agent)
-            ).fetchone()
-        return Thread(row[0], user, agent)
+            row = self._writer.execute(find, (tenant, user, agent)).fetchone()
+        return Thread(row[0], user, agent, tenant)
 
-    def threads(self, user: str | None = None) -> list[Thread]:
+    def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
+        sql = "SELECT id, user_id, agent_id, tenant FROM threads"
+        where: list[str] = []
+        args: list[str] = []
+        if tenant is not None:
+            where.append("tenant = ?")
+            args.append(tenant)
+        if user is not None:
+            where.append("user_id = ?")
+            args.append(user)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         with self._reading() as conn:
-            if user is None:
-                rows = conn.execute("SELECT id, user_id, agent_id FROM threads ORDER BY id")
-            else:
-                rows = conn.execute(
-                    "SELECT id, user_id, agent_id FROM threads WHERE user_id = ? ORDER BY id",
-                    (user,),
-                )
-            return [Thread(*r) for r in rows.fetchall()]
+            return [Thread(*r) for r in conn.execute(sql + " ORDER BY id", args).fetchall()]
 
     def sessions(self, thread: Thread) -> list[Session]:
         with self._reading() as conn:

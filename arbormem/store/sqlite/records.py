@@ -1,6 +1,6 @@
 """Typed records in SQLite: one row per record, a full-text index of their terms,
 a table of (thread, source message) -> record, composites with a table of their
-members, and each thread's extraction cursor (tables of schema version 17).
+members, and each thread's extraction cursor (tables of schema version 18).
 
 A record's subject is kept a second time as its sorted words between spaces
 (:func:`~arbormem.store.records.subject_words`), so "one subject's words hold

@@ -363,6 +363,44 @@ MIGRATIONS.append(
 MIGRATIONS.append(
     (
         17,
+        "threads partitioned by tenant: unique by (tenant, user, agent)",
+        """
+        -- A server keeps many tenants in one store, and two tenants' 'alice' are two
+        -- people: the tenant is part of a thread's key. SQLite cannot change a table's
+        -- UNIQUE constraint, so the table is rebuilt (its ids, which every other table
+        -- refers to, are kept) and its triggers made again.
+        CREATE TABLE threads_v17 (
+            id           INTEGER PRIMARY KEY,
+            tenant       TEXT NOT NULL DEFAULT '',
+            user_id      TEXT NOT NULL,
+            agent_id     TEXT NOT NULL,
+            created_at   TEXT NOT NULL,
+            next_index   INTEGER NOT NULL DEFAULT 0,
+            generation   INTEGER NOT NULL DEFAULT 0,
+            time_ordered INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (tenant, user_id, agent_id)
+        );
+        INSERT INTO threads_v17
+            (id, tenant, user_id, agent_id, created_at, next_index, generation, time_ordered)
+            SELECT id, '', user_id, agent_id, created_at, next_index, generation, time_ordered
+            FROM threads;
+        DROP TABLE threads;
+        ALTER TABLE threads_v17 RENAME TO threads;
+        CREATE TRIGGER threads_forgotten AFTER DELETE ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER threads_rewritten AFTER UPDATE OF generation ON threads
+        BEGIN
+            UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1;
+        END
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        18,
         "typed records: their full-text terms, sources, composites and extraction cursor",
         """
         -- One row per record (arbormem.records), unique by id in its thread. The
