@@ -212,3 +212,21 @@ def path(value: Any, field: str) -> Path:
             field=field,
         ) from None
     return Path(raw).expanduser()
+
+
+def count(value: Any, field: str, low: int, high: int) -> int:
+    """A whole-number argument within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {shown(value)}", field=field)
+    if not low <= value <= high:
+        raise InputError(f"must be from {low} to {high:,}, got {value}", field=field)
+    return value
+
+
+def seconds(value: Any, field: str) -> float:
+    """A number of seconds an argument gives: finite and not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"must be a number of seconds, got {shown(value)}", field=field)
+    if not 0 <= value < float("inf"):
+        raise InputError(f"must be a finite number of seconds >= 0, got {value!r}", field=field)
+    return float(value)

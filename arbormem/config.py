@@ -19,7 +19,6 @@ import numbers
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -307,27 +306,3 @@ def scope_name(value: Any) -> str:
             f"is not valid UTF-8 (unpaired surrogate at character {exc.start})"
         ) from None
     return value
-
-
-@dataclass(frozen=True)
-class StoreSettings:
-    """Where the store is and the default scope (resolved once by :func:`store_settings`)."""
-
-    db: str
-    user: str
-    agent: str
-    embedder: str
-
-
-def store_settings(
-    db: Any = UNSET, user: Any = UNSET, agent: Any = UNSET, embedder: Any = UNSET
-) -> StoreSettings:
-    from arbormem.embed import DEFAULT_EMBEDDER
-    from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
-
-    return StoreSettings(
-        db=str(resolve(db, "ARBORMEM_DB", "db", str(default_db_path()), str)),
-        user=resolve(user, "ARBORMEM_USER", "user", DEFAULT_USER, scope_name, field="user"),
-        agent=resolve(agent, "ARBORMEM_AGENT", "agent", DEFAULT_AGENT, scope_name, field="agent"),
-        embedder=resolve(embedder, "ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, str),
-    )

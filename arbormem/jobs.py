@@ -116,6 +116,17 @@ class Jobs:
                 self._queue(job)
             return job.future
 
+    def postpone(self, key: Hashable, delay: float) -> bool:
+        """Push the start of the waiting job with ``key`` back to ``delay`` seconds from
+        now; False (and nothing done) when no job with that key waits."""
+        with self._lock:
+            waiting = self._waiting.get(key)
+            if waiting is None or waiting.timer is None or self._closed:
+                return False
+            waiting.timer.cancel()
+            waiting.timer = self._timer(waiting, delay)
+            return True
+
     def _timer(self, job: _Job, delay: float) -> threading.Timer:
         timer = threading.Timer(delay, self._start, (job,))
         timer.daemon = True
@@ -147,7 +158,12 @@ class Jobs:
             self._pool = ThreadPoolExecutor(
                 max_workers=self._workers, thread_name_prefix=self._name
             )
-        self._pool.submit(self._run, job)
+        try:
+            self._pool.submit(self._run, job)
+        except RuntimeError:
+            # The interpreter is exiting and its pools take no more work: the job
+            # runs here instead, so an upkeep left waiting at exit is not lost.
+            self._run(job)
 
     def _run(self, job: _Job) -> None:
         if not job.future.set_running_or_notify_cancel():

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from arbormem.arguments import MAX_MESSAGE_BYTES, MAX_METADATA_BYTES, MAX_NAME_BYTES, Limits
 from arbormem.config import UNSET, default_db_path, resolve, scope_name, to_whole, whole_at_least
 from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 from arbormem.context.modes import DEFAULT_MODE, mode_name
 from arbormem.embed import DEFAULT_EMBEDDER
 from arbormem.errors import InputError
-from arbormem.ingest.validate import MAX_MESSAGE_BYTES
 from arbormem.llm import LLMConfig, resolve_llm_config
 from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
+from arbormem.recall.rerank import parse_reranker
 
 #: A message arriving more than this long after the previous one opens a new
 #: session, unless the caller names the session.
@@ -93,6 +94,12 @@ def spec(value: Any) -> str:
     return value.strip()
 
 
+def reranker_spec(value: Any) -> str:
+    """A reranker spec that parses: ``none``, ``cross-encoder`` or ``onnx:FOLDER``."""
+    kind, arg = parse_reranker(value)
+    return f"{kind}:{arg}" if arg else kind
+
+
 #: Each plain setting: (environment variable, config-file key, default, converter).
 _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "db": ("ARBORMEM_DB", "db", "", str),
@@ -101,13 +108,25 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "embedder": ("ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, spec),
     "embedder_timeout": ("ARBORMEM_EMBEDDER_TIMEOUT", "embedder_timeout", 30.0, seconds),
     "embedder_max_retries": ("ARBORMEM_EMBEDDER_MAX_RETRIES", "embedder_max_retries", 2, retries),
-    "reranker": ("ARBORMEM_RERANKER", "reranker", "none", spec),
+    "reranker": ("ARBORMEM_RERANKER", "reranker", "none", reranker_spec),
     "session_gap": ("ARBORMEM_SESSION_GAP", "session_gap", DEFAULT_SESSION_GAP, session_gap),
     "max_message_bytes": (
         "ARBORMEM_MAX_MESSAGE_BYTES",
         "max_message_bytes",
         MAX_MESSAGE_BYTES,
         whole_at_least(1),
+    ),
+    "max_name_bytes": (
+        "ARBORMEM_MAX_NAME_BYTES",
+        "max_name_bytes",
+        MAX_NAME_BYTES,
+        whole_at_least(1),
+    ),
+    "max_metadata_bytes": (
+        "ARBORMEM_MAX_METADATA_BYTES",
+        "max_metadata_bytes",
+        MAX_METADATA_BYTES,
+        whole_at_least(2),  # "{}"
     ),
     "ann_threshold": (
         "ARBORMEM_ANN_THRESHOLD",
@@ -153,8 +172,13 @@ class Settings:
     reranker: str = "none"
     #: Quiet time after which a message opens a new session.
     session_gap: timedelta = DEFAULT_SESSION_GAP
-    #: The largest message content accepted, in UTF-8 bytes.
+    #: The largest message content (and query, and system prompt) accepted, in
+    #: UTF-8 bytes.
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    #: The largest id, session, speaker, user or agent name, in UTF-8 bytes.
+    max_name_bytes: int = MAX_NAME_BYTES
+    #: The largest metadata of a message, as JSON, in UTF-8 bytes.
+    max_metadata_bytes: int = MAX_METADATA_BYTES
     #: Vectors per thread above which dense search is approximate.
     ann_threshold: int = DEFAULT_ANN_THRESHOLD
     #: The memory mode of a session that has not chosen one.
@@ -191,6 +215,11 @@ class Settings:
         elif llm is not None and not isinstance(llm, LLMConfig):
             raise InputError(f"must be an LLMConfig or None, got {type(llm).__name__}", field="llm")
         return cls(llm=llm, **values)
+
+    @property
+    def limits(self) -> Limits:
+        """The size limits, as the argument checks take them."""
+        return Limits(self.max_message_bytes, self.max_name_bytes, self.max_metadata_bytes)
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes``, each checked as :meth:`resolve` checks an argument."""
@@ -232,3 +261,10 @@ class Settings:
                 }
             out[f.name] = value
         return out
+
+
+def resolve_store(db: Any = UNSET) -> str:
+    """Where the store is, resolved alone (the argument, ``ARBORMEM_DB``, the config
+    file's ``db``, the per-user default): for front ends that look at the file before
+    opening it."""
+    return str(resolve(db, "ARBORMEM_DB", "db", str(default_db_path()), str, field="db"))

@@ -58,7 +58,7 @@ def test_a_blank_or_mistyped_id_is_refused_never_the_default_scope(
             with pytest.raises(InputError) as err:
                 SCOPED[method](memory, {field: bad})
             assert err.value.field == field, (field, bad)
-    assert memory.export()["threads"] == before["threads"]
+    assert memory.export().document["threads"] == before.document["threads"]
 
 
 @pytest.mark.parametrize("bad", BAD_IDS, ids=repr)
@@ -153,7 +153,7 @@ def test_a_lone_surrogate_in_an_import_or_a_file_names_where(
         ("messages", "id"),
     ):
         dump = memory.export()
-        thread = dump["threads"][0]
+        thread = dump.document["threads"][0]
         target = {
             "threads": thread,
             "sessions": thread["sessions"][0],
@@ -162,7 +162,7 @@ def test_a_lone_surrogate_in_an_import_or_a_file_names_where(
         target[value] = BAD_TEXT
         dump_path = tmp_path / "dump.json"
         # Written as JSON writes it: the surrogate as a \udce9 escape, valid UTF-8 text.
-        dump_path.write_text(json.dumps(dump))
+        dump_path.write_text(json.dumps(dump.document))
         with pytest.raises(InputError, match="not valid UTF-8") as err:
             memory.import_(dump_path)
         assert str(err.value.field).endswith(value) and err.value.source == str(dump_path)
@@ -270,14 +270,14 @@ def test_the_limits_are_settings(db_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_an_import_over_the_limits_names_the_field(memory: Memory, db_path: Path) -> None:
     memory.add("hi there", speaker="Ana")
     dump = memory.export()
-    dump["threads"][0]["user"] = "a-long-user-id"
+    dump.document["threads"][0]["user"] = "a-long-user-id"
     with _limited(db_path.with_name("small.db"), max_name_bytes=9) as small:
         with pytest.raises(InputError, match="is 14 bytes, over the limit of 9") as err:
             small.import_(dump)
         assert err.value.field == "threads[0].user"
         assert small.scopes() == []
-        dump["threads"][0]["user"] = "alice"
-        dump["threads"][0]["sessions"][0]["messages"][0]["speaker"] = "Anastasia-Maria"
+        dump.document["threads"][0]["user"] = "alice"
+        dump.document["threads"][0]["sessions"][0]["messages"][0]["speaker"] = "Anastasia-Maria"
         with pytest.raises(InputError, match="over the limit of 9") as err:
             small.import_(dump)
         assert err.value.field == "threads[0].sessions[0].messages[0].speaker"
@@ -335,7 +335,7 @@ def test_a_wrong_value_is_an_input_error_naming_the_field(
     with pytest.raises(InputError) as err:
         call(memory)
     assert err.value.field == field
-    assert memory.export(everything=True)["threads"] == before["threads"]
+    assert memory.export(everything=True).document["threads"] == before.document["threads"]
     assert [s.user for s in memory.scopes()] == ["default", "bob"]  # nothing made either
 
 

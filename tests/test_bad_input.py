@@ -187,16 +187,16 @@ def test_failed_import_leaves_the_store_exactly_as_it_was(memory: Memory, tmp_pa
     memory.add("keep me", session="s1")
     before = memory.export()
     dump = memory.export()
-    dump["threads"][0]["user"] = "someone-else"
-    dump["threads"][0]["sessions"][0]["messages"][0]["id"] = "fresh-id"
-    dump["threads"][0]["sessions"][0]["messages"].append(
+    dump.document["threads"][0]["user"] = "someone-else"
+    dump.document["threads"][0]["sessions"][0]["messages"][0]["id"] = "fresh-id"
+    dump.document["threads"][0]["sessions"][0]["messages"].append(
         {"id": "bad", "role": "user", "content": "ok", "timestamp": "not a time"}
     )
     with pytest.raises(InputError) as err:
         memory.import_(dump)
     assert "timestamp" in str(err.value)
     after = memory.export()
-    assert before["threads"] == after["threads"]
+    assert before.document["threads"] == after.document["threads"]
     assert memory.scopes() == [memory.scope]
 
 
@@ -356,7 +356,7 @@ def test_user_and_agent_ids_must_be_names(
         mem.backend.thread(" bob", "default", create=True)
         mem.add("kept under the old id", user=" bob")
         assert [m.content for m in mem.messages(user=" bob")] == ["kept under the old id"]
-        assert mem.forget(user=" bob")["messages"] == 1
+        assert mem.forget(user=" bob").messages == 1
     config = tmp_path / "config.toml"
     config.write_text("agent = true\n")
     with monkeypatch.context() as patched:
@@ -370,11 +370,13 @@ def test_user_and_agent_ids_must_be_names(
 
 
 def test_a_context_budget_setting_too_small_names_the_variable(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Settings are read when the memory opens: a bad one is refused there, no file made.
     monkeypatch.setenv("ARBORMEM_CONTEXT_BUDGET", "5")
     with pytest.raises(ConfigError, match=r"ARBORMEM_CONTEXT_BUDGET='5'.*at least 32"):
-        memory.context("anything")
+        Memory(tmp_path / "budget.db", embedder=HashingEmbedder(64))
+    assert not (tmp_path / "budget.db").exists()
 
 
 def test_an_id_given_twice_in_one_batch_names_the_record(memory: Memory, tmp_path: Path) -> None:
@@ -396,7 +398,7 @@ def test_an_id_given_twice_in_one_batch_names_the_record(memory: Memory, tmp_pat
 def test_an_import_index_past_the_integer_range_is_refused(memory: Memory) -> None:
     memory.add("Leo is allergic to peanuts.")
     data = memory.export()
-    data["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
+    data.document["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
     with pytest.raises(InputError, match="index"):
         Memory(":memory:", embedder="hash").import_(data)
 

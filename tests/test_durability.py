@@ -83,7 +83,7 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.store import SQLiteBackend
 mem = Memory(sys.argv[1], embedder=HashingEmbedder(32))
-mem.working.interval = 60.0  # the upkeep is still waiting when the script ends
+mem.engine.working.interval = 60.0  # the upkeep is still waiting when the script ends
 for i in range(3):
     mem.add_many([{"role": "user", "content": f"question {i} about kites"},
                   {"role": "assistant", "content": f"answer {i} about kites"}], session="s1")

@@ -207,7 +207,7 @@ def test_an_endpoint_whose_vectors_changed_length_is_embedded_again(
             assert mem.get(m.id).content == "a new note about volcanoes"
             hits = mem.search("volcanoes")  # the stored 24-d vectors are embedded again
             assert hits and any(k.startswith("de_") for k in hits[0].signals)
-            assert mem.reembed()["embedded"] == 0  # nothing of the old length is left
+            assert mem.reembed().embedded == 0  # nothing of the old length is left
     finally:
         fake_server.embedding_dim = 24
 

@@ -235,6 +235,12 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
     "export": ({"dest": st.none()}, {"everything": st.booleans(), **SCOPED}),
     "prepare_search": ({}, SCOPED),
     "reembed": ({}, {"prune": st.booleans(), "progress": st.just(lambda n: None)}),
+    "ranking_features": ({"query": TEXT}, SCOPED),
+    "session_mode": ({}, {"session": SESSION, **SCOPED}),
+    "for_tenant": ({"tenant": st.sampled_from(["", "acme", "other-co"])}, {}),
+    "wait": ({}, {"timeout": st.sampled_from([None, 0, 0.5])}),
+    "pending": ({}, {}),
+    "check_writable": ({}, {}),
     # Not methods: the navigator tree_tools() returns, and import_ from a mapping.
     "tree_tools.call": (
         {

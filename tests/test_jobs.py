@@ -118,3 +118,14 @@ def test_close_drains_waiting_jobs_and_later_work_runs_inline() -> None:
     where: list[int] = []
     future = runner.submit("late", lambda: where.append(threading.get_ident()))
     assert future.done() and where == [caller]
+
+
+def test_postpone_moves_only_a_job_that_waits(jobs: Jobs) -> None:
+    started = threading.Event()
+    assert not jobs.postpone("t1", 3600)  # nothing waits: nothing made
+    jobs.submit("reorganize", started.set, key="t1", delay=1.0)
+    assert jobs.postpone("t1", 3600)
+    assert not started.wait(timeout=2.0)
+    jobs.wait()
+    assert started.is_set()
+    assert not jobs.postpone("t1", 3600)

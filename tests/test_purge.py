@@ -109,11 +109,11 @@ def test_forget_says_when_another_process_keeps_the_text_on_disk(db_path: Path) 
         secret = fill(mem)
         with holder(db_path, "hold") as proc:
             result = mem.forget(secret, wait=0)
-            assert result["messages"] == 1
-            assert (result["purged"], result["purge_pending"]) == (False, "readers")
+            assert result.messages == 1
+            assert (result.purged, result.purge_pending) == (False, "readers")
             assert sum(residues(db_path).values()) > 0  # what the result owns up to
             release(proc)
-            assert mem.purge(wait=30) == {"purged": True, "purge_pending": None}
+            assert mem.purge(wait=30).to_dict() == {"purged": True, "purge_pending": None}
             assert sum(residues(db_path).values()) == 0, residues(db_path)
             assert not [h for h in mem.search(SECRET) if SECRET in h.message.content]
 
@@ -124,7 +124,7 @@ def test_forget_waits_for_a_reader_that_lets_go(db_path: Path) -> None:
         with holder(db_path, "until-gone", SECRET):
             # The reader lets go once it sees the message deleted, while forget waits.
             result = mem.forget(secret, wait=60)
-            assert (result["purged"], result["purge_pending"]) == (True, None)
+            assert (result.purged, result.purge_pending) == (True, None)
             assert sum(residues(db_path).values()) == 0, residues(db_path)
 
 
@@ -132,7 +132,7 @@ def test_the_checkpoint_thread_finishes_a_purge_readers_held_up(db_path: Path) -
     with Memory(db_path, embedder=HashingEmbedder(32), llm=None) as mem:
         secret = fill(mem)
         with holder(db_path, "hold") as proc:
-            assert mem.forget(secret, wait=0)["purge_pending"] == "readers"
+            assert mem.forget(secret, wait=0).purge_pending == "readers"
             release(proc)
             # No call: the background checkpoints keep trying until the log is empty.
             wait_until(lambda: sum(residues(db_path).values()) == 0)
@@ -162,7 +162,7 @@ def test_no_forget_returns_purged_with_the_text_still_in_a_file(db_path: Path) -
         gone: list[str] = []
         for n in range(0, 800, 37):
             result = mem.forget(ids[n])
-            assert result["purged"], result
+            assert result.purged, result
             gone.append(_marker(n))
             left = {m: sum(residues(db_path, m).values()) for m in gone}
             assert not any(left.values()), left
@@ -219,7 +219,7 @@ def test_a_forget_killed_before_its_purge_is_finished_on_the_next_open(db_path: 
         secret = fill(mem)
         thread = mem.backend.thread("default", "default")
         assert thread is not None
-        assert mem.prepare_search()["saved"]  # an approximate index beside the store
+        assert mem.prepare_search().saved  # an approximate index beside the store
     folder = db_path.with_name(db_path.name + ".ann")
     saved = {p.name for p in folder.iterdir() if p.name.startswith("thread-")}
     assert saved
@@ -242,7 +242,7 @@ def test_a_forget_killed_before_its_purge_is_finished_on_the_next_open(db_path: 
         assert not saved & {p.name for p in folder.iterdir()}
         with pytest.raises(NotFound):
             mem.forget(secret)
-        assert mem.purge() == {"purged": True, "purge_pending": None}
+        assert mem.purge().to_dict() == {"purged": True, "purge_pending": None}
     assert sum(residues(db_path).values()) == 0, residues(db_path)
     store = SQLiteBackend(db_path)  # nothing left to finish
     assert store.purged_on_open is None
@@ -269,7 +269,7 @@ def test_the_next_forget_finishes_a_purge_a_crash_left(
     monkeypatch.setattr(SQLiteBackend, "_finish_interrupted_purges", lambda self: None)
     with Memory(db_path, embedder=HashingEmbedder(32), llm=None) as mem:
         assert _fts_residues(db_path) > 0
-        assert mem.forget(other)["purged"]
+        assert mem.forget(other).purged
         assert _fts_residues(db_path) == 0
     assert sum(residues(db_path).values()) == 0, residues(db_path)
 

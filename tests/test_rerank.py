@@ -166,7 +166,7 @@ def test_specs_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert not (tmp_path / "never.db").exists()
     # Explicit None switches off what the environment asks for.
     with Memory(tmp_path / "off.db", embedder=HashingEmbedder(8), reranker=None) as mem:
-        assert mem.retriever.reranker is None
+        assert mem.engine.retriever.reranker is None
 
 
 def test_the_cross_encoder_spec_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -427,11 +427,11 @@ def test_the_chat_command_takes_the_global_reranker(tmp_path: Path) -> None:
     from arbormem.cli.common import StoreOptions
 
     opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="bert")
-    with pytest.raises(ConfigError, match="unknown reranker"):
+    with pytest.raises(InputError, match="unknown reranker"):
         _open(opts, None)
     opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="none")
     with _open(opts, None) as mem:
-        assert mem.retriever.reranker is None
+        assert mem.engine.retriever.reranker is None
 
 
 def test_the_speed_benchmarks_measure_the_default_pipeline(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def _read(mem: Memory, model: Model, name: str, user: Any, agent: Any, arg: Any)
                 with pytest.raises(NotFound):
                     mem.get(message_id, user=user, agent=agent)
         elif message_id in mine:
-            assert mem.forget(message_id, user=user, agent=agent)["messages"] == 1
+            assert mem.forget(message_id, user=user, agent=agent).messages == 1
             del mine[message_id]
         else:
             with pytest.raises(NotFound):
@@ -202,7 +202,7 @@ def _read(mem: Memory, model: Model, name: str, user: Any, agent: Any, arg: Any)
         session = arg or "s1"
         doomed = [i for i, (_, s) in mine.items() if s == session]
         if doomed:
-            assert mem.forget(session=session, user=user, agent=agent)["messages"] == len(doomed)
+            assert mem.forget(session=session, user=user, agent=agent).messages == len(doomed)
             for i in doomed:
                 del mine[i]
         else:
@@ -211,7 +211,7 @@ def _read(mem: Memory, model: Model, name: str, user: Any, agent: Any, arg: Any)
     elif name == "forget_thread":
         if scope in model.scopes:
             counts = mem.forget(user=u, agent=a)
-            assert counts["messages"] == len(model.scopes.pop(scope))
+            assert counts.messages == len(model.scopes.pop(scope))
         else:
             with pytest.raises(NotFound):
                 mem.forget(user=u, agent=a)
@@ -219,13 +219,13 @@ def _read(mem: Memory, model: Model, name: str, user: Any, agent: Any, arg: Any)
         theirs = [s for s in model.scopes if s[0] == scope[0]]
         if theirs:
             counts = mem.forget(user=u)
-            assert counts["messages"] == sum(len(model.scopes.pop(s)) for s in theirs)
+            assert counts.messages == sum(len(model.scopes.pop(s)) for s in theirs)
         else:
             with pytest.raises(NotFound):
                 mem.forget(user=u)
     elif name == "export":
         data = mem.export(user=user, agent=agent)
-        for thread in data["threads"]:
+        for thread in data.document["threads"]:
             assert thread["user"] == scope[0]
             if not arg:
                 assert thread["agent"] == scope[1]

@@ -38,7 +38,7 @@ SAVER = textwrap.dedent(
 
     mem = Memory(sys.argv[1], embedder=HashingEmbedder(32), llm=None, ann_threshold=1)
     mem.add(f"one more note number {sys.argv[2]} about the weather")
-    print("saved" if mem.prepare_search()["saved"] else "not saved", flush=True)
+    print("saved" if mem.prepare_search().saved else "not saved", flush=True)
     mem.close()
     """
 )
@@ -47,7 +47,7 @@ SAVER = textwrap.dedent(
 def _store(db: Path) -> Path:
     with Memory(db, embedder=HashingEmbedder(32), llm=None, ann_threshold=1) as mem:
         mem.add_many([{"content": f"note {n} on the garden and the car"} for n in range(60)])
-        assert mem.prepare_search()["saved"]
+        assert mem.prepare_search().saved
     return db.with_name(db.name + ".ann")
 
 

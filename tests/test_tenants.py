@@ -24,7 +24,7 @@ def test_two_tenants_users_of_one_name_never_meet(db_path: Path) -> None:
         with pytest.raises(NotFound):
             globex.get(secret.id)
         assert [s.tenant for s in globex.scopes()] == ["globex"]
-        assert len(acme.export(everything=True)["threads"]) == 1
+        assert len(acme.export(everything=True).document["threads"]) == 1
         assert "4417" not in str(globex.export(everything=True))
         globex.forget(user="alice")
         assert acme.get(secret.id).content == "My locker code is 4417."

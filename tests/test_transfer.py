@@ -55,7 +55,7 @@ def source(tmp_path: Path) -> Iterator[Memory]:
             )
         mem.context("what about compost?", session="garden")
         mem.set_mode("reasoning", session="plan")
-        mem.working.wait()
+        mem.engine.working.wait()
         yield mem
 
 
@@ -65,7 +65,7 @@ def without_date(export: dict[str, Any]) -> dict[str, Any]:
 
 def test_export_import_export_is_identical(source: Memory, tmp_path: Path) -> None:
     first = source.export(tmp_path / "first.json", everything=True)
-    sessions = {s["id"]: s for s in first["threads"][0]["sessions"]}
+    sessions = {s["id"]: s for s in first.document["threads"][0]["sessions"]}
     # The modes, the code tracker's files and the summary were left out of the export.
     assert {k: s["state"]["mode"] for k, s in sessions.items()} == {
         "fix": "code",
@@ -76,16 +76,18 @@ def test_export_import_export_is_identical(source: Memory, tmp_path: Path) -> No
     assert sessions["garden"]["state"]["summary"] and sessions["plan"]["messages"] == []
     with open_memory(tmp_path / "copy.db") as copy:
         counts = copy.import_(tmp_path / "first.json")
-        assert (counts["messages"], counts["session_states"]) == (62, 3)
+        assert (counts.messages, counts.session_states) == (62, 3)
         second = copy.export(everything=True)
-        assert json.dumps(without_date(second)) == json.dumps(without_date(first))
+        assert json.dumps(without_date(second.to_dict())) == json.dumps(
+            without_date(first.to_dict())
+        )
         assert copy.context("next?", session="fix").mode == "code"
         assert "src/auth.py" in copy.context("next?", session="fix").section("state").text
         assert copy.context("next?", session="plan").mode == "reasoning"
         garden = copy.context("compost?", session="garden").section("summary").text
         assert garden == source.context("compost?", session="garden").section("summary").text
         # Importing again restores nothing over the states the copy has now.
-        assert copy.import_(first)["session_states"] == 0
+        assert copy.import_(first).session_states == 0
 
 
 def test_a_version_1_export_still_imports(tmp_path: Path) -> None:
@@ -119,10 +121,10 @@ def test_a_version_1_export_still_imports(tmp_path: Path) -> None:
     }
     with open_memory(tmp_path / "old.db") as mem:
         counts = mem.import_(old)
-        assert (counts["messages"], counts["session_states"]) == (1, 0)
+        assert (counts.messages, counts.session_states) == (1, 0)
         again = mem.export(user="sam")
-        assert again["version"] == 2
-        assert again["threads"] == old["threads"]  # a session without a state has none
+        assert again.document["version"] == 2
+        assert again.document["threads"] == old["threads"]  # a session without a state has none
     for version in (0, 3, "2", True):
         with pytest.raises(InputError, match="reads 1 and 2"):
             open_memory(tmp_path / "v.db").import_({**old, "version": version})
@@ -144,7 +146,7 @@ def test_a_bad_state_is_refused_naming_it(
     source: Memory, tmp_path: Path, state: Any, field: str
 ) -> None:
     data = source.export()
-    data["threads"][0]["sessions"][1]["state"] = state
+    data.document["threads"][0]["sessions"][1]["state"] = state
     with open_memory(tmp_path / "bad.db") as other:
         with pytest.raises(InputError, match=rf"sessions\[1\]\.{field}\b") as caught:
             other.import_(data)
@@ -154,12 +156,12 @@ def test_a_bad_state_is_refused_naming_it(
 
 def test_state_positions_follow_renumbered_messages(source: Memory, tmp_path: Path) -> None:
     data = source.export()
-    fix = data["threads"][0]["sessions"][0]
+    fix = data.document["threads"][0]["sessions"][0]
     assert fix["state"]["seen"] == 2  # the tracker read both messages
-    data["threads"][0]["sessions"] = [fix]
+    data.document["threads"][0]["sessions"] = [fix]
     with open_memory(tmp_path / "busy.db") as busy:
         busy.add_many([{"content": f"earlier note {i}", "session": "old"} for i in range(3)])
         busy.import_(data)
         assert [m.index for m in busy.messages(session="fix")] == [3, 4]
-        state = busy.export()["threads"][0]["sessions"][1]["state"]
+        state = busy.export().document["threads"][0]["sessions"][1]["state"]
         assert state["seen"] == 5 and state["mode"] == "code"

@@ -42,7 +42,7 @@ def exchange(mem: Memory, user: str, reply: str, session: str, at: datetime) -> 
 def archived(mem: Memory) -> list[str]:
     return [
         m["content"]
-        for t in mem.export()["threads"]
+        for t in mem.export().document["threads"]
         for s in t["sessions"]
         for m in s["messages"]
         if m.get("archived")
@@ -72,7 +72,7 @@ def test_a_short_exchange_that_states_a_fact_is_never_archived(
     exchange(mem, LONG_Q.replace("tomato", "cucumber"), LONG_A, "s2", T0 + timedelta(days=1))
     mem.add("and the peppers?", session="s3", timestamp=T0 + timedelta(days=2))
     # Every message under 20 words was enough: the fact went with the small talk.
-    assert mem.reorganize(prune_trivial_leaves=True)["pruned"] == 1
+    assert mem.reorganize(prune_trivial_leaves=True).pruned == 1
     assert archived(mem) == ["thanks!", "any time!"]
 
 
@@ -113,7 +113,7 @@ def test_search_names_the_archived_messages_that_match(mem: Memory) -> None:
     small_talk_then_facts(mem)
     before = mem.search("anything else", k=10)
     assert (before.archived, before.archived_count) == ([], 0)
-    assert mem.reorganize(prune_trivial_leaves=True)["pruned"] == 2
+    assert mem.reorganize(prune_trivial_leaves=True).pruned == 2
     small_talk = {m.id: m.content for m in mem.messages() if m.content in archived(mem)}
     hits = mem.search("anything else", k=10)
     # Left out of the hits, as before, but no longer without a word.

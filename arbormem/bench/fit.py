@@ -44,13 +44,12 @@ def examples(
             with Memory(Path(tmp) / f"fit-{n}.db", embedder=emb, tree=tree, llm=None) as mem:
                 dia_of = ingest_conversation(mem, conv)
                 session_of = {t.dia_id: t.session for t in conv.turns}
-                thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
-                assert thread is not None
                 for q in questions_of(conv):
                     if q.category not in HEADLINE_CATEGORIES:
                         continue
-                    _, rowids, X, _, rows = mem.retriever.candidates([thread], q.text)
-                    dias = [dia_of[rows[r].message.id] for r in rowids]
+                    found = mem.ranking_features(q.text)
+                    X = found.matrix
+                    dias = [dia_of[m.id] for m in found.messages]
                     out.append(
                         Example(
                             X=X,

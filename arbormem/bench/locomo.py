@@ -220,7 +220,7 @@ def ingest_conversation(memory: Memory, conv: LocomoConversation) -> dict[str, s
             dia_of[m.id] = t.dia_id
     # A short session's batch counts as a live exchange, whose upkeep runs a moment
     # later in the background: it belongs to the ingest, not to the first questions.
-    memory.working.wait()
+    memory.wait()
     return dia_of
 
 

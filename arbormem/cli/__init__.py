@@ -146,7 +146,7 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
         stored = result.added
         # What the first search would build on the spot (minutes for a big import).
         # The messages are stored by now: a failure here only costs the first search.
-        prepared: dict[str, Any] | None = None
+        prepared = None
         with status("preparing the search indexes"):
             try:
                 prepared = mem.prepare_search()
@@ -160,7 +160,7 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
                     "indexes were not prepared, so the first search builds them",
                     err=True,
                 )
-        if prepared is not None and not prepared["saved"]:
+        if prepared is not None and not prepared.saved:
             click.echo(
                 "warning: the vector index could not be saved beside the database "
                 "(see the log); the next process to search builds it again",
@@ -503,10 +503,10 @@ def forget(
         echo_json(counts)
     else:
         click.echo(
-            f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
-            f"{counts['threads']} thread(s)."
+            f"Forgot {counts.messages} message(s), {counts.sessions} session(s), "
+            f"{counts.threads} thread(s)."
         )
-    _say_pending(counts["purge_pending"])
+    _say_pending(counts.purge_pending)
 
 
 def _say_pending(pending: str | None) -> None:
@@ -554,9 +554,9 @@ def purge(opts: StoreOptions, wait: float, no_rewrite: bool, as_json: bool) -> N
         result = mem.purge(wait=wait, rewrite=not no_rewrite)
     if as_json:
         echo_json(result)
-    elif result["purged"]:
+    elif result.purged:
         click.echo("Purged: no copy of forgotten text is left in the store's files.")
-    _say_pending(result["purge_pending"])
+    _say_pending(result.purge_pending)
 
 
 # -- export, import, reembed ----------------------------------------------------------------
@@ -581,15 +581,15 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
         kwargs: dict[str, Any] = {"everything": everything}
         if all_agents:
             kwargs["user"] = user
-        data = mem.export(None if dest == "-" else dest, **kwargs)
-        if not data["threads"]:
+        exported = mem.export(None if dest == "-" else dest, **kwargs)
+        if not exported.threads:
             hint_if_empty(mem, all_agents=all_agents)
         if dest == "-":
-            echo_json(data)
+            echo_json(exported.document)
         else:
-            n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
             click.echo(
-                f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}", err=True
+                f"Exported {exported.messages} messages in {exported.threads} thread(s) to {dest}",
+                err=True,
             )
 
 
@@ -623,12 +623,12 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
         echo_json(counts)
     else:
         click.echo(
-            f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
-            f" ({counts['skipped']} already present)."
+            f"Imported {counts.messages} message(s) into {counts.threads} thread(s)"
+            f" ({counts.skipped} already present)."
         )
-        if counts["not_archived"]:
+        if counts.not_archived:
             click.echo(
-                f"{counts['not_archived']} message(s) marked archived could not be archived"
+                f"{counts.not_archived} message(s) marked archived could not be archived"
                 " again and are back in recall.",
                 err=True,
             )
@@ -657,8 +657,8 @@ def reembed(opts: StoreOptions, keep_other_models: bool, as_json: bool) -> None:
         echo_json(counts)
     else:
         click.echo(
-            f"Embedded {counts['embedded']} message(s); "
-            f"deleted {counts['pruned']} vector(s) of other models."
+            f"Embedded {counts.embedded} message(s); "
+            f"deleted {counts.pruned} vector(s) of other models."
         )
 
 
@@ -674,9 +674,9 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
       arbormem stats --json
     """
     with opts.open(existing=True) as mem:
-        info = mem.stats()
-        info["db"] = str(mem.path)
-        if not info["messages"]:
+        found = mem.stats()
+        info = {**found.to_dict(), "db": str(mem.path)}
+        if not found.messages:
             hint_if_empty(mem)
     if as_json:
         echo_json(info)

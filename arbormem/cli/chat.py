@@ -119,13 +119,7 @@ class Terminal:
         chat = self.chat
         mem = chat.memory
         if chat.budget is None:
-            from arbormem.config import UNSET, resolve
-            from arbormem.memory import DEFAULT_CONTEXT_BUDGET
-
-            default = resolve(
-                UNSET, "ARBORMEM_CONTEXT_BUDGET", "context_budget", DEFAULT_CONTEXT_BUDGET, int
-            )
-            budget = f"{default} tokens (default)"
+            budget = f"{mem.settings.context_budget} tokens (default)"
         else:
             budget = f"{chat.budget} tokens"
         self.say(
@@ -221,12 +215,12 @@ class Terminal:
 
     def wait_for_upkeep(self) -> None:
         """Let the session's tracked state and summary catch up, showing that it runs."""
-        working = self.chat.memory.working
-        if not working.busy:
+        memory = self.chat.memory
+        if not any(job.kind == "upkeep" for job in memory.pending()):
             return
         try:
             with self.spinning("updating memory: tracked state and summary"):
-                working.wait()
+                memory.wait()
         except KeyboardInterrupt:
             click.echo()
 

@@ -54,11 +54,12 @@ class StoreOptions:
         """The store; with ``existing`` (commands that only read) an error when there
         is none yet, instead of creating an empty one (and its folders) at a mistyped
         ``--db``."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
         from arbormem.errors import StoreError
         from arbormem.memory import Memory
+        from arbormem.settings import resolve_store
 
-        db = store_settings(self.db if self.db is not None else UNSET).db
+        db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         if db != ":memory:" and path.is_dir():
             raise StoreError(
@@ -95,9 +96,10 @@ class StoreOptions:
         the store it created holds no message, the store's files and the folders made
         for it go again. A failed ingest at a mistyped --db left an empty store there,
         and later read commands on that path found it instead of saying "no store"."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
+        from arbormem.settings import resolve_store
 
-        db = store_settings(self.db if self.db is not None else UNSET).db
+        db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         # lexists: a link to a store not made yet is the user's, and so is its target.
         if db == ":memory:" or os.path.lexists(path):
@@ -181,8 +183,14 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _jsonable(value: Any) -> Any:
+    """A result of the library as JSON: its ``to_dict()``, else its text."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else str(value)
+
+
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=_jsonable))
 
 
 def echo_jsonl(value: Any) -> None:

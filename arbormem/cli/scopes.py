@@ -43,7 +43,7 @@ def empty_scope_hint(mem: Any, *, all_agents: bool = False) -> str | None:
 
     def holds(user: str, agent: str) -> bool:
         # A thread can outlive its messages (all of them forgotten): it does not count.
-        return bool(mem.stats(user=user, agent=agent)["messages"])
+        return bool(mem.stats(user=user, agent=agent).messages)
 
     if any(holds(s.user, s.agent) for s in mem.scopes(scope.user) if all_agents or s == scope):
         return None

@@ -130,8 +130,8 @@ def reorganize(
             if as_json:
                 echo_json(entries)
             for e in [] if as_json else entries:
-                undone = f" (undone {e['undone_at']})" if e["undone_at"] else ""
-                click.echo(f"{e['id']}\t{e['at']}\t{e['kind']}\t{e['stats']}{undone}")
+                undone = f" (undone {e.undone_at})" if e.undone_at else ""
+                click.echo(f"{e.id}\t{e.at}\t{e.kind}\t{dict(e.stats)}{undone}")
             return
         if undo_id is not None:
             result = mem.undo_reorganize(undo_id)
@@ -140,10 +140,10 @@ def reorganize(
     if as_json:
         echo_json(result)
     elif undo_id is not None:
-        click.echo("Already undone." if result["already"] else f"Undid reorganisation {undo_id}.")
+        click.echo("Already undone." if result.already else f"Undid reorganisation {undo_id}.")
     else:
         click.echo(
-            f"Merged {result['merged']} topic(s), archived {result['pruned']} exchange(s), "
-            f"skipped {result['skipped']} pair(s) in {result['duration_secs']} s"
-            + (f" (log id {result['log_id']})." if result.get("log_id") else ".")
+            f"Merged {result.merged} topic(s), archived {result.pruned} exchange(s), "
+            f"skipped {result.skipped} pair(s) in {result.duration_secs} s"
+            + (f" (log id {result.log_id})." if result.log_id else ".")
         )

@@ -23,13 +23,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from arbormem.context.modes import get_mode
 from arbormem.context.summary import SummaryPolicy, SummaryState, clamp, update
 from arbormem.context.trackers import Tracker, new_tracker, tracker_from_dict
+from arbormem.jobs import Jobs
 from arbormem.models import Message
 from arbormem.store.base import Backend
 from arbormem.store.types import Thread
@@ -71,15 +71,18 @@ class WorkingMemory:
     interval = UPKEEP_INTERVAL
 
     def __init__(
-        self, backend: Backend, llm: Any = None, policy: SummaryPolicy = SummaryPolicy()
+        self,
+        backend: Backend,
+        llm: Any = None,
+        policy: SummaryPolicy = SummaryPolicy(),
+        jobs: Jobs | None = None,
     ) -> None:
         self.backend = backend
         self.llm = llm
         self.policy = policy
+        #: Where upkeep runs; a runner of its own when none is shared.
+        self.jobs = jobs if jobs is not None else Jobs()
         self._lock = threading.RLock()
-        self._executor: ThreadPoolExecutor | None = None
-        self._pending: list[Future[Any]] = []
-        self._queued: dict[object, threading.Timer] = {}
 
     # -- state ---------------------------------------------------------------------------
 
@@ -218,280 +221,27 @@ class WorkingMemory:
         return self.upkeep(thread, session, messages, default_mode, force=True)
 
     def submit(self, work: Callable[[], object], key: object = None) -> None:
-        """Run upkeep in the background worker.
+        """Run upkeep in the background (on the memory's :class:`~arbormem.jobs.Jobs`).
 
         Work with a ``key`` starts ``interval`` seconds later and is coalesced:
         while one with the same key waits to start, another is not queued (the
         waiting one reads the newer messages when it runs).
         """
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="arbormem-upkeep"
-                )
-            self._pending = [f for f in self._pending if not f.done()]
-            if key is None:
-                self._pending.append(self._executor.submit(work))
-                return
-            if key in self._queued:
-                return
-            done: Future[Any] = Future()
-            self._pending.append(done)
-            timer = threading.Timer(self.interval, self._start, (key, work, done))
-            timer.daemon = True
-            self._queued[key] = timer
-            timer.start()
-
-    def _start(self, key: object, work: Callable[[], object], done: Future[Any]) -> None:
-        """Hand keyed work to the worker; ``done`` follows its outcome."""
-
-        def run() -> None:
-            with self._lock:
-                self._queued.pop(key, None)
-            try:
-                done.set_result(work())
-            except BaseException as exc:
-                done.set_exception(exc)
-
-        with self._lock:
-            # A timer firing while close() starts the same work: only one goes on.
-            if done.running() or done.done():
-                return
-            done.set_running_or_notify_cancel()
-            if self._executor is not None:
-                try:
-                    self._executor.submit(run)
-                    return
-                except RuntimeError:  # shut down under a firing timer
-                    pass
-            run()  # closed meanwhile: run it here (run() never raises; ``done`` gets it)
+        if key is None:
+            self.jobs.submit("upkeep", work)
+        else:
+            self.jobs.submit("upkeep", work, key=("upkeep", key), delay=self.interval)
 
     @property
     def busy(self) -> bool:
-        return any(not f.done() for f in self._pending)
+        """Whether upkeep is waiting, queued or running."""
+        return any(job.kind == "upkeep" for job in self.jobs.pending())
 
     def wait(self, timeout: float | None = None) -> None:
         """Start delayed upkeep at once, and wait for all upkeep submitted so far."""
-        self._start_delayed()
-        for future in list(self._pending):
-            try:
-                future.result(timeout=timeout)
-            except Exception as exc:  # upkeep failures are logged, never raised here
-                log.warning("background upkeep failed: %s", exc)
-
-    def _start_delayed(self) -> None:
-        with self._lock:
-            timers = list(self._queued.values())
-        for timer in timers:
-            timer.cancel()
-            work_key, work, done = timer.args
-            if not done.done():
-                self._start(work_key, work, done)
+        self.jobs.wait(timeout, kind="upkeep")
 
     def close(self) -> None:
-        """Start any delayed upkeep now, and wait for all of it."""
-        self._start_delayed()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
-
-
-# -- assembling a context -------------------------------------------------------------------
-
-WARN_AT = 0.7
-BLOCK_AT = 0.9
-
-
-def recall_items(hits: list[Any], paths: list[Any], skip: set[str]) -> list[Any]:
-    """Recalled turns (grouped under their session's date) and topic paths, ranked."""
-    from arbormem.context.assemble import RecallItem
-
-    items = []
-    rank = 0
-    for hit in hits:
-        m = hit.message
-        if m.id in skip:
-            continue
-        # Who said it: the speaker's name, else the role (an assistant turn has no name).
-        text = m.text if m.speaker else f"{m.role}: {m.content}"
-        if hit.superseded_by:
-            text += "  (earlier; updated later)"
-        items.append(
-            RecallItem(
-                text=text,
-                score=hit.score,
-                rank=rank,
-                header=f"[{m.timestamp.date().isoformat()}]",
-                when=m.timestamp,
-                order=m.index,
-            )
-        )
-        rank += 2
-    # Topic paths come after the turns: they frame the recall, but the turns carry
-    # the facts, so a tight budget spends itself on turns first.
-    for i, path in enumerate(paths):
-        floor = min((h.score for h in hits), default=1.0)
-        items.append(
-            RecallItem(text=path.render(max_summary_words=25), rank=rank + i, score=0.5 * floor)
-        )
-    return items
-
-
-def _window(value: Any) -> int:
-    from arbormem.config import to_whole
-    from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
-
-    tokens = to_whole(value)
-    if tokens < MIN_BUDGET + REPLY_PRIMER + 1:
-        raise ValueError(f"must be at least {MIN_BUDGET + REPLY_PRIMER + 1} tokens, got {tokens}")
-    return tokens
-
-
-def _budget(value: Any) -> int:
-    from arbormem.config import to_whole
-    from arbormem.context.assemble import MIN_BUDGET
-
-    tokens = to_whole(value)
-    if tokens < MIN_BUDGET:
-        raise ValueError(f"must be at least {MIN_BUDGET} tokens to hold a prompt, got {tokens}")
-    return tokens
-
-
-def build_context(
-    memory: Any,
-    query: str,
-    *,
-    budget_tokens: Any,
-    mode: str | None,
-    session: str | None,
-    system_prompt: str | None,
-    k: int | None,
-    paths: int,
-    context_window: int | None,
-    reply_tokens: int,
-    user: str | None,
-    agent: str | None,
-) -> Any:
-    """What :meth:`arbormem.Memory.context` does (documented there)."""
-    from arbormem.config import UNSET, resolve
-    from arbormem.context.assemble import DEFAULT_SYSTEM_PROMPT, ContextBuilder
-    from arbormem.context.modes import resolve_mode
-    from arbormem.errors import InputError, StoreError
-    from arbormem.memory import DEFAULT_CONTEXT_BUDGET, DEFAULT_CONTEXT_WINDOW
-    from arbormem.tokens import default_counter
-
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("must be a non-empty string", field="query")
-    budget = resolve(
-        budget_tokens,
-        "ARBORMEM_CONTEXT_BUDGET",
-        "context_budget",
-        DEFAULT_CONTEXT_BUDGET,
-        _budget,
-        field="budget_tokens",
-    )
-    from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
-
-    smallest = MIN_BUDGET + REPLY_PRIMER + 1
-    for name, value, low in (
-        ("context_window", context_window, smallest),
-        ("reply_tokens", reply_tokens, 0),
-    ):
-        if value is None and name == "context_window":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InputError(
-                f"must be an integer of at least {low} tokens, got {value!r}", field=name
-            )
-    window_size = (
-        context_window
-        or (getattr(memory.llm, "context_window", None) if memory.llm is not None else None)
-        or resolve(
-            UNSET, "ARBORMEM_CONTEXT_WINDOW", "context_window", DEFAULT_CONTEXT_WINDOW, _window
-        )
-    )
-    scope = memory._scope(user, agent)
-    if mode is not None and memory.read_only:
-        raise StoreError(
-            f"{memory.path} is read-only, and mode= is stored with the session: "
-            "leave it out to use the session's stored mode"
-        )
-    # A read: no wait for the tree check, and no thread made for a scope that has none
-    # (unless a mode is to be stored for it).
-    thread = memory._thread(scope, create=mode is not None, wait=False)
-    key = session or memory.current_session(user=scope.user, agent=scope.agent)
-    default_mode = resolve_mode()
-    if mode is not None:
-        assert thread is not None
-        memory.working.set_mode(thread, key, mode)
-    counter = default_counter()
-    state = (
-        memory.working.load(thread, key, default_mode)
-        if thread is not None
-        else SessionMemory(mode=default_mode, tracker=new_tracker(default_mode))
-    )
-    spec = get_mode(state.mode)
-    # Only the window is read here: the whole session is read only when it must be
-    # compressed, which happens rarely (and mostly in the background).
-    size = spec.window
-    inside = (
-        [
-            r.message
-            for r in memory.backend.messages(thread, session=key, start=state.floor, last=size)
-        ]
-        if size > 0 and thread is not None
-        else []
-    )
-
-    def session_messages() -> list[Message]:
-        assert thread is not None
-        return [r.message for r in memory.backend.messages(thread, session=key)]
-
-    system = (system_prompt or DEFAULT_SYSTEM_PROMPT) + (
-        "\n" + spec.system_addition if spec.system_addition else ""
-    )
-    # Pressure on the model's context window: compress older turns in the
-    # background past WARN_AT, and before answering past BLOCK_AT.
-    pressure = (
-        counter.count(system)
-        + counter.count(state.summary.text)
-        + sum(counter.count(m.content) + 10 for m in inside)
-        + counter.count(query)
-    ) / window_size
-    if thread is None:
-        pass  # nothing stored to compress
-    elif pressure >= BLOCK_AT:
-        memory.working.wait()
-        messages = session_messages()
-        state = memory.working.compress(thread, key, messages, default_mode)
-        _, inside = memory.working.window(messages, state)
-    elif pressure >= WARN_AT and not memory.read_only:  # (read-only: nothing to keep)
-        memory.working.submit(
-            lambda: memory.working.compress(thread, key, session_messages(), default_mode)
-        )
-    depth = k or min(max(30, budget // 25), 80)
-    hits = (
-        memory.search(query, k=depth, user=scope.user, agent=scope.agent)
-        if thread is not None and memory.backend.state(thread).max_rowid
-        else []
-    )
-    topic_paths = (
-        memory.topic_paths(query, k=paths, user=scope.user, agent=scope.agent, drill=False)
-        if paths and hits
-        else []
-    )
-    items = recall_items(hits, topic_paths, {m.id for m in inside})
-    builder = ContextBuilder(counter)
-    return builder.build(
-        query=query,
-        budget=budget,
-        mode=state.mode,
-        session=key,
-        system=system,
-        summary=state.summary.text,
-        recall=items,
-        state=state.tracker.render(),
-        window=inside,
-        context_window=window_size,
-        reply_tokens=reply_tokens,
-    )
+        """Start any delayed upkeep now, and wait for all of it (the job runner itself
+        is closed by its owner)."""
+        self.wait()

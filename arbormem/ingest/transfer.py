@@ -23,8 +23,11 @@ recomputes them, and archives again the exchanges marked archived.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from arbormem.arguments import DEFAULT_LIMITS, Limits
@@ -35,7 +38,7 @@ from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
 from arbormem.store.base import Backend
 from arbormem.store.types import NewMessage, Thread
-from arbormem.timeutil import format_timestamp
+from arbormem.timeutil import format_timestamp, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -300,3 +303,30 @@ def _import_message(
         )
     new.index = index
     return new
+
+
+def export_document(backend: Backend, threads: Sequence[Thread]) -> dict[str, Any]:
+    """The export format's document for these threads."""
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": format_timestamp(utcnow()),
+        "threads": [export_thread(backend, t) for t in threads],
+    }
+
+
+def write_export(document: Mapping[str, Any], path: Path) -> None:
+    """Write an export to ``path`` atomically: all of it, or the old file left as it was."""
+    # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise InputError(
+            f"cannot write the export there: {exc.strerror or exc}",
+            source=str(path),
+            hint="give a file path in a folder that exists and can be written",
+        ) from None

@@ -212,10 +212,10 @@ def get_reranker(spec: str | Reranker | None = None) -> Reranker | None:
         from arbormem.config import UNSET, resolve
 
         # A spec that does not parse names the variable or file it came from.
-        kind, arg = resolve(UNSET, "ARBORMEM_RERANKER", "reranker", ("none", ""), _parse)
+        kind, arg = resolve(UNSET, "ARBORMEM_RERANKER", "reranker", ("none", ""), parse_reranker)
     else:
         try:
-            kind, arg = _parse(spec)
+            kind, arg = parse_reranker(spec)
         except TypeError as exc:
             raise InputError(str(exc), field="reranker") from None
         except ValueError as exc:
@@ -230,7 +230,7 @@ def get_reranker(spec: str | Reranker | None = None) -> Reranker | None:
     return OnnxCrossEncoder(folder)
 
 
-def _parse(spec: object) -> tuple[str, str]:
+def parse_reranker(spec: object) -> tuple[str, str]:
     """``(kind, argument)`` of a spec string: ``none``, ``cross-encoder`` or ``onnx``."""
     if not isinstance(spec, str):
         raise TypeError(

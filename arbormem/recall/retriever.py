@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ import numpy as np
 from arbormem.config import to_whole
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
+from arbormem.jobs import Jobs
 from arbormem.models import Hit
 from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.recall.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
@@ -145,6 +145,7 @@ class Retriever:
         config: RecallConfig | None = None,
         tree: TreeRecall | None = None,
         reranker: Reranker | None = None,
+        jobs: Jobs | None = None,
     ) -> None:
         self.backend = backend
         self.reranker = reranker
@@ -167,10 +168,11 @@ class Retriever:
         #: preloaded (see _warm_up).
         self._shaped: set[int] = set()
         self._summing: set[int] = set()
-        #: The loaders while they run (weak references: a thread's reader connection
-        #: closes once its Thread object is gone, see SQLiteBackend._read).
-        self._loaders: list[weakref.ref[threading.Thread]] = []
-        self._stopping = threading.Event()
+        #: Where the preloads run (see :mod:`arbormem.jobs`); its ``stopping`` event
+        #: cuts a preload short when the memory closes.
+        self._own_jobs = jobs is None
+        self.jobs = jobs if jobs is not None else Jobs()
+        self._stopping = self.jobs.stopping
 
     def forget(self, thread: Thread) -> None:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
@@ -492,16 +494,7 @@ class Retriever:
                     tasks.append(partial(self._preload_sums, thread))
             if not tasks:
                 return
-            loader = threading.Thread(
-                target=self._preload, args=(tasks,), name="arbormem-preload", daemon=True
-            )
-            try:
-                loader.start()
-            except RuntimeError as exc:  # no thread to be had (limit, interpreter exit)
-                log.debug("nothing preloaded: %r", exc)
-                return
-            self._loaders = [ref for ref in self._loaders if ref() is not None]
-            self._loaders.append(weakref.ref(loader))
+            self.jobs.submit("preload", partial(self._preload, tasks))
 
     def _preload_sums(self, thread: Thread) -> int:
         # A pass that fails is not tried again (the thread stays marked): the next
@@ -579,11 +572,8 @@ class Retriever:
         with self._pool_lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        self._stopping.set()
-        for ref in self._loaders:
-            loader = ref()
-            if loader is not None:
-                loader.join()
+        if self._own_jobs:
+            self.jobs.close()
         if pool is not None:
             pool.shutdown(wait=True)
 

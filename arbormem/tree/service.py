@@ -10,10 +10,10 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from arbormem.errors import InputError
+from arbormem.jobs import Jobs
 from arbormem.models import Message
 from arbormem.store.base import Backend
 from arbormem.store.types import Filters, NodeRow, Thread
@@ -41,6 +41,7 @@ class Trees:
         recall: TreeRecall,
         retriever: Any,
         write_lock: threading.RLock,
+        jobs: Jobs | None = None,
     ) -> None:
         self.backend = backend
         self.grower = grower
@@ -48,7 +49,9 @@ class Trees:
         self.retriever = retriever
         self.reorganizer = Reorganizer(grower)
         self._write_lock = write_lock
-        self._naming: ThreadPoolExecutor | None = None
+        #: Where LLM naming runs (see :mod:`arbormem.jobs`).
+        self.jobs = jobs if jobs is not None else Jobs()
+        self._naming_lock = threading.Lock()
         #: (thread id, generation, node id, message count, last index) -> description.
         self._provisional: dict[
             tuple[int, int, int | None, int, int], tuple[str, str, list[str]]
@@ -254,10 +257,12 @@ class Trees:
             return
         pending = self.grower.frozen_since_naming
         self.grower.frozen_since_naming = []
-        if self._naming is None:
-            self._naming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-names")
 
         def work() -> None:
+            with self._naming_lock:  # one at a time: each reads what the last one named
+                name(pending)
+
+        def name(pending: list[int]) -> None:
             renamed = 0
             for node in self.backend.tree_nodes(thread, ids=pending):
                 if not node.frozen or node.origin == "llm":
@@ -271,17 +276,14 @@ class Trees:
                     self.backend.set_tree_state(thread, self.backend.tree_state(thread))
                 self.recall.invalidate(thread)
 
-        self._naming.submit(work)
+        self.jobs.submit("tree-naming", work)
 
     def drain(self) -> None:
         """Wait for background naming submitted so far."""
-        if self._naming is not None:
-            self._naming.submit(lambda: None).result()
+        self.jobs.wait(kind="tree-naming")
 
     def close(self) -> None:
-        if self._naming is not None:
-            self._naming.shutdown(wait=True)
-            self._naming = None
+        self.drain()
         if self.enabled:
             with self._write_lock:
                 try:
