@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from functools import partial
 
@@ -28,6 +29,8 @@ from arbormem.llm import LLMClient
 from arbormem.models import Scope
 from arbormem.recall.rerank import Reranker
 from arbormem.recall.retriever import RecallConfig, Retriever
+from arbormem.records.keeper import RecordKeeper
+from arbormem.results import PreparedSearch
 from arbormem.settings import Settings
 from arbormem.store import Backend, open_store
 from arbormem.store.types import Purge, Thread
@@ -97,6 +100,8 @@ class Engine:
             self.backend, self.grower, self.tree_recall, self.retriever, self.write_lock, self.jobs
         )
         self.working = WorkingMemory(self.backend, llm, jobs=self.jobs)
+        #: Typed records, extracted in the background after every add.
+        self.records = RecordKeeper(self)
         #: Threads whose deferred window keys this process has caught up (see the
         #: write pipeline).
         self.tails_checked: set[int] = set()
@@ -168,6 +173,22 @@ class Engine:
         # While one upkeep of this session waits to start, replies arriving meanwhile
         # need no other: it reads the session's new messages when it runs.
         self.working.submit(work, key=(thread.id, session))
+
+    def prepare_search(self, thread: Thread | None) -> PreparedSearch:
+        """Build the thread's vector index and topic vectors now (see
+        :meth:`Memory.prepare_search <arbormem.Memory.prepare_search>`)."""
+        start = time.perf_counter()
+        if thread is None:
+            return PreparedSearch(duration_secs=round(time.perf_counter() - start, 3))
+        built = self.backend.prepare_nearest(thread, self.embedder)
+        topics = self.tree_recall.prepare(thread) if self.tree_config.enabled else 0
+        return PreparedSearch(
+            vectors=built.vectors,
+            approximate=built.approximate,
+            saved=built.saved,
+            topics=topics,
+            duration_secs=round(time.perf_counter() - start, 3),
+        )
 
     # -- after deletions ----------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -28,16 +27,16 @@ import numpy as np
 
 from arbormem import arguments
 from arbormem.config import UNSET
-from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER, Context
-from arbormem.context.build import build_context
+from arbormem.context.assemble import Context
+from arbormem.context.build import build_context, check_context_arguments
 from arbormem.context.modes import get_mode
 from arbormem.embed import Embedder
 from arbormem.engine import Engine, check_parts
 from arbormem.errors import ConfigError, InputError, NotFound, StoreError
 from arbormem.forgetting import Forgetter, check_target
-from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
+from arbormem.ingest.formats import Record
 from arbormem.ingest.pipeline import Writer, session_name
-from arbormem.ingest.transfer import export_document, write_export
+from arbormem.ingest.transfer import export_target, export_to, read_import
 from arbormem.ingest.validate import normalize_role
 from arbormem.jobs import PendingJob
 from arbormem.llm import LLMClient, get_llm
@@ -45,6 +44,8 @@ from arbormem.models import Hits, Ingested, Message, Scope, Session
 from arbormem.recall.features import FEATURES
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig
+from arbormem.records.methods import RecordsMethods
+from arbormem.records.public import RecordsAPI
 from arbormem.results import (
     Exported,
     Forgotten,
@@ -59,11 +60,11 @@ from arbormem.results import (
     Undone,
 )
 from arbormem.settings import Settings
-from arbormem.settings import budget_tokens as budget_of
 from arbormem.store import Backend, Filters
 from arbormem.store.types import PURGE_WAIT, Thread
 from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
+from arbormem.tokens import default_counter
 from arbormem.tree.check import TreeProblem
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.navigate import TreeNavigator
@@ -122,7 +123,7 @@ def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] 
     )
 
 
-class Memory:
+class Memory(RecordsMethods):
     """Long-term memory of conversations, stored in one database.
 
     ``path`` is a SQLite file (created if missing), ``":memory:"``, a store URL
@@ -248,6 +249,7 @@ class Memory:
         self.scope = Scope(engine.settings.user, engine.settings.agent, tenant)
         self._writer = Writer(engine)
         self._forgetter = Forgetter(engine)
+        self._records = RecordsAPI(engine)
 
     def for_tenant(self, tenant: str) -> Memory:
         """This memory confined to ``tenant``: the same store, embedder, caches and
@@ -727,37 +729,16 @@ class Memory:
         reply in the model's context window.
         """
         self._query(query)
-        if budget_tokens is UNSET:
-            budget = self.settings.context_budget
-        elif budget_tokens is None:
-            raise InputError(
-                "must be a whole number of tokens, got None",
-                field="budget_tokens",
-                hint="leave it out for the configured budget",
-            )
-        else:
-            try:
-                budget = budget_of(budget_tokens)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise InputError(str(exc), field="budget_tokens") from None
-        if k is not None:
-            arguments.count(k, "k", 1, MAX_RESULTS)
-        arguments.count(paths, "paths", 0, MAX_RESULTS)
-        if system_prompt is not None:  # "" is the default prompt, as None is
-            arguments.text(
-                system_prompt, "system_prompt", max_bytes=self.limits.message_bytes, blank=True
-            )
-        smallest = MIN_BUDGET + REPLY_PRIMER + 1
-        for name, value, low in (
-            ("context_window", context_window, smallest),
-            ("reply_tokens", reply_tokens, 0),
-        ):
-            if value is None and name == "context_window":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(
-                    f"must be an integer of at least {low} tokens, got {value!r}", field=name
-                )
+        budget = check_context_arguments(
+            budget_tokens=budget_tokens,
+            default_budget=self.settings.context_budget,
+            k=k,
+            paths=paths,
+            system_prompt=system_prompt,
+            max_bytes=self.limits.message_bytes,
+            context_window=context_window,
+            reply_tokens=reply_tokens,
+        )
         chosen = None if mode is None else self._mode(mode)
         key_given = self._session(session)
         scope = self._scope(user, agent)
@@ -794,6 +775,9 @@ class Memory:
             search=lambda q, n: self.search(q, k=n, user=scope.user, agent=scope.agent),
             topic_paths=lambda q, n: self.topic_paths(
                 q, k=n, user=scope.user, agent=scope.agent, drill=False
+            ),
+            records=lambda most: self._records.context_section(
+                thread, query, most, default_counter()
             ),
         )
 
@@ -950,15 +934,9 @@ class Memory:
         tenant's with ``everything``) in the export format. With ``dest`` it is also
         written there (atomically). Vectors are not exported: they are derived, and
         recomputed on import."""
-        target = None if dest is None else arguments.path(dest, "dest")
-        if target is not None and (target.is_dir() or not target.name):
-            raise InputError("is a folder", field="dest", hint="give a file path to write to")
+        target = export_target(self.backend, dest)
         arguments.flag(everything, "everything")
-        if target is not None and self.backend.owns_path(target):
-            # Replacing the database with its own export destroyed the store.
-            raise InputError(
-                "is this store's own file", source=str(target), hint="export to another file"
-            )
+        self._engine.jobs.wait(kind="records")  # the records of every message stored
         scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
             threads = self.backend.threads(tenant=self.tenant)
@@ -966,17 +944,7 @@ class Memory:
             threads = self.backend.threads(user, tenant=self.tenant)
         else:
             threads = self._threads(scope, False)
-        document = export_document(self.backend, threads)
-        if target is not None:
-            write_export(document, target)
-        return Exported(
-            document=document,
-            threads=len(document["threads"]),
-            messages=sum(
-                len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
-            ),
-            path=None if target is None else str(target),
-        )
+        return export_to(self.backend, threads, target)
 
     def import_(self, source: str | os.PathLike[str] | Mapping[str, Any] | Exported) -> Imported:
         """Restore an export (a file, its parsed JSON, or an :class:`Exported`). All or
@@ -990,15 +958,7 @@ class Memory:
         session that already has one here keeps its own). Threads land in this
         memory's tenant.
         """
-        if isinstance(source, Exported):
-            source = source.document
-        if isinstance(source, Mapping):
-            data: Any = source
-            name = "<import>"
-        else:
-            path = arguments.path(source, "source")
-            name = str(path)
-            data = parse_json(read_bytes_as_text(path), name)
+        data, name = read_import(source.document if isinstance(source, Exported) else source)
         return self._writer.import_(data, name, self.tenant)
 
     # -- maintenance ----------------------------------------------------------------------------
@@ -1015,19 +975,7 @@ class Memory:
         for the next process (``saved`` is False when it could not be: a full disk).
         ``arbormem ingest`` calls it after storing.
         """
-        start = time.perf_counter()
-        thread = self._thread(self._scope(user, agent))
-        if thread is None:
-            return PreparedSearch(duration_secs=round(time.perf_counter() - start, 3))
-        built = self.backend.prepare_nearest(thread, self.embedder)
-        topics = self._engine.tree_recall.prepare(thread) if self.tree_config.enabled else 0
-        return PreparedSearch(
-            vectors=built.vectors,
-            approximate=built.approximate,
-            saved=built.saved,
-            topics=topics,
-            duration_secs=round(time.perf_counter() - start, 3),
-        )
+        return self._engine.prepare_search(self._thread(self._scope(user, agent)))
 
     def reembed(
         self, *, prune: bool = True, progress: Callable[[int], None] | None = None
