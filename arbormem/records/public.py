@@ -131,6 +131,8 @@ class RecordsAPI:
         ):
             raise InputError("must be a list of non-empty strings", field="tags")
         self.engine.backend.writable()
+        # After what was said before it: the newest statement of a value wins.
+        self.engine.jobs.wait(kind="records")
         with self.engine.write_lock:
             service = self._service(scope, create=True)
             assert service is not None
