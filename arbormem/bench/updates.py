@@ -15,9 +15,9 @@ search returns for the question holds the current value) and **as-of accuracy**
 value of then). Records are kept by :class:`arbormem.records.RecordBook` (in
 memory), or with ``store`` in a real SQLite store through
 :class:`arbormem.records.RecordService`: the same rules over the store, which
-must give the same figures. ``context`` (does ``Memory.context`` at 300 tokens
-hold the current value) needs the records wired into Memory and is ``None``
-until a context function is passed.
+must give the same figures. With ``memory`` the questions go through the public
+API instead (:mod:`arbormem.bench.updates_memory`), which also reports whether
+``Memory.context`` at 300 tokens holds the current value.
 
 Hand-written conversations in the same JSON shape (``--file``) are scored the
 same way; :func:`load_conversations` documents the shape.
@@ -270,15 +270,23 @@ def run(
     files: Sequence[str | Path] = (),
     show_misses: bool = False,
     store: bool = False,
+    memory: bool = False,
+    embedder: str = "hash",
 ) -> dict[str, Any]:
     """The benchmark: generated conversations, then each file of hand-written ones.
-    With ``store`` each set's records are kept in a new SQLite store."""
+    With ``store`` each set's records are kept in a new SQLite store; with ``memory``
+    every question goes through the public API, context@300 included (see
+    :mod:`arbormem.bench.updates_memory`; ``embedder`` is the memory's)."""
     out: dict[str, Any] = {
         "seed": seed,
         "targets": {"current": TARGET_CURRENT, "as_of": TARGET_AS_OF},
     }
 
     def scored(convs: list[Conversation], misses: list[dict[str, Any]]) -> dict[str, Any]:
+        if memory:
+            from arbormem.bench.updates_memory import evaluate_memory
+
+            return evaluate_memory(convs, misses=misses, embedder=embedder)
         if not store:
             return evaluate(convs, misses=misses)
         with scratch_store() as backend:

@@ -410,6 +410,20 @@ bench.add_command(context_command())
     help="With --locomo: ingest the turns through Memory as bench locomo does, extracting "
     "and storing records after each session's batch; turns/s with and without records.",
 )
+@click.option(
+    "--memory",
+    "through_memory",
+    is_flag=True,
+    help="Ask every question through the public API (a Memory per conversation), "
+    "context at 300 tokens included.",
+)
+@click.option(
+    "--embedder",
+    "memory_embedder",
+    default="hash",
+    show_default=True,
+    help="With --memory: the memory's embedder.",
+)
 @click.option("--misses", is_flag=True, help="List the questions answered wrongly.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
@@ -421,6 +435,8 @@ def updates_cmd(
     show_records: bool,
     store: bool,
     ingest: bool,
+    through_memory: bool,
+    memory_embedder: str,
     misses: bool,
     as_json: bool,
 ) -> None:
@@ -436,6 +452,7 @@ def updates_cmd(
       arbormem bench updates
       arbormem bench updates -n 200 --seed 1 --json
       arbormem bench updates --store
+      arbormem bench updates --memory
       arbormem bench updates -n 0 --file tests/data/updates_handwritten.json --misses
       arbormem bench updates -n 0 --locomo ../shared/datasets/locomo/conv-26.json --show-records
       arbormem bench updates -n 0 --locomo ../shared/datasets/locomo --store --ingest
@@ -443,7 +460,13 @@ def updates_cmd(
     from arbormem.bench.updates import extract_locomo, ingest_with_records, run
 
     result = run(
-        conversations=conversations, seed=seed, files=files, show_misses=misses, store=store
+        conversations=conversations,
+        seed=seed,
+        files=files,
+        show_misses=misses,
+        store=store,
+        memory=through_memory,
+        embedder=memory_embedder,
     )
     if conversations == 0:
         result.pop("generated", None)
@@ -464,7 +487,7 @@ def updates_cmd(
             f"as-of accuracy {r['as_of_accuracy']}, context@300 {r['context_holds_current@300']}; "
             f"{r['records_messages_per_s']} messages/s through the {r['engine']}"
         )
-        for attribute, figures in r["by_attribute"].items():
+        for attribute, figures in r.get("by_attribute", {}).items():
             click.echo(f"  {attribute}: current {figures['current']}, as of {figures['as_of']}")
         for miss in r.get("misses", []):
             click.echo(
