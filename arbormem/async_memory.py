@@ -141,6 +141,9 @@ class AsyncMemory:
     async def record_history(self, record_id: str, **kwargs: Any) -> list[MemoryRecord]:
         return await self._run(self.memory.record_history, record_id, **kwargs)
 
+    async def rebuild_records(self, **kwargs: Any) -> int:
+        return await self._run(self.memory.rebuild_records, **kwargs)
+
     async def forget_record(self, record_id: str, **kwargs: Any) -> RecordsForgotten:
         return await self._run(self.memory.forget_record, record_id, **kwargs)
 

@@ -279,6 +279,7 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
             **SCOPED,
         },
     ),
+    "rebuild_records": ({}, {"start": COUNT, "end": st.one_of(st.none(), COUNT), **SCOPED}),
     "record_history": ({"record_id": st.sampled_from(["rec-nope", ""])}, SCOPED),
     "forget_record": (
         {"record_id": st.sampled_from(["rec-nope", ""])},

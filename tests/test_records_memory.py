@@ -141,6 +141,24 @@ def test_forgetting_a_record_lets_what_it_replaced_hold_again(mem: Memory) -> No
     assert len(mem.messages()) == 3  # the messages stay
 
 
+def test_records_can_be_extracted_again_from_the_log(mem: Memory) -> None:
+    tell_the_move(mem)
+    (lyon,) = mem.records(attribute="home")
+    mem.forget_record(lyon.id)
+    assert mem.records(attribute="home")[0].value == "Paris"
+    # only the move's position: what Paris came from stays as it is
+    assert mem.rebuild_records(start=2, end=3) == 1
+    (back,) = mem.records(attribute="home")
+    assert back.value == "Lyon" and back.supersedes is not None
+    assert [r.value for r in mem.record_history(back.id)] == ["Paris", "Lyon"]
+    # everything again: the same records, nothing twice
+    before = sorted(r.id for r in mem.records(current=False))
+    assert mem.rebuild_records() == 3
+    assert sorted(r.id for r in mem.records(current=False)) == before
+    with pytest.raises(InputError):
+        mem.rebuild_records(start=-1)
+
+
 def test_forgetting_the_message_takes_its_record_with_it(mem: Memory) -> None:
     tell_the_move(mem)
     moved = next(m for m in mem.messages() if "Lyon" in m.content)
@@ -368,6 +386,10 @@ def test_the_records_commands(tmp_path: Path) -> None:
     assert [r["value"] for r in now] == ["Paris"]
     text = run_cli("records", "list", env=env).stdout
     assert "Sam is vegan." in text and "Sam lives in Paris." in text
+    rebuilt = run_cli("records", "rebuild", "--json", env=env)
+    assert json.loads(rebuilt.stdout) == {"messages_read": 2}
+    again = json.loads(run_cli("records", "list", "--attribute", "home", "--json", env=env).stdout)
+    assert [r["value"] for r in again] == ["Lyon"]
     bad = run_cli("records", "history", "rec-nope", env=env)
     assert bad.returncode == 1 and "rec-nope" in bad.stderr
     refused = run_cli("records", "forget", "rec-x", env=env, input="n\n")

@@ -214,3 +214,20 @@ def forget(opts: StoreOptions, record_id: str, yes: bool, wait: float, as_json: 
             "'arbormem purge' finishes.",
             err=True,
         )
+
+
+@records.command("rebuild")
+@click.option("--start", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--end", type=click.IntRange(min=0), help="First position not read [default: none].")
+@click.option("--json", "as_json", is_flag=True, help="Print the count as JSON.")
+@click.pass_obj
+@handle_errors
+def rebuild(opts: StoreOptions, start: int, end: int | None, as_json: bool) -> None:
+    """Extract the records of the messages at positions START to END again (all of
+    them by default): records are derived from the messages."""
+    with opts.open(existing=True) as mem:
+        read = mem.rebuild_records(start=start, end=end)
+    if as_json:
+        echo_json({"messages_read": read})
+        return
+    click.echo(f"Read {read} message(s) again.")

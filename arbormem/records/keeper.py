@@ -50,7 +50,7 @@ class RecordKeeper:
         #: Threads with a catch-up submitted and not yet started.
         self._due: set[int] = set()
         #: One lock per thread: two catch-ups of one thread never run at once.
-        self._running: dict[int, threading.Lock] = {}
+        self._running: dict[int, threading.RLock] = {}
 
     def service(self, thread: Thread) -> RecordService:
         """The records of ``thread``."""
@@ -74,7 +74,7 @@ class RecordKeeper:
         of messages read."""
         with self._lock:
             self._due.discard(thread.id)
-            running = self._running.setdefault(thread.id, threading.Lock())
+            running = self._running.setdefault(thread.id, threading.RLock())
         read = 0
         with running:
             while True:
@@ -85,6 +85,22 @@ class RecordKeeper:
                 if not self._batch(thread, cursor, rows):
                     return read  # the thread was forgotten meanwhile
                 read += len(rows)
+
+    def rebuild(self, thread: Thread, start: int, end: int | None) -> int:
+        """Extract the records of messages ``[start, end)`` again: they leave every
+        record's sources (a record left with none goes), then extraction reads on from
+        ``start`` (later messages only merge into what they gave before). The number
+        of messages read."""
+        with self._lock:
+            running = self._running.setdefault(thread.id, threading.RLock())
+        with running:
+            with self.engine.write_lock, self.backend.transaction():
+                ids = [r.message.id for r in self.backend.messages(thread, start=start, end=end)]
+                if ids:
+                    self.backend.forget_record_sources(thread, ids)
+                cursor = self.backend.records_cursor(thread)
+                self.backend.set_records_cursor(thread, min(start, cursor))
+            return self.catch_up(thread)
 
     # -- one batch -------------------------------------------------------------------
 

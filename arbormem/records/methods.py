@@ -145,3 +145,16 @@ class RecordsMethods:
         deleted = self._records.forget(self._scope(user, agent), record_id)
         done = self._forgetter.purge(wait=wait, rewrite=None)
         return RecordsForgotten(deleted, done.purged, done.purge_pending)
+
+    def rebuild_records(
+        self,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> int:
+        """Extract the records of the messages at positions ``[start, end)`` again
+        (all of them by default): records are derived from the messages, as the tree
+        is. Returns how many messages were read."""
+        return self._records.rebuild(self._scope(user, agent), start, end)

@@ -166,6 +166,19 @@ class RecordsAPI:
                 deleted = self.engine.backend.delete_records(thread, [record_id])
         return tuple(deleted)
 
+    def rebuild(self, scope: Scope, start: Any, end: Any) -> int:
+        """Extract the records of a range of message positions again (see
+        :meth:`Memory.rebuild_records <arbormem.Memory.rebuild_records>`)."""
+        arguments.count(start, "start", 0, 2**62)
+        if end is not None:
+            arguments.count(end, "end", 0, 2**62)
+        self.engine.backend.writable()
+        self.engine.jobs.wait(kind="records")
+        thread = self.engine.thread(scope, wait=False)
+        if thread is None:
+            raise NotFound(f"nothing stored for scope {scope}")
+        return self.engine.records.rebuild(thread, start, end)
+
     # -- reading ---------------------------------------------------------------------
 
     def listing(
