@@ -776,8 +776,8 @@ class Memory(RecordsMethods):
             topic_paths=lambda q, n: self.topic_paths(
                 q, k=n, user=scope.user, agent=scope.agent, drill=False
             ),
-            records=lambda most: self._records.context_section(
-                thread, query, most, default_counter()
+            records=lambda most, recalled: self._records.context_section(
+                thread, query, most, default_counter(), recalled
             ),
         )
 

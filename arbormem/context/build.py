@@ -40,6 +40,8 @@ BLOCK_AT = 0.9
 
 #: Share of the budget the records section may take at most.
 RECORDS_SHARE = 0.3
+#: Recalled turns that a record merely restating them gives way to.
+RECALLED_FIRST = 10
 #: The most turns (and topic paths) a context recalls.
 MAX_RECALL = 10_000
 
@@ -139,12 +141,13 @@ def build_context(
     reply_tokens: int,
     search: Callable[[str, int], Sequence[Hit]],
     topic_paths: Callable[[str, int], Sequence[TopicPath]],
-    records: Callable[[int], str] | None = None,
+    records: Callable[[int, set[str]], str] | None = None,
 ) -> Context:
     """The prompt for the next turn of ``session`` (see :meth:`Memory.context
     <arbormem.Memory.context>`). ``thread`` is None when the scope stores nothing;
     ``window_size`` is the model's context window in tokens; ``records`` gives the
-    records section within a number of tokens (see :data:`RECORDS_SHARE`)."""
+    records section within a number of tokens (see :data:`RECORDS_SHARE`), told which
+    messages recall ranks first (a record that only repeats them is not worth its room)."""
     read_only = store.read_only
     counter = default_counter()
     state = (
@@ -190,7 +193,8 @@ def build_context(
     hits = search(query, depth) if thread is not None and store.state(thread).max_rowid else []
     found_paths = topic_paths(query, paths) if paths and hits else []
     items = recall_items(hits, found_paths)
-    held = records(int(budget * RECORDS_SHARE)) if records is not None and thread else ""
+    first = {h.message.id for h in hits[:RECALLED_FIRST]}
+    held = records(int(budget * RECORDS_SHARE), first) if records is not None and thread else ""
     builder = ContextBuilder(counter)
     return builder.build(
         query=query,

@@ -12,6 +12,7 @@ said just before is found. It also renders the records section of a prompt
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -246,14 +247,23 @@ class RecordsAPI:
     # -- the prompt ------------------------------------------------------------------
 
     def context_section(
-        self, thread: Thread | None, query: str, budget: int, counter: TokenCounter
+        self,
+        thread: Thread | None,
+        query: str,
+        budget: int,
+        counter: TokenCounter,
+        recalled: Iterable[str] = (),
     ) -> str:
         """The records a prompt for ``query`` should carry, within ``budget`` tokens
         at most: what holds now about what the query asks, best first, each with
-        the value it replaced marked as earlier with its dates. Empty when none."""
+        the value it replaced marked as earlier with its dates. A record that states
+        no attribute the query asks about, and whose every source is among the
+        ``recalled`` messages, is left out: the turns say it already, and a prompt's
+        room is better spent on more of them. Empty when none."""
         if thread is None or budget <= 0:
             return ""
         service = self.engine.records.service(thread)
+        recalled = set(recalled)
         moment = as_of_from_query(query, utcnow())
         hits = service.search(query, CONTEXT_RECORDS, current=moment is None, as_of=moment)
         lines: list[str] = []
@@ -261,6 +271,9 @@ class RecordsAPI:
         for hit in hits:
             if not ({"lexical", "attribute", "subject"} & set(hit.signals)):
                 continue  # held only by recency: nothing the query asks about
+            sources = hit.record.sources
+            if "attribute" not in hit.signals and sources and set(sources) <= recalled:
+                continue
             line = "- " + _render(hit.record, service)
             cost = counter.count(line) + 1
             if used + cost > budget:
