@@ -35,8 +35,9 @@ __all__ = ["MAX_RECORDS", "RecordsAPI"]
 MAX_RECORDS = 10_000
 #: Records a prompt's records section offers at most, best first.
 CONTEXT_RECORDS = 6
-#: Share of the prompt budget the records section may take.
-CONTEXT_SHARE = 0.3
+#: Share of the query's terms a record that states no attribute the query asks about
+#: must hold to be offered to a prompt.
+LEXICAL_FLOOR = 0.6
 
 _ACTIONS = {
     "add": "added",
@@ -269,8 +270,10 @@ class RecordsAPI:
         lines: list[str] = []
         used = 0
         for hit in hits:
-            if not ({"lexical", "attribute", "subject"} & set(hit.signals)):
-                continue  # held only by recency: nothing the query asks about
+            if "attribute" not in hit.signals and hit.signals.get("lexical", 0.0) < LEXICAL_FLOOR:
+                # Naming its subject alone is not enough: every record about Caroline
+                # would crowd out the turns that answer a question about her.
+                continue
             sources = hit.record.sources
             if "attribute" not in hit.signals and sources and set(sources) <= recalled:
                 continue
