@@ -127,7 +127,8 @@ class RecordKeeper:
         exchanges = self._extract(turns, recent, context)
         end = rows[-1].message.index + 1
         with self.engine.write_lock:
-            if self.backend.thread(thread.user, thread.agent, tenant=thread.tenant) is None:
+            now = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
+            if now is None or now.id != thread.id:  # forgotten (and perhaps begun again)
                 return False
             with self.backend.transaction():
                 # Messages forgotten since they were read are not cited.
