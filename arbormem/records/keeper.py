@@ -11,7 +11,7 @@ with the new cursor in one transaction: a crash leaves the records as they were
 before the batch, and the messages are never touched.
 
 A message forgotten while its batch was being read is not cited: the write checks
-which of the batch's messages are still stored, under the engine's write lock.
+which of the batch's messages are still stored, in its transaction.
 """
 
 from __future__ import annotations
@@ -126,21 +126,24 @@ class RecordKeeper:
         )
         exchanges = self._extract(turns, recent, context)
         end = rows[-1].message.index + 1
-        with self.engine.write_lock:
+        # The store's transaction alone, not the engine's write lock: a caller holding a
+        # transaction of its own while it adds (the write lock then inside it) would
+        # otherwise wait for this job while it waits for the caller. Writers are
+        # serialised by the transaction, so what is checked here holds while writing.
+        with self.backend.transaction():
             now = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
             if now is None or now.id != thread.id:  # forgotten (and perhaps begun again)
                 return False
-            with self.backend.transaction():
-                # Messages forgotten since they were read are not cited.
-                kept = {
-                    r.message.id
-                    for r in self.backend.messages(thread, start=rows[0].message.index, end=end)
-                }
-                for exchange, exchange_context, candidates in exchanges:
-                    cited = _cited(candidates, kept)
-                    if cited:
-                        service.add_exchange(exchange, exchange_context, candidates=cited)
-                self.backend.set_records_cursor(thread, max(end, cursor))
+            # Messages forgotten since they were read are not cited.
+            kept = {
+                r.message.id
+                for r in self.backend.messages(thread, start=rows[0].message.index, end=end)
+            }
+            for exchange, exchange_context, candidates in exchanges:
+                cited = _cited(candidates, kept)
+                if cited:
+                    service.add_exchange(exchange, exchange_context, candidates=cited)
+            self.backend.set_records_cursor(thread, max(end, cursor))
         return True
 
     def _extract(
