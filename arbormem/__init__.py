@@ -27,6 +27,8 @@ from arbormem.memory import Memory
 from arbormem.models import Hit, Hits, Ingested, Message, Scope, Session
 from arbormem.recall.rerank import Reranker
 from arbormem.recall.retriever import RecallConfig
+from arbormem.records.model import Record
+from arbormem.records.service import RecordHit
 from arbormem.results import (
     Exported,
     Forgotten,
@@ -34,7 +36,9 @@ from arbormem.results import (
     PreparedSearch,
     Purged,
     RankingFeatures,
+    RecordsForgotten,
     Reembedded,
+    Remembered,
     Reorganized,
     Stats,
     TreeLogEntry,
@@ -95,7 +99,11 @@ __all__ = [
     "Purged",
     "RankingFeatures",
     "RecallConfig",
+    "Record",
+    "RecordHit",
+    "RecordsForgotten",
     "Reembedded",
+    "Remembered",
     "RemoteError",
     "Reorganized",
     "Reranker",

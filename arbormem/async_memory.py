@@ -18,13 +18,17 @@ from arbormem.context.assemble import Context
 from arbormem.jobs import PendingJob
 from arbormem.memory import Memory
 from arbormem.models import Hits, Ingested, Message, Scope, Session
+from arbormem.records.model import Record as MemoryRecord
+from arbormem.records.service import RecordHit
 from arbormem.results import (
     Exported,
     Forgotten,
     Imported,
     PreparedSearch,
     Purged,
+    RecordsForgotten,
     Reembedded,
+    Remembered,
     Reorganized,
     Stats,
     TreeLogEntry,
@@ -122,6 +126,26 @@ class AsyncMemory:
 
     async def purge(self, **kwargs: Any) -> Purged:
         return await self._run(self.memory.purge, **kwargs)
+
+    # -- typed records -------------------------------------------------------------------
+
+    async def remember(self, text: str, **kwargs: Any) -> Remembered:
+        return await self._run(self.memory.remember, text, **kwargs)
+
+    async def records(self, **kwargs: Any) -> list[MemoryRecord]:
+        return await self._run(self.memory.records, **kwargs)
+
+    async def search_records(self, query: str, **kwargs: Any) -> list[RecordHit]:
+        return await self._run(self.memory.search_records, query, **kwargs)
+
+    async def record_history(self, record_id: str, **kwargs: Any) -> list[MemoryRecord]:
+        return await self._run(self.memory.record_history, record_id, **kwargs)
+
+    async def rebuild_records(self, **kwargs: Any) -> int:
+        return await self._run(self.memory.rebuild_records, **kwargs)
+
+    async def forget_record(self, record_id: str, **kwargs: Any) -> RecordsForgotten:
+        return await self._run(self.memory.forget_record, record_id, **kwargs)
 
     # -- working memory and context ---------------------------------------------------------
 

@@ -29,6 +29,7 @@ from arbormem.llm import LLMClient
 from arbormem.models import Scope
 from arbormem.recall.rerank import Reranker
 from arbormem.recall.retriever import RecallConfig, Retriever
+from arbormem.records.keeper import RecordKeeper
 from arbormem.results import PreparedSearch
 from arbormem.settings import Settings
 from arbormem.store import Backend, open_store
@@ -100,6 +101,8 @@ class Engine:
             self.backend, self.grower, self.tree_recall, self.retriever, self.write_lock, self.jobs
         )
         self.working = WorkingMemory(self.backend, llm, jobs=self.jobs)
+        #: Typed records, extracted in the background after every add.
+        self.records = RecordKeeper(self)
         #: Threads whose deferred window keys this process has caught up (see the
         #: write pipeline).
         self.tails_checked: set[int] = set()
@@ -173,8 +176,8 @@ class Engine:
         self.working.submit(work, key=(thread.id, session))
 
     def prepare_search(self, thread: Thread | None) -> PreparedSearch:
-        """Build a thread's vector index and topic vectors now (see
-        :meth:`~arbormem.memory.Memory.prepare_search`)."""
+        """Build the thread's vector index and topic vectors now (see
+        :meth:`Memory.prepare_search <arbormem.Memory.prepare_search>`)."""
         start = time.perf_counter()
         if thread is None:
             return PreparedSearch(duration_secs=round(time.perf_counter() - start, 3))

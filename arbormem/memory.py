@@ -35,9 +35,9 @@ from arbormem.embed import Embedder
 from arbormem.engine import Engine, check_parts
 from arbormem.errors import ConfigError, InputError, NotFound, StoreError
 from arbormem.forgetting import Forgetter, check_target
-from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
+from arbormem.ingest.formats import Record
 from arbormem.ingest.pipeline import Writer, session_name
-from arbormem.ingest.transfer import export_threads
+from arbormem.ingest.transfer import export_target, export_to, read_import
 from arbormem.ingest.validate import normalize_role
 from arbormem.jobs import PendingJob
 from arbormem.llm import LLMClient, get_llm
@@ -45,6 +45,8 @@ from arbormem.models import Hits, Ingested, Message, Scope, Session
 from arbormem.recall.features import FEATURES
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig
+from arbormem.records.methods import RecordsMethods
+from arbormem.records.public import RecordsAPI
 from arbormem.results import (
     Exported,
     Forgotten,
@@ -63,6 +65,7 @@ from arbormem.store import Backend, Filters
 from arbormem.store.types import PURGE_WAIT, Thread
 from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
+from arbormem.tokens import default_counter
 from arbormem.tree.check import TreeProblem
 from arbormem.tree.config import TreeConfig
 from arbormem.tree.navigate import TreeNavigator
@@ -97,7 +100,7 @@ _SETTING_ARGUMENTS = (
 )
 
 
-class Memory:
+class Memory(RecordsMethods):
     """Long-term memory of conversations, stored in one database.
 
     ``path`` is a SQLite file (created if missing), ``":memory:"``, a store URL
@@ -223,6 +226,7 @@ class Memory:
         self.scope = Scope(engine.settings.user, engine.settings.agent, tenant)
         self._writer = Writer(engine)
         self._forgetter = Forgetter(engine)
+        self._records = RecordsAPI(engine)
 
     def for_tenant(self, tenant: str) -> Memory:
         """This memory confined to ``tenant``: the same store, embedder, caches and
@@ -703,13 +707,14 @@ class Memory:
         """
         self._query(query)
         budget = check_context_arguments(
-            budget_tokens if budget_tokens is not UNSET else self.settings.context_budget,
+            budget_tokens=budget_tokens,
+            default_budget=self.settings.context_budget,
             k=k,
             paths=paths,
             system_prompt=system_prompt,
+            max_bytes=self.limits.message_bytes,
             context_window=context_window,
             reply_tokens=reply_tokens,
-            max_text_bytes=self.limits.message_bytes,
         )
         chosen = None if mode is None else self._mode(mode)
         key_given = self._session(session)
@@ -747,6 +752,9 @@ class Memory:
             search=lambda q, n: self.search(q, k=n, user=scope.user, agent=scope.agent),
             topic_paths=lambda q, n: self.topic_paths(
                 q, k=n, user=scope.user, agent=scope.agent, drill=False
+            ),
+            records=lambda most, recalled: self._records.context_section(
+                thread, query, most, default_counter(), recalled
             ),
         )
 
@@ -903,15 +911,9 @@ class Memory:
         tenant's with ``everything``) in the export format. With ``dest`` it is also
         written there (atomically). Vectors are not exported: they are derived, and
         recomputed on import."""
-        target = None if dest is None else arguments.path(dest, "dest")
-        if target is not None and (target.is_dir() or not target.name):
-            raise InputError("is a folder", field="dest", hint="give a file path to write to")
+        target = export_target(self.backend, dest)
         arguments.flag(everything, "everything")
-        if target is not None and self.backend.owns_path(target):
-            # Replacing the database with its own export destroyed the store.
-            raise InputError(
-                "is this store's own file", source=str(target), hint="export to another file"
-            )
+        self._engine.jobs.wait(kind="records")  # the records of every message stored
         scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
             threads = self.backend.threads(tenant=self.tenant)
@@ -919,7 +921,7 @@ class Memory:
             threads = self.backend.threads(user, tenant=self.tenant)
         else:
             threads = self._threads(scope, False)
-        return export_threads(self.backend, threads, target)
+        return export_to(self.backend, threads, target)
 
     def import_(self, source: str | os.PathLike[str] | Mapping[str, Any] | Exported) -> Imported:
         """Restore an export (a file, its parsed JSON, or an :class:`Exported`). All or
@@ -933,15 +935,7 @@ class Memory:
         session that already has one here keeps its own). Threads land in this
         memory's tenant.
         """
-        if isinstance(source, Exported):
-            source = source.document
-        if isinstance(source, Mapping):
-            data: Any = source
-            name = "<import>"
-        else:
-            path = arguments.path(source, "source")
-            name = str(path)
-            data = parse_json(read_bytes_as_text(path), name)
+        data, name = read_import(source.document if isinstance(source, Exported) else source)
         return self._writer.import_(data, name, self.tenant)
 
     # -- maintenance ----------------------------------------------------------------------------

@@ -131,6 +131,8 @@ class Exported:
     threads: int
     messages: int
     path: str | None = None
+    #: Typed records exported (every version, current and closed).
+    records: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The export document itself, as written to a file."""
@@ -152,6 +154,8 @@ class Imported:
     not_archived: int = 0
     #: Sessions whose memory mode, tracked state and summary were restored.
     session_states: int = 0
+    #: Typed records restored with their history (an export of version 3 carries them).
+    records: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,4 +213,43 @@ class RankingFeatures:
                 {"id": m.id, "values": [round(float(v), 6) for v in row]}
                 for m, row in zip(self.messages, self.matrix)
             ],
+        }
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What :meth:`Memory.remember <arbormem.Memory.remember>` did with the statement."""
+
+    #: ``added`` (a new record), ``merged`` (into one kept already), ``superseded``
+    #: (a new record closing the ones it replaces), ``closed`` (a denial closing
+    #: records), ``history`` (a record of the past) or ``ignored``.
+    action: str
+    #: The record the statement is now (new or merged into); None when ignored.
+    record: Any = None
+    #: Ids of the records it closed.
+    closed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "record": self.record.to_dict() if self.record is not None else None,
+            "closed": list(self.closed),
+        }
+
+
+@dataclass(frozen=True)
+class RecordsForgotten:
+    """What :meth:`Memory.forget_record <arbormem.Memory.forget_record>` deleted, and
+    whether the deleted text has left the store's files (as :class:`Forgotten`)."""
+
+    #: Ids of the records deleted: the one named (composites built on it go too).
+    records: tuple[str, ...] = ()
+    purged: bool = True
+    purge_pending: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "records": list(self.records),
+            "purged": self.purged,
+            "purge_pending": self.purge_pending,
         }

@@ -53,9 +53,21 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema versions 13 to 16 added, for tests that put a store
-#: back at an older version (each such test adds what its own older versions remove).
-UNDO_SCHEMA_FROM_13 = """
+#: SQL that removes what schema version 18 added (typed records).
+UNDO_SCHEMA_FROM_18 = """
+DROP TABLE records;
+DROP TABLE record_sources;
+DROP TABLE record_fts;
+DROP TABLE record_composites;
+DROP TABLE record_composite_members;
+DROP TABLE record_cursor;
+"""
+#: SQL that removes what schema versions 13 and later added, for tests that put a
+#: store back at an older version (each such test adds what its own older versions
+#: remove).
+UNDO_SCHEMA_FROM_13 = (
+    UNDO_SCHEMA_FROM_18
+    + """
 DROP TRIGGER threads_forgotten;
 DROP TRIGGER threads_rewritten;
 DROP TABLE store_clock;
@@ -64,6 +76,7 @@ DROP INDEX tree_nodes_archived;
 DROP INDEX tree_briefs;
 DROP TABLE pending_purges;
 """
+)
 
 
 def write_json(path: Path, value: object) -> Path:

@@ -111,3 +111,39 @@ def test_extraction_on_a_locomo_conversation_is_precise(locomo_dir: Path) -> Non
         t.endswith(("likes is.", "likes that painting.", "likes therapy.")) for t in texts
     )
     assert any("support group on 7 May 2023" in t for t in texts)
+
+
+def test_records_kept_in_a_sqlite_store_give_the_same_figures() -> None:
+    from arbormem.bench.updates import scratch_store
+
+    conversations = generate(6, seed=5)
+    misses_memory: list[dict[str, object]] = []
+    misses_store: list[dict[str, object]] = []
+    in_memory = evaluate(conversations, misses=misses_memory)
+    with scratch_store() as store:
+        stored = evaluate(conversations, misses=misses_store, store=store)
+        assert len(store.threads()) == len(conversations)
+    assert (in_memory["engine"], stored["engine"]) == ("in-memory record book", "sqlite store")
+    timing = ("records_messages_per_s", "engine")
+    assert {k: v for k, v in stored.items() if k not in timing} == {
+        k: v for k, v in in_memory.items() if k not in timing
+    }
+    assert misses_store == misses_memory
+
+
+def test_the_store_flag_and_the_cost_of_writing_records(tmp_path: Path) -> None:
+    from arbormem.bench.updates import extract_locomo, ingest_with_records
+    from arbormem.embed import HashingEmbedder
+
+    from .conftest import tiny_locomo
+
+    path = write_json(tmp_path / "conv.json", tiny_locomo())
+    cost = extract_locomo([path], store=True)
+    assert cost["store"]["exchanges_with_candidates"] >= 1
+    for mode in ("transaction_per_exchange", "transaction_per_conversation"):
+        assert cost["store"][mode]["same_as_in_memory"] is True
+    ingested = ingest_with_records([path], embedder=HashingEmbedder(32))
+    assert ingested["turns"] == 6 and ingested["records"] == cost["records"] >= 1
+    done = run_cli("bench", "updates", "-n", "2", "--seed", "4", "--store", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["generated"]["engine"] == "sqlite store"

@@ -61,6 +61,7 @@ def test_sections_in_order_with_counts_and_chat_messages(mem: Memory) -> None:
     assert [s.name for s in ctx.sections] == [
         "system",
         "summary",
+        "records",
         "recall",
         "state",
         "window",

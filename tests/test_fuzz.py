@@ -241,6 +241,50 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
     "wait": ({}, {"timeout": st.sampled_from([None, 0, 0.5])}),
     "pending": ({}, {}),
     "check_writable": ({}, {}),
+    "remember": (
+        {"text": TEXT},
+        {
+            "kind": st.sampled_from(["fact", "preference", "procedure", "opinion"]),
+            "subject": st.one_of(st.none(), st.just("Sam")),
+            "attribute": st.one_of(st.none(), st.just("home")),
+            "value": st.one_of(st.none(), st.just("Lyon")),
+            "negated": st.booleans(),
+            "when": STAMP,
+            "tags": st.one_of(st.none(), st.just(["travel"])),
+            "intent": st.one_of(st.none(), st.just("deploy")),
+            "body": st.one_of(st.none(), st.just("1. build\n2. ship")),
+            **SCOPED,
+        },
+    ),
+    "records": (
+        {},
+        {
+            "kind": st.one_of(st.none(), st.sampled_from(["fact", "event"])),
+            "subject": st.one_of(st.none(), st.just("Sam")),
+            "attribute": st.one_of(st.none(), st.just("home")),
+            "current": st.booleans(),
+            "as_of": STAMP,
+            "limit": st.one_of(st.none(), COUNT),
+            **SCOPED,
+        },
+    ),
+    "search_records": (
+        {"query": TEXT},
+        {
+            "k": COUNT,
+            "current": st.booleans(),
+            "as_of": STAMP,
+            "kind": st.one_of(st.none(), st.just("fact")),
+            "speaker": st.one_of(st.none(), st.just("Sam")),
+            **SCOPED,
+        },
+    ),
+    "rebuild_records": ({}, {"start": COUNT, "end": st.one_of(st.none(), COUNT), **SCOPED}),
+    "record_history": ({"record_id": st.sampled_from(["rec-nope", ""])}, SCOPED),
+    "forget_record": (
+        {"record_id": st.sampled_from(["rec-nope", ""])},
+        {"wait": st.sampled_from([0, 0.5]), **SCOPED},
+    ),
     # Not methods: the navigator tree_tools() returns, and import_ from a mapping.
     "tree_tools.call": (
         {

@@ -313,6 +313,7 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
             "archived": 0,
             "not_archived": 0,
             "session_states": 0,
+            "records": 0,
         }
         again = other.export(everything=True)
         assert again.document["threads"] == dump.document["threads"]

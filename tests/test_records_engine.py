@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from arbormem.errors import InputError, NotFound
-from arbormem.records import engine as engine_module
+from arbormem.records import service as service_module
 from arbormem.records.engine import RecordBook, as_of_from_query
 from arbormem.records.extract import Context, Turn
 
@@ -134,7 +134,7 @@ def test_forgetting_a_message_removes_it_from_records_and_drops_orphans() -> Non
 def test_an_exchange_is_one_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
     book = moved_book()
     before = book.to_dict()
-    real = engine_module.resolve
+    real = service_module.resolve
     calls = {"n": 0}
 
     def flaky(candidate, view):  # type: ignore[no-untyped-def]
@@ -143,7 +143,7 @@ def test_an_exchange_is_one_transaction(monkeypatch: pytest.MonkeyPatch) -> None
             raise RuntimeError("disk on fire")
         return real(candidate, view)
 
-    monkeypatch.setattr(engine_module, "resolve", flaky)
+    monkeypatch.setattr(service_module, "resolve", flaky)
     with pytest.raises(RuntimeError):
         book.add_exchange(
             [

@@ -123,10 +123,13 @@ def test_a_version_1_export_still_imports(tmp_path: Path) -> None:
         counts = mem.import_(old)
         assert (counts.messages, counts.session_states) == (1, 0)
         again = mem.export(user="sam")
-        assert again.document["version"] == 2
-        assert again.document["threads"] == old["threads"]  # a session without a state has none
-    for version in (0, 3, "2", True):
-        with pytest.raises(InputError, match="reads 1 and 2"):
+        assert again.document["version"] == 3
+        # a session without a state has none; version 3 adds the thread's records
+        assert [
+            {k: v for k, v in t.items() if k != "records"} for t in again.document["threads"]
+        ] == old["threads"]
+    for version in (0, 4, "2", True):
+        with pytest.raises(InputError, match="reads 1, 2 and 3"):
             open_memory(tmp_path / "v.db").import_({**old, "version": version})
 
 

@@ -12,9 +12,12 @@ value, and the value in a past month.
 Reported: **current-value accuracy@1** (the first current record that records
 search returns for the question holds the current value) and **as-of accuracy**
 (the first record search returns for the moment the question names holds the
-value of then). Both go through :class:`arbormem.records.RecordBook` for now;
-``context`` (does ``Memory.context`` at 300 tokens hold the current value) needs
-the records wired into Memory and is ``None`` until a context function is passed.
+value of then). Records are kept by :class:`arbormem.records.RecordBook` (in
+memory), or with ``store`` in a real SQLite store through
+:class:`arbormem.records.RecordService`: the same rules over the store, which
+must give the same figures. With ``memory`` the questions go through the public
+API instead (:mod:`arbormem.bench.updates_memory`), which also reports whether
+``Memory.context`` at 300 tokens holds the current value.
 
 Hand-written conversations in the same JSON shape (``--file``) are scored the
 same way; :func:`load_conversations` documents the shape.
@@ -23,18 +26,25 @@ same way; :func:`load_conversations` documents the shape.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arbormem.bench.updates_gen import Conversation, Message, Question, generate
 from arbormem.errors import InputError
 from arbormem.records.engine import RecordBook, as_of_from_query
 from arbormem.records.extract import Context, Turn
 from arbormem.records.model import Record, value_key
+from arbormem.records.service import RecordService
 from arbormem.records.vocab import canonical_diet
 from arbormem.timeutil import parse_timestamp
+
+if TYPE_CHECKING:
+    from arbormem.embed import Embedder
+    from arbormem.store import Backend
 
 __all__ = [
     "Conversation",
@@ -134,7 +144,7 @@ def _same(found: str | None, expect: str) -> bool:
     return diet_a is not None and diet_a == diet_b
 
 
-def answers(record: Record | None, question: Question, book: RecordBook | None = None) -> bool:
+def answers(record: Record | None, question: Question, book: RecordService | None = None) -> bool:
     """Whether ``record`` answers ``question``: it holds the expected value (or, when
     the attribute no longer holds, denies the value it had, by name or by closing it)."""
     if record is None:
@@ -149,9 +159,17 @@ def answers(record: Record | None, question: Question, book: RecordBook | None =
     return not record.negated and _same(record.value, question.expect)
 
 
-def build_book(conv: Conversation) -> RecordBook:
-    """A record book fed the conversation, one message per exchange."""
-    book = RecordBook()
+def build_book(conv: Conversation, store: Backend | None = None) -> RecordService:
+    """A record book fed the conversation, one message per exchange: in memory, or
+    in a new thread of ``store`` (named after the conversation)."""
+    book: RecordService
+    if store is None:
+        book = RecordBook()
+    else:
+        user = f"{conv.id}-{len(store.threads())}"  # new even when an id repeats
+        thread = store.thread(user, "updates", create=True)
+        assert thread is not None
+        book = RecordService(store, thread)
     turns = [Turn(m.id, m.text, m.timestamp, m.speaker, m.role) for m in conv.messages]
     for n, turn in enumerate(turns):
         context = Context(
@@ -166,9 +184,11 @@ def evaluate(
     *,
     context: Callable[[Conversation, Question], str] | None = None,
     misses: list[dict[str, Any]] | None = None,
+    store: Backend | None = None,
 ) -> dict[str, Any]:
     """Score the conversations; ``context`` (phase 2) gives the prompt context for a
-    question, checked for the current value. ``misses`` collects the failures."""
+    question, checked for the current value. ``misses`` collects the failures.
+    With ``store`` the records are kept there (a thread per conversation)."""
     current = as_of = current_ok = as_of_ok = 0
     ctx_total = ctx_ok = 0
     by_attribute: dict[str, list[int]] = {}
@@ -176,7 +196,7 @@ def evaluate(
     elapsed = 0.0
     for conv in conversations:
         started = time.perf_counter()
-        book = build_book(conv)
+        book = build_book(conv, store)
         elapsed += time.perf_counter() - started
         messages += len(conv.messages)
         now = conv.messages[-1].timestamp if conv.messages else None
@@ -226,7 +246,21 @@ def evaluate(
         },
         "messages": messages,
         "records_messages_per_s": round(messages / elapsed, 1) if elapsed else None,
+        "engine": "sqlite store" if store is not None else "in-memory record book",
     }
+
+
+@contextmanager
+def scratch_store() -> Iterator[Backend]:
+    """A new SQLite store in a temporary folder, removed afterwards."""
+    from arbormem.store.sqlite import SQLiteBackend
+
+    with tempfile.TemporaryDirectory(prefix="arbormem-updates-") as folder:
+        store = SQLiteBackend(Path(folder) / "records.db")
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def run(
@@ -235,15 +269,32 @@ def run(
     seed: int = 0,
     files: Sequence[str | Path] = (),
     show_misses: bool = False,
+    store: bool = False,
+    memory: bool = False,
+    embedder: str = "hash",
 ) -> dict[str, Any]:
-    """The benchmark: generated conversations, then each file of hand-written ones."""
+    """The benchmark: generated conversations, then each file of hand-written ones.
+    With ``store`` each set's records are kept in a new SQLite store; with ``memory``
+    every question goes through the public API, context@300 included (see
+    :mod:`arbormem.bench.updates_memory`; ``embedder`` is the memory's)."""
     out: dict[str, Any] = {
         "seed": seed,
         "targets": {"current": TARGET_CURRENT, "as_of": TARGET_AS_OF},
     }
+
+    def scored(convs: list[Conversation], misses: list[dict[str, Any]]) -> dict[str, Any]:
+        if memory:
+            from arbormem.bench.updates_memory import evaluate_memory
+
+            return evaluate_memory(convs, misses=misses, embedder=embedder)
+        if not store:
+            return evaluate(convs, misses=misses)
+        with scratch_store() as backend:
+            return evaluate(convs, misses=misses, store=backend)
+
     generated = generate(conversations, seed=seed)
     misses: list[dict[str, Any]] = []
-    result = evaluate(generated, misses=misses)
+    result = scored(generated, misses)
     result["conversations"] = len(generated)
     out["generated"] = result
     if show_misses:
@@ -251,7 +302,7 @@ def run(
     for path in files:
         convs = load_conversations(path)
         misses = []
-        result = evaluate(convs, misses=misses)
+        result = scored(convs, misses)
         result["conversations"] = len(convs)
         if show_misses:
             result["misses"] = misses
@@ -259,11 +310,14 @@ def run(
     return out
 
 
-def extract_locomo(paths: Sequence[str | Path], *, keep: bool = False) -> dict[str, Any]:
+def extract_locomo(
+    paths: Sequence[str | Path], *, keep: bool = False, store: bool = False
+) -> dict[str, Any]:
     """Run the no-LLM extractor alone over LoCoMo conversations: turns per second
     (one turn per exchange, the three before it as context), then the records a
     record book keeps of them (denials that close nothing dropped, repeats merged),
-    by kind; with ``keep`` every kept record with the turns it came from."""
+    by kind; with ``keep`` every kept record with the turns it came from. With
+    ``store``, also what keeping them in a SQLite store costs (see :func:`store_cost`)."""
     from arbormem.bench.locomo import load_paths
     from arbormem.records.extract import extract
 
@@ -271,18 +325,22 @@ def extract_locomo(paths: Sequence[str | Path], *, keep: bool = False) -> dict[s
     for n_conv, (_, conv) in enumerate(load_paths(paths)):
         turns = [Turn(t.dia_id, t.content, t.timestamp, t.speaker) for t in conv.turns]
         speakers = (conv.speaker_a, conv.speaker_b)
+        scope = f"locomo/{n_conv}"
         for n, turn in enumerate(turns):
             recent = tuple(turns[max(0, n - CONTEXT_TURNS) : n])
-            work.append((n_conv, [turn], Context(speakers=speakers, recent=recent)))
+            work.append((n_conv, [turn], Context(speakers=speakers, recent=recent, scope=scope)))
     if work:
         extract(work[0][1], work[0][2])  # warm the caches the first call fills
     started, cpu = time.perf_counter(), time.process_time()
     found = [extract(exchange, context) for _, exchange, context in work]
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     books: dict[int, RecordBook] = {}
+    kept_started, kept_cpu = time.perf_counter(), time.process_time()
     for (n_conv, exchange, context), candidates in zip(work, found):
-        book = books.setdefault(n_conv, RecordBook())
+        book = books.setdefault(n_conv, RecordBook(context.scope))
         book.add_exchange(exchange, context, candidates=candidates)
+    kept_seconds = time.perf_counter() - kept_started
+    kept_cpu = time.process_time() - kept_cpu
     kinds: dict[str, int] = {}
     listed = []
     for book in books.values():
@@ -301,7 +359,136 @@ def extract_locomo(paths: Sequence[str | Path], *, keep: bool = False) -> dict[s
         "candidates": sum(len(c) for c in found),
         "records": sum(kinds.values()),
         "by_kind": dict(sorted(kinds.items())),
+        "in_memory": _costs(kept_seconds, kept_cpu, len(work), sum(1 for c in found if c)),
     }
+    if store:
+        out["store"] = store_cost(work, found, books)
     if keep:
         out["listed"] = sorted(listed, key=lambda r: (r["scope"], r["valid_from"] or ""))
     return out
+
+
+def _costs(seconds: float, cpu: float, turns: int, written: int) -> dict[str, Any]:
+    """Time spent keeping records, per turn and per exchange that gave candidates."""
+    return {
+        "seconds": round(seconds, 4),
+        "cpu_seconds": round(cpu, 4),
+        "ms_per_turn": round(1000 * seconds / turns, 4) if turns else None,
+        "cpu_ms_per_turn": round(1000 * cpu / turns, 4) if turns else None,
+        "ms_per_written_exchange": round(1000 * seconds / written, 4) if written else None,
+        "cpu_ms_per_written_exchange": round(1000 * cpu / written, 4) if written else None,
+    }
+
+
+def store_cost(
+    work: Sequence[tuple[int, list[Turn], Context]],
+    found: Sequence[Sequence[Any]],
+    books: dict[int, RecordBook],
+) -> dict[str, Any]:
+    """What resolving and writing already extracted candidates costs in a SQLite store
+    (a new file, a thread per conversation), two ways: a transaction per exchange
+    (records written on their own, as a job that keeps up exchange by exchange
+    would), and one per conversation (a job writing large batches; records written
+    inside the transaction that stores the messages cost about as much, as the
+    message's commit is paid anyway). Extraction itself is not counted here. The
+    records kept must be those the in-memory book keeps."""
+    written = sum(1 for c in found if c)
+    out: dict[str, Any] = {"exchanges_with_candidates": written}
+    for mode in ("transaction_per_exchange", "transaction_per_conversation"):
+        with scratch_store() as backend:
+            services: dict[int, RecordService] = {}
+            for n_conv in books:
+                thread = backend.thread("locomo", str(n_conv), create=True)
+                assert thread is not None
+                services[n_conv] = RecordService(backend, thread)
+            started, cpu = time.perf_counter(), time.process_time()
+            if mode == "transaction_per_exchange":
+                for (n_conv, exchange, context), candidates in zip(work, found):
+                    services[n_conv].add_exchange(exchange, context, candidates=candidates)
+            else:
+                for n_conv, service in services.items():
+                    with backend.transaction():
+                        for (n, exchange, context), candidates in zip(work, found):
+                            if n == n_conv:
+                                service.add_exchange(exchange, context, candidates=candidates)
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            same = all(services[n].to_dict() == books[n].to_dict() for n in books)
+            out[mode] = {**_costs(seconds, cpu, len(work), written), "same_as_in_memory": same}
+    return out
+
+
+def ingest_with_records(
+    paths: Sequence[str | Path], *, embedder: Embedder | str | None = None
+) -> dict[str, Any]:
+    """Ingest LoCoMo conversations as ``bench locomo`` does (a fresh memory in a
+    temporary folder for each, one ``add_many`` per session, default configuration),
+    and after each session's batch extract records from its turns and write them
+    into the same store in one transaction, with the stored message ids as
+    sources: the time of each part, and turns per second with and without records.
+    ``embedder`` replaces the configured one."""
+    import itertools
+
+    from arbormem.bench.locomo import load_paths
+    from arbormem.memory import Memory
+    from arbormem.records.extract import extract
+
+    options: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+    turns_total = 0
+    records_total = 0
+    ingest_seconds = records_seconds = 0.0
+    for _, conv in load_paths(paths):
+        with (
+            tempfile.TemporaryDirectory(prefix="arbormem-ingest-") as folder,
+            Memory(Path(folder) / "m.db", **options) as memory,
+        ):
+            speakers = (conv.speaker_a, conv.speaker_b)
+            service: RecordService | None = None
+            recent: list[Turn] = []
+            for number, group in itertools.groupby(conv.turns, key=lambda t: t.session):
+                batch = list(group)
+                started = time.perf_counter()
+                stored = memory.add_many(
+                    [
+                        {
+                            "content": t.content,
+                            "role": "user" if t.speaker == conv.speaker_a else "assistant",
+                            "speaker": t.speaker,
+                            "timestamp": t.timestamp,
+                        }
+                        for t in batch
+                    ],
+                    session=f"session_{number}",
+                )
+                ingest_seconds += time.perf_counter() - started
+                started = time.perf_counter()
+                if service is None:
+                    (thread,) = memory.backend.threads()
+                    service = RecordService(memory.backend, thread)
+                with memory.backend.transaction():
+                    for m, t in zip(stored, batch):
+                        turn = Turn(m.id, t.content, t.timestamp, t.speaker)
+                        context = Context(
+                            speakers=speakers,
+                            recent=tuple(recent[-CONTEXT_TURNS:]),
+                            scope=service.scope,
+                        )
+                        service.add_exchange([turn], context, candidates=extract([turn], context))
+                        recent.append(turn)
+                records_seconds += time.perf_counter() - started
+                turns_total += len(batch)
+            started = time.perf_counter()
+            memory.working.wait()
+            ingest_seconds += time.perf_counter() - started
+            records_total += len(service) if service is not None else 0
+    both = ingest_seconds + records_seconds
+    return {
+        "turns": turns_total,
+        "records": records_total,
+        "ingest_seconds": round(ingest_seconds, 3),
+        "records_seconds": round(records_seconds, 3),
+        "ingest_turns_per_s": round(turns_total / ingest_seconds, 1) if ingest_seconds else None,
+        "with_records_turns_per_s": round(turns_total / both, 1) if both else None,
+        "records_ms_per_turn": round(1000 * records_seconds / turns_total, 4)
+        if turns_total
+        else None,
+    }

@@ -764,6 +764,7 @@ from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
 from arbormem.cli.example import example  # noqa: E402
 from arbormem.cli.integrations import integrations  # noqa: E402
+from arbormem.cli.records import records  # noqa: E402
 from arbormem.cli.serve import keys, mcp_cmd, serve  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 from arbormem.cli.ui import ui  # noqa: E402
@@ -773,6 +774,7 @@ cli.add_command(chat)
 cli.add_command(context)
 cli.add_command(example)
 cli.add_command(integrations)
+cli.add_command(records)
 cli.add_command(tree)
 cli.add_command(reorganize)
 cli.add_command(ui)

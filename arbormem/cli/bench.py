@@ -454,6 +454,32 @@ bench.add_command(context)
     help="Also run the extractor alone over LoCoMo files or folders: turns/s and records.",
 )
 @click.option("--show-records", is_flag=True, help="With --locomo: print every record extracted.")
+@click.option(
+    "--store",
+    is_flag=True,
+    help="Keep the records in a real SQLite store (a temporary file) instead of in memory: "
+    "the figures must not change. With --locomo, also time writing them there.",
+)
+@click.option(
+    "--ingest",
+    is_flag=True,
+    help="With --locomo: ingest the turns through Memory as bench locomo does, extracting "
+    "and storing records after each session's batch; turns/s with and without records.",
+)
+@click.option(
+    "--memory",
+    "through_memory",
+    is_flag=True,
+    help="Ask every question through the public API (a Memory per conversation), "
+    "context at 300 tokens included.",
+)
+@click.option(
+    "--embedder",
+    "memory_embedder",
+    default="hash",
+    show_default=True,
+    help="With --memory: the memory's embedder.",
+)
 @click.option("--misses", is_flag=True, help="List the questions answered wrongly.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
@@ -463,6 +489,10 @@ def updates_cmd(
     files: tuple[str, ...],
     locomo_paths: tuple[str, ...],
     show_records: bool,
+    store: bool,
+    ingest: bool,
+    through_memory: bool,
+    memory_embedder: str,
     misses: bool,
     as_json: bool,
 ) -> None:
@@ -477,16 +507,29 @@ def updates_cmd(
     Examples:
       arbormem bench updates
       arbormem bench updates -n 200 --seed 1 --json
+      arbormem bench updates --store
+      arbormem bench updates --memory
       arbormem bench updates -n 0 --file tests/data/updates_handwritten.json --misses
       arbormem bench updates -n 0 --locomo ../shared/datasets/locomo/conv-26.json --show-records
+      arbormem bench updates -n 0 --locomo ../shared/datasets/locomo --store --ingest
     """
-    from arbormem.bench.updates import extract_locomo, run
+    from arbormem.bench.updates import extract_locomo, ingest_with_records, run
 
-    result = run(conversations=conversations, seed=seed, files=files, show_misses=misses)
+    result = run(
+        conversations=conversations,
+        seed=seed,
+        files=files,
+        show_misses=misses,
+        store=store,
+        memory=through_memory,
+        embedder=memory_embedder,
+    )
     if conversations == 0:
         result.pop("generated", None)
     if locomo_paths:
-        result["locomo_extraction"] = extract_locomo(locomo_paths, keep=show_records)
+        result["locomo_extraction"] = extract_locomo(locomo_paths, keep=show_records, store=store)
+        if ingest:
+            result["locomo_ingest"] = ingest_with_records(locomo_paths)
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return
@@ -498,9 +541,9 @@ def updates_cmd(
             f"{name}: {r['conversations']} conversations, {q['current']} current and "
             f"{q['as_of']} as-of questions; current-value accuracy@1 {r['current_accuracy@1']}, "
             f"as-of accuracy {r['as_of_accuracy']}, context@300 {r['context_holds_current@300']}; "
-            f"{r['records_messages_per_s']} messages/s through the record book"
+            f"{r['records_messages_per_s']} messages/s through the {r['engine']}"
         )
-        for attribute, figures in r["by_attribute"].items():
+        for attribute, figures in r.get("by_attribute", {}).items():
             click.echo(f"  {attribute}: current {figures['current']}, as of {figures['as_of']}")
         for miss in r.get("misses", []):
             click.echo(
@@ -514,6 +557,27 @@ def updates_cmd(
             f"second, {extraction['ms_per_turn']} ms/turn), "
             f"{extraction['records']} records {extraction['by_kind']}"
         )
+        kept = extraction["in_memory"]
+        click.echo(
+            f"  keeping them in memory: {kept['cpu_ms_per_turn']} CPU ms/turn, "
+            f"{kept['cpu_ms_per_written_exchange']} per exchange that gave candidates"
+        )
+        for mode, cost in extraction.get("store", {}).items():
+            if isinstance(cost, dict):
+                click.echo(
+                    f"  in a SQLite store, {mode.replace('_', ' ')}: {cost['ms_per_turn']} ms/turn "
+                    f"({cost['cpu_ms_per_turn']} CPU), {cost['ms_per_written_exchange']} ms "
+                    f"({cost['cpu_ms_per_written_exchange']} CPU) per exchange that gave "
+                    f"candidates; same records as in memory: {cost['same_as_in_memory']}"
+                )
+        ingested = result.get("locomo_ingest")
+        if ingested:
+            click.echo(
+                f"LoCoMo ingest: {ingested['ingest_turns_per_s']} turns/s without records, "
+                f"{ingested['with_records_turns_per_s']} with them extracted and stored after "
+                f"each session ({ingested['records_ms_per_turn']} ms/turn for records, "
+                f"{ingested['records']} kept)"
+            )
         for item in extraction.get("listed", []):
             shown = f"  [{item['kind']}] {item['text']}  <- {', '.join(item['sources'])}"
             if item["superseded_by"]:

@@ -4,21 +4,25 @@ A :class:`Context` has these sections, in this order:
 
 1. ``system``: the system prompt with the memory mode's additions;
 2. ``summary``: the rolling summary of older history in this session;
-3. ``recall``: recalled memory: topic paths (names, summaries, dates) and
+3. ``records``: typed records that hold now about what the input asks (with the
+   values they replaced marked as earlier), before anything recalled;
+4. ``recall``: recalled memory: topic paths (names, summaries, dates) and
    recalled turns with their speaker and date, grouped under session dates;
-4. ``state``: what the memory mode tracks (task, files, decisions...);
-5. ``window``: the sliding window of recent messages, each prefixed with its
+5. ``state``: what the memory mode tracks (task, files, decisions...);
+6. ``window``: the sliding window of recent messages, each prefixed with its
    UTC timestamp (``[2026-02-14 15:23:05 UTC]``);
-6. ``input``: the current input.
+7. ``input``: the current input.
 
-Sections 1-4 form the system message of the rendered chat; the window
+Sections 1-5 form the system message of the rendered chat; the window
 messages follow with their own roles; the input comes last as a user message.
 
 Over budget, in this order: the oldest window messages go first, then the
 recalled block loses its least relevant items, then oversized messages are
 cut with a visible ``[...truncated...]`` marker. The system prompt and the
 current input are never dropped; they are cut only if they alone exceed the
-budget. The reply's ``max_tokens`` comes from the model's context window: at
+budget. A recalled turn that is also in the window is shown in the window only;
+when the window loses it, it competes for the recalled block again, so a turn is
+never dropped from both for being in one. The reply's ``max_tokens`` comes from the model's context window: at
 least 1, never more than what is left.
 """
 
@@ -110,6 +114,8 @@ class RecallItem:
     order: int = 0
     #: Relevance score (higher is better), used to pack the budget by value per token.
     score: float | None = None
+    #: The recalled message, when the item is one: left out while the window shows it.
+    message_id: str | None = None
 
 
 def stamp(message: Message) -> str:
@@ -195,6 +201,7 @@ class ContextBuilder:
         session: str,
         system: str = DEFAULT_SYSTEM_PROMPT,
         summary: str = "",
+        records: str = "",
         recall: Sequence[RecallItem] = (),
         state: str = "",
         window: Sequence[Message] = (),
@@ -207,12 +214,15 @@ class ContextBuilder:
         budget = max(MIN_BUDGET, min(budget, context_window - 1 - REPLY_PRIMER))
         count = self.counter.count
         recall_items = sorted(recall, key=lambda i: i.rank)
+        # Items of window turns: set aside, for when the window loses their turn.
+        in_window = {m.id for m in window}
+        held = [i for i in recall_items if i.message_id in in_window]
         window_msgs = list(window)
         window_texts = [stamp(m) for m in window_msgs]
         window_costs = [count(t) + MESSAGE_OVERHEAD for t in window_texts]
         item_costs = [count(i.text) + 1 for i in recall_items]
         header_cost = {h: count(h) + 2 for h in {i.header for i in recall_items if i.header}}
-        texts = {"system": system, "summary": summary, "state": state}
+        texts = {"system": system, "summary": summary, "records": records, "state": state}
         dropped = {"window": 0, "recall": 0, "truncated": 0}
 
         def recall_estimate(items: Sequence[int]) -> int:
@@ -224,22 +234,29 @@ class ContextBuilder:
         def fixed() -> int:
             n = REPLY_PRIMER + MESSAGE_OVERHEAD + count(texts["system"]) + 2
             n += count(query) + MESSAGE_OVERHEAD
-            for key, label in (("summary", 10), ("state", 5)):
+            for key, label in (("summary", 10), ("records", 12), ("state", 5)):
                 if texts[key]:
                     n += count(texts[key]) + label
             return n
 
         # Fit with cheap per-piece estimates first; the exact count is checked below.
         base = fixed()
-        everything = list(range(len(recall_items)))
+
+        def outside() -> list[int]:
+            """The recalled items the window does not show (as it now stands)."""
+            shown = {m.id for m in window_msgs}
+            return [i for i, item in enumerate(recall_items) if item.message_id not in shown]
+
         while (
-            base + recall_estimate(everything) + sum(window_costs) > budget
-            and len(window_costs) > 1
+            base + recall_estimate(outside()) + sum(window_costs) > budget and len(window_costs) > 1
         ):
             window_costs.pop(0)
             window_texts.pop(0)
             window_msgs.pop(0)
             dropped["window"] += 1
+        # Items of the turns the window still shows are left out of the recalled block.
+        recall_items = [recall_items[i] for i in outside()]
+        item_costs = [count(i.text) + 1 for i in recall_items]
         # The recalled block is shortened from its least relevant end, but a smaller
         # item further down still goes in where a larger one did not fit.
         room = budget - base - sum(window_costs) - 6
@@ -265,6 +282,8 @@ class ContextBuilder:
             parts = [texts["system"]]
             if texts["summary"]:
                 parts.append("Summary of earlier conversation:\n" + texts["summary"])
+            if texts["records"]:
+                parts.append("What holds now (newest records):\n" + texts["records"])
             block = render_recall(recall_items)
             if block:
                 parts.append("Recalled memory:\n" + block)
@@ -289,9 +308,14 @@ class ContextBuilder:
                     now = total()
             return now
 
+        held_back = {i.message_id: i for i in held if i.message_id}
+
         def drop_window() -> int:
             dropped["window"] += 1
-            window_msgs.pop(0)
+            gone = window_msgs.pop(0)
+            # A turn leaving the window may go back into the recalled block.
+            if gone.id in held_back:
+                skipped.insert(0, held_back.pop(gone.id))
             return count(window_texts.pop(0)) + MESSAGE_OVERHEAD
 
         def drop_recall() -> int:
@@ -338,7 +362,7 @@ class ContextBuilder:
                 window_texts.pop(0)
                 window_msgs.pop(0)
                 dropped["window"] += 1
-        for key in ("state", "summary"):
+        for key in ("state", "summary", "records"):
             over = total() - budget
             if over > 0 and texts[key]:
                 keep = count(texts[key]) - over
@@ -369,6 +393,12 @@ class ContextBuilder:
         sections = [
             Section("system", texts["system"], count(texts["system"])),
             Section("summary", texts["summary"], count(texts["summary"])),
+            Section(
+                "records",
+                texts["records"],
+                count(texts["records"]),
+                len(texts["records"].splitlines()),
+            ),
             Section("recall", recall_text, count(recall_text), len(recall_items)),
             Section("state", texts["state"], count(texts["state"])),
             Section(

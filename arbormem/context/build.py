@@ -9,7 +9,10 @@ query (turns and topic paths), already bound to the caller's scope.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from arbormem import arguments
+from arbormem.config import UNSET
 from arbormem.context.assemble import (
     DEFAULT_SYSTEM_PROMPT,
     MIN_BUDGET,
@@ -23,6 +26,7 @@ from arbormem.context.trackers import new_tracker
 from arbormem.context.working import SessionMemory, WorkingMemory
 from arbormem.errors import InputError
 from arbormem.models import Hit, Message
+from arbormem.settings import budget_tokens as budget_of
 from arbormem.store.base import Backend
 from arbormem.store.types import Thread
 from arbormem.tokens import default_counter
@@ -34,36 +38,45 @@ WARN_AT = 0.7
 BLOCK_AT = 0.9
 
 
-def check_context_arguments(
-    budget_tokens: object,
-    *,
-    k: object,
-    paths: object,
-    system_prompt: object,
-    context_window: object,
-    reply_tokens: object,
-    max_text_bytes: int,
-) -> int:
-    """Check the arguments of :meth:`~arbormem.memory.Memory.context` (each error names
-    its argument); returns the token budget."""
-    from arbormem import arguments
-    from arbormem.settings import budget_tokens as budget_of
+#: Share of the budget the records section may take at most.
+RECORDS_SHARE = 0.3
+#: Recalled turns that a record merely restating them gives way to.
+RECALLED_FIRST = 10
+#: The most turns (and topic paths) a context recalls.
+MAX_RECALL = 10_000
 
-    if budget_tokens is None:
+
+def check_context_arguments(
+    *,
+    budget_tokens: Any,
+    default_budget: int,
+    k: Any,
+    paths: Any,
+    system_prompt: Any,
+    max_bytes: int,
+    context_window: Any,
+    reply_tokens: Any,
+) -> int:
+    """Refuse a bad argument of :meth:`Memory.context <arbormem.Memory.context>`
+    (an :class:`InputError` naming it); the budget in tokens."""
+    if budget_tokens is UNSET:
+        budget = default_budget
+    elif budget_tokens is None:
         raise InputError(
             "must be a whole number of tokens, got None",
             field="budget_tokens",
             hint="leave it out for the configured budget",
         )
-    try:
-        budget = budget_of(budget_tokens)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InputError(str(exc), field="budget_tokens") from None
+    else:
+        try:
+            budget = budget_of(budget_tokens)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InputError(str(exc), field="budget_tokens") from None
     if k is not None:
-        arguments.count(k, "k", 1, arguments.MAX_RESULTS)
-    arguments.count(paths, "paths", 0, arguments.MAX_RESULTS)
+        arguments.count(k, "k", 1, MAX_RECALL)
+    arguments.count(paths, "paths", 0, MAX_RECALL)
     if system_prompt is not None:  # "" is the default prompt, as None is
-        arguments.text(system_prompt, "system_prompt", max_bytes=max_text_bytes, blank=True)
+        arguments.text(system_prompt, "system_prompt", max_bytes=max_bytes, blank=True)
     smallest = MIN_BUDGET + REPLY_PRIMER + 1
     for name, value, low in (
         ("context_window", context_window, smallest),
@@ -78,16 +91,14 @@ def check_context_arguments(
     return budget
 
 
-def recall_items(
-    hits: Sequence[Hit], paths: Sequence[TopicPath], skip: set[str]
-) -> list[RecallItem]:
-    """Recalled turns (grouped under their session's date) and topic paths, ranked."""
+def recall_items(hits: Sequence[Hit], paths: Sequence[TopicPath]) -> list[RecallItem]:
+    """Recalled turns (grouped under their session's date) and topic paths, ranked.
+    Turns the window shows stay in the list: the builder leaves them out while the
+    window keeps them, and takes them back when it does not."""
     items = []
     rank = 0
     for hit in hits:
         m = hit.message
-        if m.id in skip:
-            continue
         # Who said it: the speaker's name, else the role (an assistant turn has no name).
         text = m.text if m.speaker else f"{m.role}: {m.content}"
         if hit.superseded_by:
@@ -100,6 +111,7 @@ def recall_items(
                 header=f"[{m.timestamp.date().isoformat()}]",
                 when=m.timestamp,
                 order=m.index,
+                message_id=m.id,
             )
         )
         rank += 2
@@ -129,10 +141,13 @@ def build_context(
     reply_tokens: int,
     search: Callable[[str, int], Sequence[Hit]],
     topic_paths: Callable[[str, int], Sequence[TopicPath]],
+    records: Callable[[int, set[str]], str] | None = None,
 ) -> Context:
     """The prompt for the next turn of ``session`` (see :meth:`Memory.context
     <arbormem.Memory.context>`). ``thread`` is None when the scope stores nothing;
-    ``window_size`` is the model's context window in tokens."""
+    ``window_size`` is the model's context window in tokens; ``records`` gives the
+    records section within a number of tokens (see :data:`RECORDS_SHARE`), told which
+    messages recall ranks first (a record that only repeats them is not worth its room)."""
     read_only = store.read_only
     counter = default_counter()
     state = (
@@ -177,7 +192,9 @@ def build_context(
     depth = k or min(max(30, budget // 25), 80)
     hits = search(query, depth) if thread is not None and store.state(thread).max_rowid else []
     found_paths = topic_paths(query, paths) if paths and hits else []
-    items = recall_items(hits, found_paths, {m.id for m in inside})
+    items = recall_items(hits, found_paths)
+    first = {h.message.id for h in hits[:RECALLED_FIRST]}
+    held = records(int(budget * RECORDS_SHARE), first) if records is not None and thread else ""
     builder = ContextBuilder(counter)
     return builder.build(
         query=query,
@@ -186,6 +203,7 @@ def build_context(
         session=session,
         system=system,
         summary=state.summary.text,
+        records=held,
         recall=items,
         state=state.tracker.render(),
         window=inside,

@@ -227,6 +227,8 @@ class Writer:
                         progress(len(part))
         self.engine.touch([thread], wrote=bool(rows))
         self.trees.name_with_llm(thread)
+        if rows:  # records follow the log in the background (Memory.wait() flushes)
+            self.engine.records.schedule(thread)
         # After a reply, the session's tracker and rolling summary catch up in the
         # background. Bulk loads skip this; the next live reply catches them up.
         if live:
@@ -357,7 +359,8 @@ class Writer:
         )
         self.backend.writable()
         vectors = self.embed_new([m for p in plan for m in p.messages])
-        added = archived_again = left_live = states_restored = 0
+        added = archived_again = left_live = states_restored = records_restored = 0
+        touched: list[Thread] = []
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
         for scope, *_ in plan:
@@ -371,9 +374,15 @@ class Writer:
             plan, skipped = plan_import(
                 self.backend, data, name, self.limits.message_bytes, self.limits, tenant
             )
-            for scope, msgs, archived, states in plan:
+            for scope, msgs, archived, states, records in plan:
                 thread = self.engine.thread(scope, create=True)
                 assert thread is not None
+                touched.append(thread)
+                # Extraction had read the whole thread: the records exported with the
+                # messages stand for theirs, so they are not extracted again.
+                caught_up = (
+                    self.backend.records_cursor(thread) >= self.backend.state(thread).next_index
+                )
                 # Only this thread's vectors: passing all of them made every thread
                 # write the whole export's again (quadratic in the number of threads).
                 mine = (
@@ -394,6 +403,17 @@ class Writer:
                     if not self.backend.session_state(thread, key):
                         self.backend.put_session_state(thread, key, state)
                         states_restored += 1
+                if records is not None:
+                    self.backend.write_records(thread, records[0])
+                    if records[1]:
+                        self.backend.replace_composites(thread, records[1])
+                    records_restored += len(records[0])
+                    if caught_up:
+                        self.backend.set_records_cursor(
+                            thread, self.backend.state(thread).next_index
+                        )
+        for thread in touched:  # what no export's records stand for is extracted
+            self.engine.records.schedule(thread)
         if left_live:
             # An exchange is archived whole or not at all: the tree is off, or an
             # imported message joined an exchange of this store (its open one).
@@ -411,6 +431,7 @@ class Writer:
             archived=archived_again,
             not_archived=left_live,
             session_states=states_restored,
+            records=records_restored,
         )
 
     def reembed(self, *, prune: bool, progress: Callable[[int], None] | None) -> Reembedded:

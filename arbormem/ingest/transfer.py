@@ -2,8 +2,10 @@
 
 An export is one JSON object::
 
-    {"format": "arbormem-export", "version": 2, "exported_at": "...",
+    {"format": "arbormem-export", "version": 3, "exported_at": "...",
      "threads": [{"user": "...", "agent": "...",
+                  "records" (version 3): {"format": 1, "records": [...],
+                                          "composites": [...]},
                   "sessions": [{"id": "...", "metadata": {...},
                                 "messages": [{"id", "index", "role", "speaker",
                                               "content", "timestamp", "metadata",
@@ -13,8 +15,12 @@ An export is one JSON object::
 
 ``state`` is the session's working memory (:mod:`arbormem.context.working`): its memory
 mode, what the mode tracks, and its rolling summary. A session that holds only a
-state (a mode set before its first message) is listed with no messages. Version
-1 had no states; its exports still import.
+state (a mode set before its first message) is listed with no messages. ``records``
+are the thread's typed records and composites, every version, as
+:meth:`arbormem.records.RecordService.to_dict` writes them; an import puts them in
+the thread it restores (their ``scope`` becomes that thread's). Version 1 had no
+states and version 2 no records; their exports still import (the records of their
+messages are extracted again after the import).
 
 Vectors and the topic tree are derived, so they are not exported; an import
 recomputes them, and archives again the exchanges marked archived.
@@ -30,12 +36,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from arbormem import arguments
 from arbormem.arguments import DEFAULT_LIMITS, Limits
 from arbormem.context.modes import MODES, get_mode
 from arbormem.context.trackers import new_tracker, tracker_from_dict
 from arbormem.errors import ArbormemError, InputError
+from arbormem.ingest.formats import parse_json, read_bytes_as_text
 from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
+from arbormem.records.model import Composite, Record
+from arbormem.records.service import RecordService, parse_export
 from arbormem.results import Exported
 from arbormem.store.base import Backend
 from arbormem.store.types import NewMessage, Thread
@@ -44,9 +54,10 @@ from arbormem.timeutil import format_timestamp, utcnow
 log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "arbormem-export"
-EXPORT_VERSION = 2
-#: The versions an import reads (1: before session states were exported).
-IMPORT_VERSIONS = (1, 2)
+EXPORT_VERSION = 3
+#: The versions an import reads (1: before session states were exported; 2: before
+#: records were).
+IMPORT_VERSIONS = (1, 2, 3)
 #: Positions stay below this (as message indices do).
 MAX_POSITION = 2**62
 
@@ -60,6 +71,8 @@ class ThreadPlan(NamedTuple):
     archived: set[str]
     #: Session states by session, their positions in the store's numbering.
     states: dict[str, dict[str, Any]]
+    #: The thread's records and composites, checked (None: the export has none).
+    records: tuple[list[Record], list[Composite]] | None = None
 
 
 def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
@@ -101,7 +114,44 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
             log.warning("a damaged session state is left out of the export: %s", exc)
             continue
         sessions.setdefault(key, {"id": key, "metadata": {}, "messages": []})["state"] = state
-    return {"user": thread.user, "agent": thread.agent, "sessions": list(sessions.values())}
+    records = RecordService(backend, thread).to_dict()
+    records.pop("scope")  # an import gives them the scope of the thread it restores
+    for item in (*records["records"], *records["composites"]):
+        item.pop("scope")
+    return {
+        "user": thread.user,
+        "agent": thread.agent,
+        "sessions": list(sessions.values()),
+        "records": records,
+    }
+
+
+def _import_records(
+    value: Any, scope: Scope, name: str, where: str
+) -> tuple[list[Record], list[Composite]]:
+    """A thread's exported records, checked, in ``scope``."""
+    if not isinstance(value, Mapping) or not all(
+        isinstance(value.get(k, []), list) for k in ("records", "composites")
+    ):
+        raise InputError(
+            "must be an object with 'records' and 'composites' lists", source=name, field=where
+        )
+    scoped = {
+        **value,
+        "scope": str(scope),
+        "records": [_scoped(r, scope) for r in value.get("records", [])],
+        "composites": [_scoped(c, scope) for c in value.get("composites", [])],
+    }
+    try:
+        return parse_export(scoped, str(scope), source=name)
+    except InputError as exc:
+        raise InputError(
+            exc.problem, source=name, field=f"{where}.{exc.field}", hint=exc.hint
+        ) from None
+
+
+def _scoped(item: Any, scope: Scope) -> Any:
+    return {**item, "scope": str(scope)} if isinstance(item, Mapping) else item
 
 
 def check_state(value: Any, where: Where) -> dict[str, Any]:
@@ -177,7 +227,7 @@ def plan_import(
     if isinstance(version, bool) or version not in IMPORT_VERSIONS:
         raise InputError(
             f"export version {version!r} is not supported (this arbormem reads "
-            f"{' and '.join(map(str, IMPORT_VERSIONS))})",
+            f"{', '.join(map(str, IMPORT_VERSIONS[:-1]))} and {IMPORT_VERSIONS[-1]})",
             source=name,
             field="version",
         )
@@ -270,7 +320,12 @@ def plan_import(
             states = {k: _renumbered(st, given, next_free) for k, st in states.items()}
         elif given:
             planned_next[scope] = max(given) + 1
-        plan.append(ThreadPlan(scope, msgs, archived, states))
+        records = (
+            _import_records(t["records"], scope, name, where_t + ".records")
+            if t.get("records") is not None
+            else None
+        )
+        plan.append(ThreadPlan(scope, msgs, archived, states, records))
     return plan, skipped
 
 
@@ -316,6 +371,43 @@ def export_document(backend: Backend, threads: Sequence[Thread]) -> dict[str, An
     }
 
 
+def export_target(backend: Backend, dest: Any) -> Path | None:
+    """Where an export goes (None: nowhere), refused when it cannot be written there."""
+    target = None if dest is None else arguments.path(dest, "dest")
+    if target is not None and (target.is_dir() or not target.name):
+        raise InputError("is a folder", field="dest", hint="give a file path to write to")
+    if target is not None and backend.owns_path(target):
+        # Replacing the database with its own export destroyed the store.
+        raise InputError(
+            "is this store's own file", source=str(target), hint="export to another file"
+        )
+    return target
+
+
+def export_to(backend: Backend, threads: Sequence[Thread], target: Path | None) -> Exported:
+    """The export of ``threads``, also written to ``target`` when given."""
+    document = export_document(backend, threads)
+    if target is not None:
+        write_export(document, target)
+    return Exported(
+        document=document,
+        threads=len(document["threads"]),
+        messages=sum(
+            len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
+        ),
+        records=sum(len(t.get("records", {}).get("records", [])) for t in document["threads"]),
+        path=None if target is None else str(target),
+    )
+
+
+def read_import(source: Any) -> tuple[Any, str]:
+    """An export to import (parsed JSON, or a file read and parsed) and its name."""
+    if isinstance(source, Mapping):
+        return source, "<import>"
+    path = arguments.path(source, "source")
+    return parse_json(read_bytes_as_text(path), str(path)), str(path)
+
+
 def write_export(document: Mapping[str, Any], path: Path) -> None:
     """Write an export to ``path`` atomically: all of it, or the old file left as it was."""
     # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
@@ -331,19 +423,3 @@ def write_export(document: Mapping[str, Any], path: Path) -> None:
             source=str(path),
             hint="give a file path in a folder that exists and can be written",
         ) from None
-
-
-def export_threads(backend: Backend, threads: Sequence[Thread], target: Path | None) -> Exported:
-    """Export ``threads`` (written atomically to ``target`` when given)."""
-
-    document = export_document(backend, threads)
-    if target is not None:
-        write_export(document, target)
-    return Exported(
-        document=document,
-        threads=len(document["threads"]),
-        messages=sum(
-            len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
-        ),
-        path=None if target is None else str(target),
-    )

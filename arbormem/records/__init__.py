@@ -17,14 +17,17 @@ The pieces, each usable on its own (docs/records.md has the whole picture):
   (merge, supersede, close), as pure functions;
 * :mod:`~arbormem.records.fuse`: composites from embeddings, no LLM;
 * :mod:`~arbormem.records.skills`: procedures found through a HyDE draft;
-* :mod:`~arbormem.records.engine`: :class:`RecordBook`, the in-memory reference
-  implementation of the operations a store will carry.
+* :mod:`~arbormem.records.service`: :class:`RecordService`, every operation over
+  one thread of a record store (:class:`arbormem.store.records.RecordStore`);
+* :mod:`~arbormem.records.engine`: :class:`RecordBook`, the same over the in-memory
+  reference store.
 """
 
 from arbormem.records.engine import RecordBook, RecordHit, as_of_from_query
 from arbormem.records.extract import Candidate, Context, Turn, extract
 from arbormem.records.model import KINDS, Composite, Record, record_id
 from arbormem.records.resolve import Plan, RecordView, resolve
+from arbormem.records.service import RecordService
 
 __all__ = [
     "KINDS",
@@ -35,6 +38,7 @@ __all__ = [
     "Record",
     "RecordBook",
     "RecordHit",
+    "RecordService",
     "RecordView",
     "Turn",
     "as_of_from_query",

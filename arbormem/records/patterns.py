@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from arbormem.context.trackers.common import words as word_set
 
@@ -154,7 +155,8 @@ class Frame:
     """One way of stating an attribute."""
 
     attribute: str
-    pattern: re.Pattern[str]
+    #: The pattern's source, with the named pieces (``<S>``, ``<PLACE>``...) in it.
+    source: str
     #: Lower-case words one of which the sentence must contain for the frame to run.
     triggers: frozenset[str]
     mode: str = "state"
@@ -166,6 +168,13 @@ class Frame:
     value: str = "phrase"
     #: The value when the frame implies it ("eats meat again": omnivore).
     fixed: str | None = None
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern. Compiled on first use: the frames take about half a
+        second of CPU to compile, which every ``import arbormem`` (each CLI command)
+        paid before any message was read."""
+        return _compile(self.source)
 
 
 @dataclass(frozen=True)
@@ -229,4 +238,4 @@ def _compile(source: str) -> re.Pattern[str]:
 def frame(
     attribute: str, triggers: str, source: str, mode: str = "state", **options: object
 ) -> Frame:
-    return Frame(attribute, _compile(source), frozenset(triggers.split()), mode, **options)  # type: ignore[arg-type]
+    return Frame(attribute, source, frozenset(triggers.split()), mode, **options)  # type: ignore[arg-type]

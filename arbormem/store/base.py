@@ -1,7 +1,8 @@
 """The storage back-end interface: every capability in one object.
 
 A back-end keeps messages verbatim, their lexical index, their vectors, each
-thread's topic tree and each session's working memory, all partitioned by thread
+thread's topic tree, each session's working memory and the typed records derived
+from the messages, all partitioned by thread
 (one user with one agent). Everything above it (recall, the topic tree, the API)
 talks to storage only through this interface. It is the union of narrow
 capabilities, each an abstract class with its own contract:
@@ -11,7 +12,9 @@ capabilities, each an abstract class with its own contract:
 * :class:`~arbormem.store.lexical.LexicalIndex`: BM25 and term statistics;
 * :class:`~arbormem.store.vectors.VectorStore`: embeddings and nearest neighbours;
 * :class:`~arbormem.store.tree.TreeStore`: topic trees and their log;
-* :class:`~arbormem.store.state.SessionStateStore`: per-session working memory.
+* :class:`~arbormem.store.state.SessionStateStore`: per-session working memory;
+* :class:`~arbormem.store.records.RecordStore`: typed records, their sources and
+  composites.
 
 The contract tests (``tests/test_store_*.py``) run every back-end through each.
 
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 
 from arbormem.store.lexical import LexicalIndex
 from arbormem.store.messages import MessageStore
+from arbormem.store.records import RecordStore
 from arbormem.store.state import SessionStateStore
 from arbormem.store.tree import TreeStore
 from arbormem.store.types import Filters, Thread
@@ -33,8 +37,9 @@ from arbormem.store.vectors import VectorStore
 from arbormem.text import analyze_message
 
 
-class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateStore):
-    """Durable storage for messages, their indexes, vectors, trees and session state."""
+class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateStore, RecordStore):
+    """Durable storage for messages, their indexes, vectors, trees, session state and
+    the records derived from messages."""
 
     # -- reference implementations that span capabilities ------------------------------
 

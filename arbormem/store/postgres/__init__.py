@@ -19,7 +19,8 @@ from arbormem.store.postgres.deleting import PostgresDeletes
 
 
 class PostgresBackend(PostgresDeletes, Backend):
-    """Messages, postings, vectors, trees and session state in a PostgreSQL database."""
+    """Messages, postings, vectors, trees, session state and typed records in a
+    PostgreSQL database."""
 
 
 def open_postgres(url: str, **options: Any) -> PostgresBackend:

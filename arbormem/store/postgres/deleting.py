@@ -12,6 +12,7 @@ from typing import Any
 
 from arbormem.store.postgres.common import term_key
 from arbormem.store.postgres.messages import PostgresMessages, make_thread
+from arbormem.store.postgres.records import PostgresRecords
 from arbormem.store.sqlite.common import REWRITE_LIMIT_BYTES
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import PURGE_WAIT, Deleted, Purge, Thread
@@ -23,7 +24,7 @@ _TEXT_TABLES = ("messages", "turn_postings", "node_postings", "tree_nodes", "lex
                 "message_vectors", "session_state", "tree_log")  # fmt: skip
 
 
-class PostgresDeletes(PostgresMessages):
+class PostgresDeletes(PostgresRecords, PostgresMessages):
     """Forgetting: deletes that leave no derived trace, and purges."""
 
     def _delete_rowids(self, conn: Any, thread: Thread, rowids: Sequence[int]) -> Deleted:
@@ -34,6 +35,18 @@ class PostgresDeletes(PostgresMessages):
             return result
         k = self._keys(thread)
         s = k["s"]
+        # Records lose these messages as sources (one left with none goes), in this
+        # transaction: a forgotten message is never cited again.
+        uids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT uid FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND id = ANY(%(ids)s)",
+                {**k, "ids": list(rowids)},
+            ).fetchall()
+        ]
+        if uids:
+            self.forget_record_sources(thread, uids)
         doomed = conn.execute(
             "SELECT id, session_id, chash, terms, wlen, archived, stale_window FROM messages"
             " WHERE scope_id = %(s)s AND thread_id = %(t)s AND id = ANY(%(ids)s)",
@@ -285,7 +298,8 @@ class PostgresDeletes(PostgresMessages):
             )
             for table in ("turn_postings", "node_postings", "lex_stats", "lex_df",
                           "message_vectors", "vector_progress", "tree_nodes", "tree_state",
-                          "tree_log", "session_state"):  # fmt: skip
+                          "tree_log", "session_state", "record_rows", "record_composites",
+                          "record_cursors"):  # fmt: skip
                 column = "id" if table in ("threads",) else "thread_id"
                 conn.execute(f"DELETE FROM {table} WHERE scope_id = %(s)s AND {column} = %(t)s", k)
             self._drop_ann_indexes(conn, thread)

@@ -250,6 +250,33 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         )
         """,
     ),
+    (
+        2,
+        "typed records: one JSON row per record and per composite, and each thread's cursor",
+        """
+        CREATE TABLE record_rows (
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            id            text NOT NULL,
+            seq           bigint NOT NULL,
+            data          text NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, id)
+        );
+        CREATE TABLE record_composites (
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            id            text NOT NULL,
+            data          text NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, id)
+        );
+        CREATE TABLE record_cursors (
+            scope_id      bigint NOT NULL,
+            thread_id     bigint NOT NULL,
+            position      bigint NOT NULL,
+            PRIMARY KEY (scope_id, thread_id)
+        )
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

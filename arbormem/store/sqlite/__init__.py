@@ -2,10 +2,10 @@
 
 The back-end is one class, :class:`SQLiteBackend`, assembled from one module per
 capability of :mod:`arbormem.store`: :mod:`.connection` (connections and
-transactions), :mod:`.messages`, :mod:`.lexical`, :mod:`.vectors`, :mod:`.tree` and
-:mod:`.state`; :mod:`.schema` holds the tables and their forward migrations,
-:mod:`.checkpoint` the WAL checkpoints and :mod:`.driver` the choice of SQLite
-driver.
+transactions), :mod:`.messages`, :mod:`.lexical`, :mod:`.vectors`, :mod:`.tree`,
+:mod:`.state` and :mod:`.records`; :mod:`.schema` holds the tables and their
+forward migrations, :mod:`.checkpoint` the WAL checkpoints and :mod:`.driver` the
+choice of SQLite driver.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from arbormem.store.types import Thread
 
 
 class SQLiteBackend(SQLiteMessages, Backend):
-    """Messages, full-text index, vectors, trees and session state in one SQLite file."""
+    """Messages, full-text index, vectors, trees, session state and records in one SQLite file."""
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ from arbormem.store.sqlite.common import (
     session_of,
 )
 from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.records import SQLiteRecords
 from arbormem.store.sqlite.state import SQLiteState
 from arbormem.store.sqlite.tree import SQLiteTree
 from arbormem.store.sqlite.vectors import SQLiteVectors
@@ -54,7 +55,7 @@ from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 log = logging.getLogger("arbormem.store.sqlite")
 
 
-class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
+class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
     """Threads, sessions and messages, written with their index rows and vectors."""
 
     def thread(
@@ -457,12 +458,15 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
             return result
         touched_sessions: set[int] = set()
         chashes: set[str] = set()
+        uids: dict[int, list[str]] = {}
         for chunk, marks in batches(rowids):
-            for sid, chash in c.execute(
-                f"SELECT session_id, chash FROM messages WHERE id IN ({marks})", chunk
+            for sid, chash, tid, uid in c.execute(
+                f"SELECT session_id, chash, thread_id, uid FROM messages WHERE id IN ({marks})",
+                chunk,
             ):
                 touched_sessions.add(sid)
                 chashes.add(chash)
+                uids.setdefault(tid, []).append(uid)
             for key in LEXICAL_KEYS:
                 sizes = [
                     len(t.split())
@@ -490,6 +494,9 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
                     " first_index = ? WHERE id = ?",
                     (agg[0], agg[1], agg[2], agg[3], sid),
                 )
+        for tid, forgotten in uids.items():
+            # Records derived from them lose them as sources, in this transaction.
+            self._forget_sources_in(tid, forgotten)
         remaining = [
             sid
             for sid in touched_sessions
@@ -509,7 +516,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
     def _merge_deleted(self, c: sqlite3.Connection) -> list[str]:
         """Merge the full-text indexes, so deleted terms leave their segments, and drop
         unused vectors (old topic summaries included); returns the vectors' hashes."""
-        for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts"):
+        for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts", "record_fts"):
             # Checked before the merge too: a store deep already (written by an
             # earlier version) must not take the merge that reaches the end.
             if fts_levels(c, table) <= FTS_LEVEL_LIMIT:
@@ -647,6 +654,8 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState):
     def delete_thread(self, thread: Thread) -> Deleted:
         with self.transaction():
             c = self._writer
+            # Its records go first, whole: forgetting their sources one by one is moot.
+            self._drop_thread_records(thread.id)
             rowids = [
                 r[0] for r in c.execute("SELECT id FROM messages WHERE thread_id = ?", (thread.id,))
             ]

@@ -398,6 +398,93 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        18,
+        "typed records: their full-text terms, sources, composites and extraction cursor",
+        """
+        -- One row per record (arbormem.records), unique by id in its thread. The
+        -- subject is kept again as its sorted words between spaces (subject_key), so
+        -- subjects are matched word by word on the index, and sort_at orders newest first.
+        CREATE TABLE records (
+            id            INTEGER PRIMARY KEY,
+            thread_id     INTEGER NOT NULL REFERENCES threads(id),
+            uid           TEXT NOT NULL,
+            kind          TEXT NOT NULL,
+            text          TEXT NOT NULL,
+            subject       TEXT,
+            subject_key   TEXT,
+            attribute     TEXT,
+            value         TEXT,
+            negated       INTEGER NOT NULL DEFAULT 0,
+            tags          TEXT NOT NULL DEFAULT '[]',
+            entities      TEXT NOT NULL DEFAULT '[]',
+            sources       TEXT NOT NULL DEFAULT '[]',
+            valid_from    TEXT,
+            valid_to      TEXT,
+            superseded_by TEXT,
+            supersedes    TEXT,
+            confidence    REAL NOT NULL DEFAULT 0.5,
+            importance    REAL NOT NULL DEFAULT 0.5,
+            created_at    TEXT,
+            updated_at    TEXT,
+            sort_at       TEXT NOT NULL,
+            recall_count  INTEGER NOT NULL DEFAULT 0,
+            mentions      INTEGER NOT NULL DEFAULT 1,
+            intent        TEXT,
+            body          TEXT,
+            UNIQUE (thread_id, uid)
+        );
+        CREATE INDEX records_about ON records (thread_id, attribute, subject_key)
+            WHERE attribute IS NOT NULL;
+        -- Few records are closed or replace another: deleting one splices its chain
+        -- through these small indexes.
+        CREATE INDEX records_closed_by ON records (thread_id, superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        CREATE INDEX records_replacing ON records (thread_id, supersedes)
+            WHERE supersedes IS NOT NULL;
+        -- Which records cite which message ids (kept in step with records.sources),
+        -- so forgetting a message finds its records without reading them all.
+        CREATE TABLE record_sources (
+            thread_id   INTEGER NOT NULL,
+            message_id  TEXT NOT NULL,
+            record_id   INTEGER NOT NULL,
+            PRIMARY KEY (thread_id, message_id, record_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX record_sources_by_record ON record_sources (record_id);
+        -- Analysed terms of each record's text, subject and value (rowid = records.id).
+        CREATE VIRTUAL TABLE record_fts USING fts5 (terms, tokenize = 'unicode61 remove_diacritics 0');
+        CREATE TABLE record_composites (
+            id          INTEGER PRIMARY KEY,
+            thread_id   INTEGER NOT NULL REFERENCES threads(id),
+            uid         TEXT NOT NULL,
+            level       INTEGER NOT NULL,
+            text        TEXT NOT NULL,
+            members     TEXT NOT NULL,
+            entities    TEXT NOT NULL DEFAULT '[]',
+            tags        TEXT NOT NULL DEFAULT '[]',
+            first_at    TEXT,
+            last_at     TEXT,
+            extra       TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (thread_id, uid)
+        );
+        -- Members (record or composite ids) by composite, so deleting a record finds
+        -- the composites built on it.
+        CREATE TABLE record_composite_members (
+            thread_id    INTEGER NOT NULL,
+            member       TEXT NOT NULL,
+            composite_id INTEGER NOT NULL,
+            PRIMARY KEY (thread_id, member, composite_id)
+        ) WITHOUT ROWID;
+        -- The position of the first message record extraction has not read yet.
+        CREATE TABLE record_cursor (
+            thread_id   INTEGER PRIMARY KEY REFERENCES threads(id),
+            next_index  INTEGER NOT NULL
+        )
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 

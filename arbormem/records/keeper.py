@@ -1,0 +1,198 @@
+"""Records kept in step with the log: extraction after every add, in the background.
+
+A :class:`RecordKeeper` belongs to one :class:`~arbormem.engine.Engine`. After each
+write the write pipeline calls :meth:`RecordKeeper.schedule`, which submits one
+``records`` job for the thread on the engine's job runner (:mod:`arbormem.jobs`), so
+``add`` does not wait for extraction; ``Memory.wait()`` flushes it. The job reads the
+messages from the thread's extraction cursor on, in batches, extracts candidate
+records (one LLM call per batch when an LLM is configured, the patterns of
+:mod:`arbormem.records.extract` otherwise or when the call fails), and writes them
+with the new cursor in one transaction: a crash leaves the records as they were
+before the batch, and the messages are never touched.
+
+A message forgotten while its batch was being read is not cited: the write checks
+which of the batch's messages are still stored, in its transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING
+
+from arbormem.records.extract import Candidate, Context, Turn, extract
+from arbormem.records.service import RecordService
+from arbormem.store.types import Row, Thread
+
+if TYPE_CHECKING:
+    from arbormem.engine import Engine
+
+__all__ = ["BATCH", "CONTEXT_TURNS", "RecordKeeper"]
+
+log = logging.getLogger("arbormem.records")
+
+#: Messages read per batch (and sent in one LLM call when one is configured).
+BATCH = 32
+#: Messages before a turn that the patterns read as its context ("she", "it").
+CONTEXT_TURNS = 3
+
+
+class RecordKeeper:
+    """Extraction of one engine's threads, kept up after every add (see the module docs)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.backend = engine.backend
+        self._lock = threading.Lock()
+        #: Threads with a catch-up submitted and not yet started.
+        self._due: set[int] = set()
+        #: One lock per thread: two catch-ups of one thread never run at once.
+        self._running: dict[int, threading.RLock] = {}
+
+    def service(self, thread: Thread) -> RecordService:
+        """The records of ``thread``."""
+        return RecordService(self.backend, thread)
+
+    # -- scheduling ------------------------------------------------------------------
+
+    def schedule(self, thread: Thread) -> None:
+        """Catch ``thread``'s records up in the background (once, however many adds
+        arrive before the job starts: it reads every message not read yet)."""
+        if self.backend.read_only or self.engine.closed:
+            return
+        with self._lock:
+            if thread.id in self._due:
+                return
+            self._due.add(thread.id)
+        self.engine.jobs.submit("records", partial(self.catch_up, thread))
+
+    def catch_up(self, thread: Thread) -> int:
+        """Extract records from every message of ``thread`` past its cursor; the number
+        of messages read."""
+        with self._lock:
+            self._due.discard(thread.id)
+            running = self._running.setdefault(thread.id, threading.RLock())
+        read = 0
+        with running:
+            while True:
+                cursor = self.backend.records_cursor(thread)
+                rows = self.backend.messages(thread, start=cursor, limit=BATCH)
+                if not rows:
+                    return read
+                if not self._batch(thread, cursor, rows):
+                    return read  # the thread was forgotten meanwhile
+                read += len(rows)
+
+    def rebuild(self, thread: Thread, start: int, end: int | None) -> int:
+        """Extract the records of messages ``[start, end)`` again: they leave every
+        record's sources (a record left with none goes), then extraction reads on from
+        ``start`` (later messages only merge into what they gave before). The number
+        of messages read."""
+        with self._lock:
+            running = self._running.setdefault(thread.id, threading.RLock())
+        with running:
+            with self.engine.write_lock, self.backend.transaction():
+                ids = [r.message.id for r in self.backend.messages(thread, start=start, end=end)]
+                if ids:
+                    self.backend.forget_record_sources(thread, ids)
+                cursor = self.backend.records_cursor(thread)
+                self.backend.set_records_cursor(thread, min(start, cursor))
+            return self.catch_up(thread)
+
+    # -- one batch -------------------------------------------------------------------
+
+    def _batch(self, thread: Thread, cursor: int, rows: Sequence[Row]) -> bool:
+        """Extract from ``rows`` and write the records with the new cursor; False when
+        the thread is no longer stored."""
+        service = self.service(thread)
+        before = (
+            [r.message for r in self.backend.messages(thread, end=cursor, last=CONTEXT_TURNS)]
+            if cursor > 0
+            else []
+        )
+        turns = [_turn(r) for r in rows]
+        recent = [
+            Turn(m.id, m.content, m.timestamp, m.speaker, m.role)
+            for m in before
+            if m.role in ("user", "assistant")
+        ]
+        context = Context(
+            speakers=tuple(self.backend.speakers(thread)[:8]),
+            scope=service.scope,
+            recent=tuple(recent),
+        )
+        exchanges = self._extract(turns, recent, context)
+        end = rows[-1].message.index + 1
+        # The store's transaction alone, not the engine's write lock: a caller holding a
+        # transaction of its own while it adds (the write lock then inside it) would
+        # otherwise wait for this job while it waits for the caller. Writers are
+        # serialised by the transaction, so what is checked here holds while writing.
+        with self.backend.transaction():
+            now = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
+            if now is None or now.id != thread.id:  # forgotten (and perhaps begun again)
+                return False
+            # Messages forgotten since they were read are not cited.
+            kept = {
+                r.message.id
+                for r in self.backend.messages(thread, start=rows[0].message.index, end=end)
+            }
+            for exchange, exchange_context, candidates in exchanges:
+                cited = _cited(candidates, kept)
+                if cited:
+                    service.add_exchange(exchange, exchange_context, candidates=cited)
+            self.backend.set_records_cursor(thread, max(end, cursor))
+        return True
+
+    def _extract(
+        self, turns: Sequence[Turn], recent: Sequence[Turn], context: Context
+    ) -> list[tuple[list[Turn], Context, list[Candidate]]]:
+        """Candidates for the batch: one exchange per turn with the patterns (as
+        ``bench updates`` reads them), or the whole batch in one LLM call."""
+        llm = self.engine.llm
+        if llm is not None:
+            from arbormem.records.llm_extract import llm_extract
+
+            try:
+                found = llm_extract(turns, context, llm).candidates
+            except Exception as exc:  # the fallback itself failed: keep the messages moving
+                log.warning("records: extraction failed for a batch, skipped: %s", exc)
+                found = []
+            return [(list(turns), context, found)]
+        out = []
+        seen = list(recent)
+        for turn in turns:
+            turn_context = replace(context, recent=tuple(seen[-CONTEXT_TURNS:]))
+            try:
+                found = extract([turn], turn_context)
+            except Exception as exc:  # a pattern bug must not stop every later message
+                log.warning("records: extraction failed on message %s: %s", turn.id, exc)
+                found = []
+            if found:
+                out.append(([turn], turn_context, found))
+            if turn.role in ("user", "assistant"):
+                seen.append(turn)
+        return out
+
+
+def _turn(row: Row) -> Turn:
+    m = row.message
+    return Turn(m.id, m.content, m.timestamp, m.speaker, m.role)
+
+
+def _cited(candidates: Sequence[Candidate], kept: set[str]) -> list[Candidate]:
+    """The candidates with their sources still stored (an explicit record, citing
+    none, stays); one whose every source went is dropped."""
+    out = []
+    for c in candidates:
+        sources = tuple(s for s in c.record.sources if s in kept)
+        if c.record.sources and not sources:
+            continue
+        out.append(
+            c
+            if sources == c.record.sources
+            else replace(c, record=replace(c.record, sources=sources))
+        )
+    return out
