@@ -35,6 +35,8 @@ from arbormem.embed import Embedder
 from arbormem.engine import Engine, check_parts
 from arbormem.errors import ConfigError, InputError, NotFound, StoreError
 from arbormem.forgetting import Forgetter, check_target
+from arbormem.images.api import ImageMethods
+from arbormem.images.service import ImagesService
 from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
 from arbormem.ingest.pipeline import Writer, session_name
 from arbormem.ingest.transfer import export_document, write_export
@@ -122,7 +124,7 @@ def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] 
     )
 
 
-class Memory:
+class Memory(ImageMethods):
     """Long-term memory of conversations, stored in one database.
 
     ``path`` is a SQLite file (created if missing), ``":memory:"``, a store URL
@@ -248,6 +250,7 @@ class Memory:
         self.scope = Scope(engine.settings.user, engine.settings.agent, tenant)
         self._writer = Writer(engine)
         self._forgetter = Forgetter(engine)
+        self._images = ImagesService(engine, self._writer)
 
     def for_tenant(self, tenant: str) -> Memory:
         """This memory confined to ``tenant``: the same store, embedder, caches and

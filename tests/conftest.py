@@ -53,9 +53,14 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema versions 13 to 16 added, for tests that put a store
+#: SQL that removes what schema versions 13 to 18 added, for tests that put a store
 #: back at an older version (each such test adds what its own older versions remove).
 UNDO_SCHEMA_FROM_13 = """
+DROP TRIGGER images_caption_forgotten;
+DROP TRIGGER images_thread_forgotten;
+DROP TABLE images;
+DROP TABLE image_captions;
+DROP TABLE image_blobs;
 DROP TRIGGER threads_forgotten;
 DROP TRIGGER threads_rewritten;
 DROP TABLE store_clock;

@@ -11,7 +11,8 @@ capabilities, each an abstract class with its own contract:
 * :class:`~arbormem.store.lexical.LexicalIndex`: BM25 and term statistics;
 * :class:`~arbormem.store.vectors.VectorStore`: embeddings and nearest neighbours;
 * :class:`~arbormem.store.tree.TreeStore`: topic trees and their log;
-* :class:`~arbormem.store.state.SessionStateStore`: per-session working memory.
+* :class:`~arbormem.store.state.SessionStateStore`: per-session working memory;
+* :class:`~arbormem.store.images.ImageStore`: image memories and their bytes.
 
 The contract tests (``tests/test_store_*.py``) run every back-end through each.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from arbormem.store.images import ImageStore
 from arbormem.store.lexical import LexicalIndex
 from arbormem.store.messages import MessageStore
 from arbormem.store.state import SessionStateStore
@@ -33,7 +35,7 @@ from arbormem.store.vectors import VectorStore
 from arbormem.text import analyze_message
 
 
-class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateStore):
+class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateStore, ImageStore):
     """Durable storage for messages, their indexes, vectors, trees and session state."""
 
     # -- reference implementations that span capabilities ------------------------------
@@ -57,6 +59,7 @@ class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateSt
                 and (filters.since is None or m.timestamp >= filters.since)
                 and (filters.until is None or m.timestamp < filters.until)
                 and (not filters.roles or m.role in filters.roles)
+                and (not filters.images or "image" in m.metadata)
             ):
                 continue
             if n := len(wanted.intersection(analyze_message(m.content, m.speaker))):
