@@ -448,10 +448,11 @@ class Memory(ImageMethods):
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
         arguments.callback(progress, "progress")
-        records = self._writer.records(messages)
+        records, images = self._images.extract(self._writer.records(messages))
         added = self._writer.add(
             records, scope=self._scope(user, agent), session=session, progress=progress
         )
+        self._images.attach(added.messages, images)
         return list(added.messages)
 
     def ingest(
@@ -477,13 +478,12 @@ class Memory(ImageMethods):
         be now. Like :meth:`add_many`, all in one transaction.
         """
         arguments.callback(progress, "progress")
-        return self._writer.add(
-            self._writer.records(messages),
-            scope=self._scope(user, agent),
-            session=session,
-            progress=progress,
-            ingest=True,
+        records, images = self._images.extract(self._writer.records(messages))
+        done = self._writer.add(
+            records, scope=self._scope(user, agent), session=session, progress=progress, ingest=True
         )
+        self._images.attach(done.messages, images)
+        return done
 
     # -- reading ------------------------------------------------------------------------
 

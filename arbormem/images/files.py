@@ -200,7 +200,7 @@ def dhash(img: Any) -> str:
     """A 64-bit difference hash: the picture shrunk to 9 x 8 grey pixels, one bit per
     pair of horizontal neighbours (is the left one brighter?)."""
     small = img.convert("L").resize((9, 8))
-    px = list(small.getdata())
+    px = small.tobytes()  # one byte per pixel, row by row
     bits = 0
     for row in range(8):
         for col in range(8):

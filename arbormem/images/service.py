@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +23,10 @@ from arbormem.ids import new_id
 from arbormem.images.caption import Caption, ask_vision, fallback
 from arbormem.images.fading import Curve
 from arbormem.images.files import ImageFile, check, hamming, read_source
+from arbormem.images.ingest import Pending, attach, extract
 from arbormem.ingest.formats import Record
 from arbormem.llm import LLMClient, LLMConfig, OpenAIChatClient
-from arbormem.models import Scope
+from arbormem.models import Message, Scope
 from arbormem.results import ImageHit, ImageMemory, ImagesExpired
 from arbormem.store.images import ImageRow
 from arbormem.store.types import Filters, Thread
@@ -215,6 +216,15 @@ class ImagesService:
             return [row.message.text] if row is not None else []
         last = self.backend.messages(thread, session=session, last=AROUND, archived=False)
         return [r.message.text for r in last if "image" not in r.message.metadata]
+
+    def extract(self, records: Sequence[Record]) -> tuple[list[Record], list[Pending]]:
+        """See :func:`arbormem.images.ingest.extract`."""
+        return extract(records, self.engine.settings)
+
+    def attach(self, messages: Sequence[Message], pending: Sequence[Pending]) -> None:
+        """See :func:`arbormem.images.ingest.attach`."""
+        if pending:
+            attach(self.add, messages, pending)
 
     # -- reading -----------------------------------------------------------------------
 

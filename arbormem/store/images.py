@@ -24,7 +24,7 @@ from arbormem.store.core import StoreCore
 from arbormem.store.types import Thread
 
 #: What an image row's ``update_image`` may change.
-MUTABLE_FIELDS = frozenset({"caption_rowid", "expired_at", "recalls", "recalled_at"})
+MUTABLE_FIELDS = frozenset({"caption_rowid", "expired_at", "recalls", "recalled_at", "importance"})
 
 
 @dataclass(frozen=True)
