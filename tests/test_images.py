@@ -513,3 +513,37 @@ def test_locomo_shared_pictures_become_images_with_their_caption(mem: Memory) ->
     assert image.caption == "a photo of a painting of a sunset over a lake"
     assert image.caption_source == "caller" and image.url == "https://example.org/p.jpg"
     assert mem.search_images("sunset painting")[0].image.id == image.id
+
+
+# -- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_images_add_search_show(tmp_path: Path) -> None:
+    from .conftest import run_cli
+
+    (tmp_path / "field.png").write_bytes(picture(color=(0, 200, 0)))
+    (tmp_path / "notes.txt").write_text("not a picture")
+    db = ["--db", str(tmp_path / "cli.db"), "--embedder", "hash"]
+    added = run_cli(
+        "images",
+        "add",
+        str(tmp_path / "field.png"),
+        "--caption",
+        "a green football field",
+        "--json",
+        *db,
+    )
+    assert added.returncode == 0, added.stderr
+    (image,) = json.loads(added.stdout)
+    found = run_cli("images", "search", "football", "--json", *db)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert [h["id"] for h in hits] == [image["id"]] and hits[0]["file"]
+    shown = run_cli("images", "show", image["id"], "--json", *db)
+    assert json.loads(shown.stdout)["recalls"] == 1
+    again = run_cli("images", "add", str(tmp_path / "field.png"), *db)
+    assert "already stored" in again.stdout
+    bad = run_cli("images", "add", str(tmp_path / "notes.txt"), *db)
+    assert bad.returncode == 1 and "notes.txt" in bad.stderr and "PNG, JPEG" in bad.stderr
+    missing = run_cli("images", "show", "nope", *db)
+    assert missing.returncode == 1 and "no image 'nope'" in missing.stderr

@@ -689,12 +689,14 @@ from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
 from arbormem.cli.example import example  # noqa: E402
+from arbormem.cli.images import images  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(context)
 cli.add_command(example)
+cli.add_command(images)
 cli.add_command(tree)
 cli.add_command(reorganize)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -108,7 +109,15 @@ class ImagesService:
         image = checked
         if image is None and source is not None:
             data, name = read_source(source, field, max_bytes=settings.image_max_bytes)
-            image = check(data, field, name=name)
+            try:
+                image = check(data, field, name=name)
+            except InputError as exc:
+                if exc.source or not isinstance(source, (str, os.PathLike)):
+                    raise
+                # The path given names the file better than the argument's name alone.
+                raise InputError(
+                    exc.problem, source=os.fspath(source), field=exc.field, hint=exc.hint
+                ) from None
         if image is None and not url:
             raise InputError("is missing", field=field, hint="give a path, bytes or a file object")
         digest = image.digest if image is not None else url_digest(str(url))
