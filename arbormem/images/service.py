@@ -10,6 +10,7 @@ deletes its caption message (the row and the bytes stay); restoring writes it ag
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -237,9 +238,10 @@ class ImagesService:
 
     # -- reading -----------------------------------------------------------------------
 
-    def memory(self, row: ImageRow, *, duplicate: bool = False) -> ImageMemory:
-        message_id = None
-        if row.caption_rowid is not None:
+    def memory(
+        self, row: ImageRow, *, duplicate: bool = False, message_id: str | None = None
+    ) -> ImageMemory:
+        if message_id is None and row.caption_rowid is not None:
             found = self.backend.rows([row.caption_rowid]).get(row.caption_rowid)
             message_id = found.message.id if found else None
         path = self.backend.blob_file(row.digest) if row.size else None
@@ -299,32 +301,39 @@ class ImagesService:
     def search(
         self, scope: Scope, query: str, k: int, *, all_agents: bool = False
     ) -> list[ImageHit]:
-        """Images whose caption best answers ``query``: the hybrid recall of turns,
-        confined to caption messages. Each hit counts as a recall of its image."""
+        """Images whose caption best answers ``query``: the hybrid recall of turns
+        (BM25 and cosine, weighed by the fitted ranker), confined to caption
+        messages. Candidates come from the turns' own indexes only: a caption has no
+        neighbours to share a window with, nor dates to name. Each hit counts as a
+        recall of its image."""
         threads = self.engine.threads(scope, all_agents)
         if not threads:
             return []
         self.engine.touch(threads, wrote=False)
-        hits = self.engine.retriever.search(threads, query, k, Filters(images=True))
-        out: list[ImageHit] = []
-        for hit in hits:
-            link = hit.message.metadata.get("image")
+        base = self.engine.retriever.config
+        config = dataclasses.replace(
+            base,
+            turn_candidates=max(base.turn_candidates, k),
+            window_candidates=0,
+            date_candidates=0,
+            topic_candidates=0,
+        )
+        ranked = self.engine.retriever.rank(threads, query, k, Filters(images=True), config)
+        ids: dict[str, tuple[float, str]] = {}
+        for row, score, _ in ranked:
+            link = row.message.metadata.get("image")
             image_id = link.get("id") if isinstance(link, Mapping) else None
-            row = self.backend.image(image_id) if isinstance(image_id, str) else None
-            if row is not None:
-                out.append(ImageHit(image=self.memory(row), score=float(hit.score)))
-        self._recalled([h.image.id for h in out])
+            if isinstance(image_id, str):
+                ids.setdefault(image_id, (float(score), row.message.id))
+        found = {r.id: r for r in self.backend.images(threads, ids=list(ids))}
+        out = [
+            ImageHit(image=self.memory(found[i], message_id=mid), score=score)
+            for i, (score, mid) in ids.items()
+            if i in found
+        ]
+        if out and not self.backend.read_only:
+            self.backend.recall_images([h.image.id for h in out], utcnow())
         return out
-
-    def _recalled(self, image_ids: list[str]) -> None:
-        if not image_ids or self.backend.read_only:
-            return
-        now = utcnow()
-        with self.backend.transaction():
-            for image_id in image_ids:
-                row = self.backend.image(image_id)
-                if row is not None:
-                    self.backend.update_image(image_id, recalls=row.recalls + 1, recalled_at=now)
 
     def similar(self, scope: Scope, source: Any, k: int, *, field: str = "image") -> list[ImageHit]:
         """Images whose perceptual hash is nearest to that of ``source`` (an image

@@ -103,14 +103,26 @@ class ImageStore(StoreCore):
         *,
         expired: bool | None = None,
         caption_rowids: Sequence[int] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[ImageRow]:
         """The threads' image rows in the order they were stored: all, only the live
-        (``expired=False``) or soft-expired ones, or those indexed by these caption
-        message rows."""
+        (``expired=False``) or soft-expired ones, those indexed by these caption
+        message rows, or those of these ids."""
 
     @abc.abstractmethod
     def update_image(self, image_id: str, **changes: Any) -> None:
         """Change fields of :data:`MUTABLE_FIELDS` of one image row."""
+
+    def recall_images(self, image_ids: Sequence[str], at: datetime) -> None:
+        """Count one recall of each image, as of ``at``. This reference version
+        updates them one at a time."""
+        with self.transaction():
+            for row in self.images_by_id(image_ids):
+                self.update_image(row.id, recalls=row.recalls + 1, recalled_at=at)
+
+    def images_by_id(self, image_ids: Sequence[str]) -> list[ImageRow]:
+        """Image rows by id, whatever their thread (those that exist)."""
+        return [r for i in image_ids if (r := self.image(i)) is not None]
 
     @abc.abstractmethod
     def delete_images(self, image_ids: Sequence[str]) -> int:

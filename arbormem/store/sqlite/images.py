@@ -217,6 +217,7 @@ class SQLiteImages(SQLiteMessages):
         *,
         expired: bool | None = None,
         caption_rowids: Sequence[int] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[ImageRow]:
         if not threads:
             return []
@@ -227,20 +228,32 @@ class SQLiteImages(SQLiteMessages):
             where += " AND expired_at IS NOT NULL" if expired else " AND expired_at IS NULL"
         out: list[ImageRow] = []
         with self._reading() as conn:
-            if caption_rowids is None:
+            if caption_rowids is None and ids is None:
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM images WHERE {where} ORDER BY id", args
                 ).fetchall()
                 return [_row(r) for r in rows]
-            wanted = list(dict.fromkeys(int(r) for r in caption_rowids))
+            column, wanted = (
+                ("caption_rowid", list(dict.fromkeys(int(r) for r in caption_rowids)))
+                if caption_rowids is not None
+                else ("uid", list(dict.fromkeys(ids or ())))
+            )
             for chunk, qs in batches(wanted, 400):
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM images WHERE {where}"
-                    f" AND caption_rowid IN ({qs}) ORDER BY id",
+                    f" AND {column} IN ({qs}) ORDER BY id",
                     [*args, *chunk],
                 ).fetchall()
                 out.extend(_row(r) for r in rows)
         return out
+
+    def recall_images(self, image_ids: Sequence[str], at: datetime) -> None:
+        with self.transaction():
+            for chunk, qs in batches(list(image_ids)):
+                self._writer.execute(
+                    f"UPDATE images SET recalls = recalls + 1, recalled_at = ? WHERE uid IN ({qs})",
+                    [format_timestamp(at), *chunk],
+                )
 
     def update_image(self, image_id: str, **changes: Any) -> None:
         unknown = set(changes) - MUTABLE_FIELDS
