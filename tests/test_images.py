@@ -547,3 +547,20 @@ def test_cli_images_add_search_show(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "notes.txt" in bad.stderr and "PNG, JPEG" in bad.stderr
     missing = run_cli("images", "show", "nope", *db)
     assert missing.returncode == 1 and "no image 'nope'" in missing.stderr
+
+
+def test_image_search_follows_adds_forgets_and_expiry(mem: Memory) -> None:
+    first = mem.add_image(picture(), caption="a violin on a chair", timestamp=T0)
+    assert [h.image.id for h in mem.search_images("violin")] == [first.id]
+    mem.add("an ordinary turn about a violin concert")  # turns are never image hits
+    second = mem.add_image(picture(color=(0, 0, 1)), caption="a violin case at the station")
+    assert {h.image.id for h in mem.search_images("violin", k=5)} == {first.id, second.id}
+    mem.forget_image(second.id)
+    assert [h.image.id for h in mem.search_images("violin", k=5)] == [first.id]
+    # Three recalls since it was stored: about 47 days of half-life, renewed today.
+    soon = datetime.now(timezone.utc) + timedelta(days=60)
+    assert mem.expire_images(now=soon).expired == ()
+    assert mem.expire_images(now=soon + timedelta(days=100)).expired == (first.id,)
+    assert mem.search_images("violin") == []
+    mem.restore_image(first.id)
+    assert [h.image.id for h in mem.search_images("violin")] == [first.id]

@@ -10,7 +10,6 @@ deletes its caption message (the row and the bytes stay); restoring writes it ag
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -31,7 +30,7 @@ from arbormem.llm import LLMClient, LLMConfig, OpenAIChatClient
 from arbormem.models import Message, Scope
 from arbormem.results import ImageHit, ImageMemory, ImagesExpired
 from arbormem.store.images import ImageRow
-from arbormem.store.types import Filters, Thread
+from arbormem.store.types import Thread
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
 
 if TYPE_CHECKING:
@@ -42,6 +41,8 @@ log = logging.getLogger(__name__)
 
 #: Turns before an image read for its caption when nothing else describes it.
 AROUND = 2
+#: Characters of the sharing message kept in a caption message.
+SHARED_WORDS = 500
 #: The most images one search returns.
 MAX_IMAGE_HITS = 1000
 
@@ -145,7 +146,7 @@ class ImagesService:
         if shared_in:
             link["shared_in"] = shared_in
         record = Record(
-            content=f"[image {image_id}] {chosen.text}",
+            content=self._indexed(image_id, chosen.text, chosen.source, shared_in),
             role=role,
             speaker=speaker,
             timestamp=when,
@@ -217,6 +218,18 @@ class ImagesService:
                     entities=tuple(answer["entities"]),
                 )
         return fallback(image, self._around(thread, session, shared_in), url)
+
+    def _indexed(self, image_id: str, caption: str, source: str, shared_in: str | None) -> str:
+        """The caption message's text: the reference, the caption, and the words the
+        picture was shared with. A picture is remembered with what was said as it was
+        shown ("the photo she sent when she said she had started painting"); a question
+        may name either. (A caption from the conversation holds those words already.)"""
+        text = f"[image {image_id}] {caption}"
+        if shared_in and source in ("caller", "vision"):
+            row = self.backend.get(shared_in)
+            if row is not None:
+                text += f" (shared with: {row.message.text[:SHARED_WORDS]})"
+        return text
 
     def _around(self, thread: Thread, session: str | None, shared_in: str | None) -> list[str]:
         """The text of the turns an image was shared with: the sharing message, else
@@ -301,34 +314,17 @@ class ImagesService:
     def search(
         self, scope: Scope, query: str, k: int, *, all_agents: bool = False
     ) -> list[ImageHit]:
-        """Images whose caption best answers ``query``: the hybrid recall of turns
-        (BM25 and cosine, weighed by the fitted ranker), confined to caption
-        messages. Candidates come from the turns' own indexes only: a caption has no
-        neighbours to share a window with, nor dates to name. Each hit counts as a
-        recall of its image."""
+        """Images whose caption best answers ``query``: BM25 and cosine over the
+        caption messages, fused (see :mod:`arbormem.images.index`). Each hit counts
+        as a recall of its image."""
         threads = self.engine.threads(scope, all_agents)
         if not threads:
             return []
-        self.engine.touch(threads, wrote=False)
-        base = self.engine.retriever.config
-        config = dataclasses.replace(
-            base,
-            turn_candidates=max(base.turn_candidates, k),
-            window_candidates=0,
-            date_candidates=0,
-            topic_candidates=0,
-        )
-        ranked = self.engine.retriever.rank(threads, query, k, Filters(images=True), config)
-        ids: dict[str, tuple[float, str]] = {}
-        for row, score, _ in ranked:
-            link = row.message.metadata.get("image")
-            image_id = link.get("id") if isinstance(link, Mapping) else None
-            if isinstance(image_id, str):
-                ids.setdefault(image_id, (float(score), row.message.id))
-        found = {r.id: r for r in self.backend.images(threads, ids=list(ids))}
+        best = self.engine.caption_index().search(threads, query, k)
+        found = {r.id: r for r in self.backend.images(threads, ids=[i for i, _, _ in best])}
         out = [
-            ImageHit(image=self.memory(found[i], message_id=mid), score=score)
-            for i, (score, mid) in ids.items()
+            ImageHit(image=self.memory(found[i], message_id=mid), score=round(score, 6))
+            for i, mid, score in best
             if i in found
         ]
         if out and not self.backend.read_only:
@@ -409,7 +405,7 @@ class ImagesService:
         if row.shared_in:
             link["shared_in"] = row.shared_in
         record = Record(
-            content=f"[image {row.id}] {row.caption}",
+            content=self._indexed(row.id, row.caption, row.caption_source, row.shared_in),
             role="user",
             speaker=row.speaker,
             timestamp=row.timestamp,

@@ -59,7 +59,6 @@ class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateSt
                 and (filters.since is None or m.timestamp >= filters.since)
                 and (filters.until is None or m.timestamp < filters.until)
                 and (not filters.roles or m.role in filters.roles)
-                and (not filters.images or "image" in m.metadata)
             ):
                 continue
             if n := len(wanted.intersection(analyze_message(m.content, m.speaker))):

@@ -68,12 +68,10 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     roles: tuple[str, ...] | None = None
-    #: Only the messages that index the captions of image memories.
-    images: bool = False
 
     @property
     def empty(self) -> bool:
-        return not (self.sessions or self.since or self.until or self.roles or self.images)
+        return not (self.sessions or self.since or self.until or self.roles)
 
 
 @dataclass(frozen=True)

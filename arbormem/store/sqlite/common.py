@@ -210,8 +210,6 @@ def filter_sql(
     if filters.roles:
         sql += f" AND m.role IN ({','.join('?' * len(filters.roles))})"
         args += list(filters.roles)
-    if filters.images:
-        sql += " AND m.id IN (SELECT caption_rowid FROM images WHERE caption_rowid IS NOT NULL)"
     return sql, args
 
 
