@@ -261,6 +261,7 @@ def test_text_search_finds_images_by_caption_and_search_and_context_show_them(
     hits = mem.search_images("pharmacy receipt")
     assert hits[0].image.id == receipt.id
     assert all(h.image.id for h in hits)  # only images, never the plain turn
+    mem.wait()  # recalls are written in the background
     assert mem.get_image(receipt.id).recalls == 1  # a hit counts as a recall
     found = mem.search("pharmacy receipt")
     assert found[0].message.metadata["image"]["id"] == receipt.id

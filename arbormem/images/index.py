@@ -40,6 +40,7 @@ class _Entry:
     postings: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     vectors: list[np.ndarray] = field(default_factory=list)
     matrix: np.ndarray | None = None
+    length_array: np.ndarray | None = None
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
@@ -101,6 +102,7 @@ class CaptionIndex:
                 tfs.append(c)
             entry.vectors.append(np.asarray(vec, dtype=np.float32))
         entry.matrix = None
+        entry.length_array = None
         entry.arrays.clear()
 
     def search(self, threads: Sequence[Thread], query: str, k: int) -> list[tuple[str, str, float]]:
@@ -120,14 +122,13 @@ class CaptionIndex:
 
     def _fuse(self, entry: _Entry, terms: list[str], qvec: np.ndarray) -> list[tuple[int, float]]:
         n = len(entry.image_ids)
-        if entry.matrix is None:
+        if entry.matrix is None or entry.length_array is None:
             entry.matrix = np.vstack(entry.vectors)
+            entry.length_array = np.asarray(entry.lengths, dtype=np.float32)
         fused: dict[int, float] = {}
-        cos = entry.matrix @ qvec
-        top = np.argsort(-cos, kind="stable")[:POOL]
-        for rank, i in enumerate(top.tolist()):
+        for rank, i in enumerate(_top(entry.matrix @ qvec, POOL)):
             fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-        lengths = np.asarray(entry.lengths, dtype=np.float32)
+        lengths = entry.length_array
         avg = float(lengths.mean()) or 1.0
         bm25 = np.zeros(n, dtype=np.float32)
         hit = False
@@ -144,9 +145,19 @@ class CaptionIndex:
             bm25[docs] += idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * lengths[docs] / avg))
             hit = True
         if hit:
-            ranked = np.argsort(-bm25, kind="stable")[:POOL]
-            for rank, i in enumerate(ranked.tolist()):
+            for rank, i in enumerate(_top(bm25, POOL)):
                 if bm25[i] <= 0:
                     break
                 fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
         return list(fused.items())
+
+
+def _top(scores: np.ndarray, n: int) -> list[int]:
+    """Indexes of the ``n`` highest scores, highest first (ties by index)."""
+    if len(scores) > n:
+        part = np.argpartition(-scores, n - 1)[:n]
+        part.sort()  # ties by index, as a stable sort of the whole array gives
+    else:
+        part = np.arange(len(scores))
+    order = np.argsort(-scores[part], kind="stable")
+    return part[order].tolist()

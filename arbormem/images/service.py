@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,9 @@ class ImagesService:
         self.curve = Curve.of(engine.settings)
         self._vision: LLMClient | None = None
         self._vision_made = False
+        self._recalls: dict[str, int] = {}
+        self._recalled_at: datetime | None = None
+        self._recall_lock = threading.Lock()
 
     @property
     def vision(self) -> LLMClient | None:
@@ -328,8 +332,28 @@ class ImagesService:
             if i in found
         ]
         if out and not self.backend.read_only:
-            self.backend.recall_images([h.image.id for h in out], utcnow())
+            self._recalled([h.image.id for h in out])
         return out
+
+    def _recalled(self, image_ids: list[str]) -> None:
+        """Count recalls in memory and write them a moment later, in the background:
+        a search does not wait for a write. ``expire`` (and ``Memory.wait``, and
+        closing) write them first."""
+        with self._recall_lock:
+            for image_id in image_ids:
+                self._recalls[image_id] = self._recalls.get(image_id, 0) + 1
+            self._recalled_at = utcnow()
+        self.engine.jobs.submit(
+            "image recalls", self.flush_recalls, key=("image recalls", id(self)), delay=0.5
+        )
+
+    def flush_recalls(self) -> None:
+        """Write the recalls counted since the last time."""
+        with self._recall_lock:
+            recalls, self._recalls = self._recalls, {}
+            at = self._recalled_at
+        if recalls and at is not None:
+            self.backend.recall_images(recalls, at)
 
     def similar(self, scope: Scope, source: Any, k: int, *, field: str = "image") -> list[ImageHit]:
         """Images whose perceptual hash is nearest to that of ``source`` (an image
@@ -363,6 +387,7 @@ class ImagesService:
         if thread is None:
             return ImagesExpired()
         self.backend.writable()
+        self.flush_recalls()
         rows = self.backend.images([thread])
         expiring = [r for r in rows if self.curve.expires(r, now)]
         purging = [

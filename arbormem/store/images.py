@@ -113,12 +113,12 @@ class ImageStore(StoreCore):
     def update_image(self, image_id: str, **changes: Any) -> None:
         """Change fields of :data:`MUTABLE_FIELDS` of one image row."""
 
-    def recall_images(self, image_ids: Sequence[str], at: datetime) -> None:
-        """Count one recall of each image, as of ``at``. This reference version
-        updates them one at a time."""
+    def recall_images(self, recalls: Mapping[str, int], at: datetime) -> None:
+        """Add to each image's count of recalls (id -> how many more), its last recall
+        being ``at``. This reference version updates them one at a time."""
         with self.transaction():
-            for row in self.images_by_id(image_ids):
-                self.update_image(row.id, recalls=row.recalls + 1, recalled_at=at)
+            for row in self.images_by_id(list(recalls)):
+                self.update_image(row.id, recalls=row.recalls + recalls[row.id], recalled_at=at)
 
     def images_by_id(self, image_ids: Sequence[str]) -> list[ImageRow]:
         """Image rows by id, whatever their thread (those that exist)."""

@@ -247,13 +247,12 @@ class SQLiteImages(SQLiteMessages):
                 out.extend(_row(r) for r in rows)
         return out
 
-    def recall_images(self, image_ids: Sequence[str], at: datetime) -> None:
+    def recall_images(self, recalls: Mapping[str, int], at: datetime) -> None:
         with self.transaction():
-            for chunk, qs in batches(list(image_ids)):
-                self._writer.execute(
-                    f"UPDATE images SET recalls = recalls + 1, recalled_at = ? WHERE uid IN ({qs})",
-                    [format_timestamp(at), *chunk],
-                )
+            self._writer.executemany(
+                "UPDATE images SET recalls = recalls + ?, recalled_at = ? WHERE uid = ?",
+                [(n, format_timestamp(at), image_id) for image_id, n in recalls.items()],
+            )
 
     def update_image(self, image_id: str, **changes: Any) -> None:
         unknown = set(changes) - MUTABLE_FIELDS
