@@ -23,6 +23,9 @@ from arbormem.records.service import RecordHit
 from arbormem.results import (
     Exported,
     Forgotten,
+    ImageHit,
+    ImageMemory,
+    ImagesExpired,
     Imported,
     PreparedSearch,
     Purged,
@@ -118,6 +121,35 @@ class AsyncMemory:
 
     async def stats(self, **kwargs: Any) -> Stats:
         return await self._run(self.memory.stats, **kwargs)
+
+    # -- images -------------------------------------------------------------------------------
+
+    async def add_image(self, image: Any, **kwargs: Any) -> ImageMemory:
+        return await self._run(self.memory.add_image, image, **kwargs)
+
+    async def get_image(self, image_id: str, **kwargs: Any) -> ImageMemory:
+        return await self._run(self.memory.get_image, image_id, **kwargs)
+
+    async def image_bytes(self, image_id: str, **kwargs: Any) -> bytes:
+        return await self._run(self.memory.image_bytes, image_id, **kwargs)
+
+    async def list_images(self, **kwargs: Any) -> list[ImageMemory]:
+        return await self._run(self.memory.list_images, **kwargs)
+
+    async def search_images(self, query: str, **kwargs: Any) -> list[ImageHit]:
+        return await self._run(self.memory.search_images, query, **kwargs)
+
+    async def similar_images(self, image: Any, **kwargs: Any) -> list[ImageHit]:
+        return await self._run(self.memory.similar_images, image, **kwargs)
+
+    async def expire_images(self, **kwargs: Any) -> ImagesExpired:
+        return await self._run(self.memory.expire_images, **kwargs)
+
+    async def restore_image(self, image_id: str, **kwargs: Any) -> ImageMemory:
+        return await self._run(self.memory.restore_image, image_id, **kwargs)
+
+    async def forget_image(self, image_id: str, **kwargs: Any) -> Forgotten:
+        return await self._run(self.memory.forget_image, image_id, **kwargs)
 
     # -- forgetting -------------------------------------------------------------------------
 

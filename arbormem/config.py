@@ -93,6 +93,16 @@ FILE_KEYS: Final = frozenset(
         "memory_mode",
         "context_budget",
         "context_window",
+        "image_max_bytes",
+        "image_fetch_remote",
+        "image_half_life_days",
+        "image_half_life_max_days",
+        "image_recall_boost",
+        "image_expire_below",
+        "image_max_age_days",
+        "vision_model",
+        "vision_base_url",
+        "vision_timeout",
         "llm",
     ]
 )

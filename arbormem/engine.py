@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 from arbormem.config import scope_name
 from arbormem.context.working import WorkingMemory
@@ -39,6 +40,9 @@ from arbormem.tree.config import TreeConfig
 from arbormem.tree.grow import TreeGrower
 from arbormem.tree.recall import TreeRecall
 from arbormem.tree.service import Trees
+
+if TYPE_CHECKING:
+    from arbormem.images.index import CaptionIndex
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,7 @@ class Engine:
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
         #: Serialises this process's writes (and tree changes) to the store.
         self.write_lock = threading.RLock()
+        self._captions: CaptionIndex | None = None
         self.checks = OpenChecks(self.grower, self.write_lock, self.jobs)
         self.trees = Trees(
             self.backend, self.grower, self.tree_recall, self.retriever, self.write_lock, self.jobs
@@ -192,6 +197,16 @@ class Engine:
         )
 
     # -- after deletions ----------------------------------------------------------------
+
+    def caption_index(self) -> CaptionIndex:
+        """The in-memory index of image captions ``search_images`` reads (made on
+        first use, shared by every tenant view of this engine)."""
+        with self.write_lock:
+            if self._captions is None:
+                from arbormem.images.index import CaptionIndex
+
+                self._captions = CaptionIndex(self.backend, self.embedder)
+            return self._captions
 
     def forgotten(self, threads: Sequence[Thread], chashes: Sequence[str]) -> None:
         """Drop every cache of this process that may hold what was deleted."""

@@ -35,6 +35,8 @@ from arbormem.embed import Embedder
 from arbormem.engine import Engine, check_parts
 from arbormem.errors import ConfigError, InputError, NotFound, StoreError
 from arbormem.forgetting import Forgetter, check_target
+from arbormem.images.api import ImageMethods
+from arbormem.images.service import ImagesService
 from arbormem.ingest.formats import Record
 from arbormem.ingest.pipeline import Writer, session_name
 from arbormem.ingest.transfer import export_target, export_to, read_import
@@ -100,7 +102,7 @@ _SETTING_ARGUMENTS = (
 )
 
 
-class Memory(RecordsMethods):
+class Memory(RecordsMethods, ImageMethods):
     """Long-term memory of conversations, stored in one database.
 
     ``path`` is a SQLite file (created if missing), ``":memory:"``, a store URL
@@ -227,6 +229,7 @@ class Memory(RecordsMethods):
         self._writer = Writer(engine)
         self._forgetter = Forgetter(engine)
         self._records = RecordsAPI(engine)
+        self._images = ImagesService(engine, self._writer)
 
     def for_tenant(self, tenant: str) -> Memory:
         """This memory confined to ``tenant``: the same store, embedder, caches and
@@ -424,10 +427,11 @@ class Memory(RecordsMethods):
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
         arguments.callback(progress, "progress")
-        records = self._writer.records(messages)
+        records, images = self._images.extract(self._writer.records(messages))
         added = self._writer.add(
             records, scope=self._scope(user, agent), session=session, progress=progress
         )
+        self._images.attach(added.messages, images)
         return list(added.messages)
 
     def ingest(
@@ -453,13 +457,12 @@ class Memory(RecordsMethods):
         be now. Like :meth:`add_many`, all in one transaction.
         """
         arguments.callback(progress, "progress")
-        return self._writer.add(
-            self._writer.records(messages),
-            scope=self._scope(user, agent),
-            session=session,
-            progress=progress,
-            ingest=True,
+        records, images = self._images.extract(self._writer.records(messages))
+        done = self._writer.add(
+            records, scope=self._scope(user, agent), session=session, progress=progress, ingest=True
         )
+        self._images.attach(done.messages, images)
+        return done
 
     # -- reading ------------------------------------------------------------------------
 

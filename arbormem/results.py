@@ -253,3 +253,77 @@ class RecordsForgotten:
             "purged": self.purged,
             "purge_pending": self.purge_pending,
         }
+
+
+@dataclass(frozen=True)
+class ImageMemory:
+    """One image memory (see :meth:`Memory.add_image <arbormem.Memory.add_image>`).
+
+    ``id`` is the reference to resolve with :meth:`~arbormem.Memory.get_image`;
+    ``file`` is where its bytes are on disk (None for a store that keeps them in
+    its database, and for a remote picture recorded by ``url`` only).
+    """
+
+    id: str
+    caption: str
+    #: Where the caption came from: ``caller``, ``vision``, ``file``, ``context`` or ``url``.
+    caption_source: str
+    session: str
+    timestamp: str
+    mime: str
+    size: int
+    #: sha256 of the bytes (or ``url:`` and the sha256 of the URL).
+    digest: str
+    scene: str = "other"
+    importance: float = 0.0
+    entities: tuple[str, ...] = ()
+    width: int | None = None
+    height: int | None = None
+    speaker: str | None = None
+    #: The message that indexes the caption (None while soft-expired).
+    message_id: str | None = None
+    #: The message that shared the picture, when there was one.
+    shared_in: str | None = None
+    url: str | None = None
+    file: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    recalls: int = 0
+    #: From 1 (just stored or recalled) down towards 0 (see :mod:`arbormem.images.fading`).
+    strength: float = 1.0
+    expired: bool = False
+    #: True when ``add_image`` found the same bytes already stored in the scope.
+    duplicate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["entities"] = list(self.entities)
+        out["metadata"] = dict(self.metadata)
+        return out
+
+
+@dataclass(frozen=True)
+class ImageHit:
+    """An image found by :meth:`~arbormem.Memory.search_images`, with its score."""
+
+    image: ImageMemory
+    score: float
+    #: Perceptual-hash distance (0 to 64 bits) when found by ``similar_images``.
+    distance: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "distance": self.distance, **self.image.to_dict()}
+
+
+@dataclass(frozen=True)
+class ImagesExpired:
+    """What :meth:`~arbormem.Memory.expire_images` did."""
+
+    #: Images newly soft-expired (out of recall, restorable).
+    expired: tuple[str, ...] = ()
+    #: Soft-expired images past the maximum age, deleted with their bytes.
+    purged: tuple[str, ...] = ()
+    #: Images still in recall.
+    live: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expired": list(self.expired), "purged": list(self.purged), "live": self.live}

@@ -25,7 +25,15 @@ from datetime import timedelta
 from typing import Any
 
 from arbormem.arguments import MAX_MESSAGE_BYTES, MAX_METADATA_BYTES, MAX_NAME_BYTES, Limits
-from arbormem.config import UNSET, default_db_path, resolve, scope_name, to_whole, whole_at_least
+from arbormem.config import (
+    UNSET,
+    default_db_path,
+    resolve,
+    scope_name,
+    to_bool,
+    to_whole,
+    whole_at_least,
+)
 from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 from arbormem.context.modes import DEFAULT_MODE, mode_name
 from arbormem.embed import DEFAULT_EMBEDDER
@@ -100,6 +108,36 @@ def reranker_spec(value: Any) -> str:
     return f"{kind}:{arg}" if arg else kind
 
 
+def days(value: Any) -> float:
+    """A span in days: more than 0 and at most a hundred years."""
+    number = float(value)
+    if not 0 < number <= 36_525:  # also refuses NaN
+        raise ValueError("must be more than 0 and at most 36525 days")
+    return number
+
+
+def share(value: Any) -> float:
+    """A number from 0 to 1."""
+    number = float(value)
+    if not 0 <= number <= 1:
+        raise ValueError("must be from 0 to 1")
+    return number
+
+
+def boost(value: Any) -> float:
+    """How much each recall lengthens a half-life: 0 (not at all) to 10 (elevenfold)."""
+    number = float(value)
+    if not 0 <= number <= 10:
+        raise ValueError("must be from 0 to 10")
+    return number
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"must be a string, got {type(value).__name__}")
+    return value.strip()
+
+
 #: Each plain setting: (environment variable, config-file key, default, converter).
 _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "db": ("ARBORMEM_DB", "db", "", str),
@@ -148,6 +186,27 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
         DEFAULT_CONTEXT_WINDOW,
         window_tokens,
     ),
+    # Image memories (see docs/images.md).
+    "image_max_bytes": (
+        "ARBORMEM_IMAGE_MAX_BYTES",
+        "image_max_bytes",
+        20 * 1024 * 1024,
+        whole_at_least(1),
+    ),
+    "image_fetch_remote": ("ARBORMEM_IMAGE_FETCH_REMOTE", "image_fetch_remote", False, to_bool),
+    "image_half_life_days": ("ARBORMEM_IMAGE_HALF_LIFE_DAYS", "image_half_life_days", 7.0, days),
+    "image_half_life_max_days": (
+        "ARBORMEM_IMAGE_HALF_LIFE_MAX_DAYS",
+        "image_half_life_max_days",
+        30.0,
+        days,
+    ),
+    "image_recall_boost": ("ARBORMEM_IMAGE_RECALL_BOOST", "image_recall_boost", 0.5, boost),
+    "image_expire_below": ("ARBORMEM_IMAGE_EXPIRE_BELOW", "image_expire_below", 0.1, share),
+    "image_max_age_days": ("ARBORMEM_IMAGE_MAX_AGE_DAYS", "image_max_age_days", 90.0, days),
+    "vision_model": ("ARBORMEM_VISION_MODEL", "vision_model", "", text),
+    "vision_base_url": ("ARBORMEM_VISION_BASE_URL", "vision_base_url", "", text),
+    "vision_timeout": ("ARBORMEM_VISION_TIMEOUT", "vision_timeout", 30.0, seconds),
 }
 
 
@@ -191,6 +250,25 @@ class Settings:
     context_budget: int = DEFAULT_CONTEXT_BUDGET
     #: The model's context window when no LLM says what its own is.
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    #: The largest image :meth:`~arbormem.Memory.add_image` accepts, in bytes.
+    image_max_bytes: int = 20 * 1024 * 1024
+    #: Whether a remote ``image_url`` met on ingest is downloaded (else only recorded).
+    image_fetch_remote: bool = False
+    #: An image memory's half-life at importance 0, and at importance 1, in days.
+    image_half_life_days: float = 7.0
+    image_half_life_max_days: float = 30.0
+    #: Each recall multiplies the half-life by (1 + this).
+    image_recall_boost: float = 0.5
+    #: Strength below which an image is soft-expired (out of recall, restorable).
+    image_expire_below: float = 0.1
+    #: Age in days past which ``arbormem images expire --purge`` may delete an image.
+    image_max_age_days: float = 90.0
+    #: The vision model that captions images ("" for none: captions come from the
+    #: file and the conversation), its OpenAI-compatible endpoint ("" for the chat
+    #: LLM's, else ``OPENAI_BASE_URL``) and its wait per attempt.
+    vision_model: str = ""
+    vision_base_url: str = ""
+    vision_timeout: float = 30.0
     #: The chat LLM, or None for none (every LLM feature falls back to its heuristic).
     llm: LLMConfig | None = None
 

@@ -53,8 +53,18 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema version 18 added (typed records).
-UNDO_SCHEMA_FROM_18 = """
+#: SQL that removes what schema version 19 added (image memories).
+UNDO_SCHEMA_FROM_19 = """
+DROP TRIGGER images_caption_forgotten;
+DROP TRIGGER images_thread_forgotten;
+DROP TABLE images;
+DROP TABLE image_captions;
+DROP TABLE image_blobs;
+"""
+#: SQL that removes what schema versions 18 and later added (typed records, images).
+UNDO_SCHEMA_FROM_18 = (
+    UNDO_SCHEMA_FROM_19
+    + """
 DROP TABLE records;
 DROP TABLE record_sources;
 DROP TABLE record_fts;
@@ -62,6 +72,7 @@ DROP TABLE record_composites;
 DROP TABLE record_composite_members;
 DROP TABLE record_cursor;
 """
+)
 #: SQL that removes what schema versions 13 and later added, for tests that put a
 #: store back at an older version (each such test adds what its own older versions
 #: remove).

@@ -132,6 +132,24 @@ STAMP = st.one_of(st.none(), st.sampled_from(["2026-03-02T18:05:10Z", 1772474700
 
 SCOPED = {"user": SCOPE_ID, "agent": SCOPE_ID}
 
+
+def _png(shade: int) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 12), (shade, 40, 90)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+#: An image as add_image takes it: real PNG bytes, junk, a truncated file, a missing path.
+IMAGE = st.one_of(
+    st.sampled_from([_png(10), _png(200), b"\x89PNG\r\n\x1a\n", b"GIF89a", "no/such.png"]),
+    st.integers(0, 255).map(_png),
+)
+IMAGE_ID = st.sampled_from(["nope", "01M8DB08MQRNRN37G6885XVGF9", ""])
+
 #: For each method: its positional arguments, then its keywords, each with plausible
 #: values (the fuzzer mixes in HOSTILE ones and leaves keywords out).
 API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrategy[Any]]]] = {
@@ -285,6 +303,29 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
         {"record_id": st.sampled_from(["rec-nope", ""])},
         {"wait": st.sampled_from([0, 0.5]), **SCOPED},
     ),
+    "add_image": (
+        {"image": IMAGE},
+        {
+            "caption": st.one_of(st.none(), st.just("a chart of sales")),
+            "session": SESSION,
+            "timestamp": STAMP,
+            "speaker": st.one_of(st.none(), st.just("Maya")),
+            "metadata": st.one_of(st.none(), st.just({"source": "chat"})),
+            "shared_in": st.one_of(st.none(), st.just("m1")),
+            **SCOPED,
+        },
+    ),
+    "get_image": ({"image_id": IMAGE_ID}, SCOPED),
+    "image_bytes": ({"image_id": IMAGE_ID}, SCOPED),
+    "list_images": ({}, {"expired": st.one_of(st.none(), st.booleans()), **SCOPED}),
+    "search_images": ({"query": TEXT}, {"k": COUNT, "all_agents": st.booleans(), **SCOPED}),
+    "similar_images": ({"image": st.one_of(IMAGE, IMAGE_ID)}, {"k": COUNT, **SCOPED}),
+    "expire_images": ({}, {"now": STAMP, "purge": st.booleans(), **SCOPED}),
+    "restore_image": ({"image_id": IMAGE_ID}, {"now": STAMP, **SCOPED}),
+    "forget_image": (
+        {"image_id": IMAGE_ID},
+        {"wait": st.sampled_from([0, 0.0, 0.5]), **SCOPED},
+    ),
     # Not methods: the navigator tree_tools() returns, and import_ from a mapping.
     "tree_tools.call": (
         {
@@ -307,6 +348,8 @@ ASYNC = (
     "forget",
     "export",
     "stats",
+    "add_image",
+    "search_images",
 )
 
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from arbormem.bench.updates import answers
 from arbormem.bench.updates_gen import Conversation, Question
+from arbormem.bench.updates_score import answers
 from arbormem.records.model import Record
 
 __all__ = ["CONTEXT_BUDGET", "evaluate_memory"]

@@ -763,6 +763,7 @@ from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
 from arbormem.cli.example import example  # noqa: E402
+from arbormem.cli.images import images  # noqa: E402
 from arbormem.cli.integrations import integrations  # noqa: E402
 from arbormem.cli.records import records  # noqa: E402
 from arbormem.cli.serve import keys, mcp_cmd, serve  # noqa: E402
@@ -775,6 +776,7 @@ cli.add_command(context)
 cli.add_command(example)
 cli.add_command(integrations)
 cli.add_command(records)
+cli.add_command(images)
 cli.add_command(tree)
 cli.add_command(reorganize)
 cli.add_command(ui)

@@ -675,3 +675,69 @@ def web_cmd(turns: int, store_path: str | None, repeat: int, as_json: bool) -> N
 from arbormem.cli.bench_serve import serve_cmd  # noqa: E402
 
 bench.add_command(serve_cmd)
+
+
+@bench.command("images")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option(
+    "--images",
+    "n",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Images in the scope searched for the speed figures (0: skip them).",
+)
+@click.option("--queries", default=200, show_default=True, type=click.IntRange(min=1))
+@click.option("--embedder", help=EMBEDDER_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+@handle_errors
+def images_bench(
+    opts: StoreOptions,
+    paths: tuple[str, ...],
+    n: int,
+    queries: int,
+    embedder: str | None,
+    as_json: bool,
+) -> None:
+    """Image memories: LoCoMo recall on the questions about shared pictures (turns
+    holding the caption against image memories), and search_images speed.
+
+    \b
+    Examples:
+      arbormem bench images ../shared/datasets/locomo --images 0
+      arbormem bench images --images 10000 --json
+    """
+    import sys
+
+    from arbormem.bench.images import run
+
+    def progress(msg: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(f"  {msg}", err=True)
+
+    result = run(paths, n=n, queries=queries, embedder=embedder or opts.embedder, progress=progress)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    pics = result.get("locomo_pictures")
+    if pics:
+        d = pics["dataset"]
+        click.echo(
+            f"LoCoMo: {d['conversations']} conversations, {d['picture_questions']} of "
+            f"{d['questions']} questions cite a turn that shared a picture ({pics['embedder']})"
+        )
+        for name, s in pics["systems"].items():
+            p, a = s["pictures"], s["all"]
+            click.echo(
+                f"  {name:7} pictures R@5 {p['recall@5']}, R@10 {p['recall@10']};"
+                f"  all R@10 {a['recall@10']}   ({s['how']})"
+            )
+    speed = result.get("search_speed")
+    if speed:
+        click.echo(
+            f"search_images over {speed['images']:,} images ({speed['embedder']}, "
+            f"k={speed['k']}): p50 {speed['search_ms_p50']} ms, p95 {speed['search_ms_p95']} ms "
+            f"(CPU p50 {speed['search_cpu_ms_p50']} ms, p95 {speed['search_cpu_ms_p95']} ms); "
+            f"stored {speed['ingest_images_per_s']} images/s"
+        )

@@ -15,6 +15,7 @@ capabilities, each an abstract class with its own contract:
 * :class:`~arbormem.store.state.SessionStateStore`: per-session working memory;
 * :class:`~arbormem.store.records.RecordStore`: typed records, their sources and
   composites.
+* :class:`~arbormem.store.images.ImageStore`: image memories and their bytes.
 
 The contract tests (``tests/test_store_*.py``) run every back-end through each.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from arbormem.store.images import ImageStore
 from arbormem.store.lexical import LexicalIndex
 from arbormem.store.messages import MessageStore
 from arbormem.store.records import RecordStore
@@ -37,9 +39,17 @@ from arbormem.store.vectors import VectorStore
 from arbormem.text import analyze_message
 
 
-class Backend(MessageStore, LexicalIndex, VectorStore, TreeStore, SessionStateStore, RecordStore):
-    """Durable storage for messages, their indexes, vectors, trees, session state and
-    the records derived from messages."""
+class Backend(
+    MessageStore,
+    LexicalIndex,
+    VectorStore,
+    TreeStore,
+    SessionStateStore,
+    RecordStore,
+    ImageStore,
+):
+    """Durable storage for messages, their indexes, vectors, trees, session state, the
+    records derived from messages, and image memories."""
 
     # -- reference implementations that span capabilities ------------------------------
 

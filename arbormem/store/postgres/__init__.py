@@ -16,9 +16,10 @@ from typing import Any
 
 from arbormem.store.base import Backend
 from arbormem.store.postgres.deleting import PostgresDeletes
+from arbormem.store.postgres.images import PostgresImages
 
 
-class PostgresBackend(PostgresDeletes, Backend):
+class PostgresBackend(PostgresImages, PostgresDeletes, Backend):
     """Messages, postings, vectors, trees, session state and typed records in a
     PostgreSQL database."""
 

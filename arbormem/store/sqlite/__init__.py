@@ -3,9 +3,9 @@
 The back-end is one class, :class:`SQLiteBackend`, assembled from one module per
 capability of :mod:`arbormem.store`: :mod:`.connection` (connections and
 transactions), :mod:`.messages`, :mod:`.lexical`, :mod:`.vectors`, :mod:`.tree`,
-:mod:`.state` and :mod:`.records`; :mod:`.schema` holds the tables and their
-forward migrations, :mod:`.checkpoint` the WAL checkpoints and :mod:`.driver` the
-choice of SQLite driver.
+:mod:`.state`, :mod:`.records` and :mod:`.images`; :mod:`.schema` holds the tables
+and their forward migrations, :mod:`.checkpoint` the WAL checkpoints and
+:mod:`.driver` the choice of SQLite driver.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ import os
 from arbormem.store.base import Backend
 from arbormem.store.sidecar import Sidecar
 from arbormem.store.sqlite.dense import ANN_THRESHOLD
-from arbormem.store.sqlite.messages import SQLiteMessages
+from arbormem.store.sqlite.images import SQLiteImages
 from arbormem.store.types import Thread
 
 
-class SQLiteBackend(SQLiteMessages, Backend):
-    """Messages, full-text index, vectors, trees, session state and records in one SQLite file."""
+class SQLiteBackend(SQLiteImages, Backend):
+    """Messages, full-text index, vectors, trees, session state, records and image
+    memories in one SQLite file (and the images' bytes in a folder beside it)."""
 
     def __init__(
         self,

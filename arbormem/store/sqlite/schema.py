@@ -485,6 +485,68 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        19,
+        "image memories: their rows, a vision model's captions, and bytes kept in a table",
+        """
+        -- An image memory: its caption is indexed through a message of its thread
+        -- (caption_rowid, NULL while soft-expired), its bytes are kept once per
+        -- content hash beside the store (image_blobs only for in-memory stores).
+        CREATE TABLE images (
+            id             INTEGER PRIMARY KEY,
+            uid            TEXT NOT NULL UNIQUE,
+            thread_id      INTEGER NOT NULL REFERENCES threads(id),
+            digest         TEXT NOT NULL,
+            mime           TEXT NOT NULL,
+            size           INTEGER NOT NULL,
+            width          INTEGER,
+            height         INTEGER,
+            phash          TEXT,
+            session_key    TEXT NOT NULL,
+            ts             TEXT NOT NULL,
+            caption        TEXT NOT NULL,
+            caption_source TEXT NOT NULL,
+            scene          TEXT NOT NULL,
+            importance     REAL NOT NULL,
+            entities       TEXT NOT NULL DEFAULT '[]',
+            speaker        TEXT,
+            caption_rowid  INTEGER,
+            shared_in      TEXT,
+            url            TEXT,
+            metadata       TEXT NOT NULL DEFAULT '{}',
+            recalls        INTEGER NOT NULL DEFAULT 0,
+            recalled_at    TEXT,
+            expired_at     TEXT,
+            created_at     TEXT NOT NULL,
+            UNIQUE (thread_id, digest)
+        );
+        CREATE INDEX images_by_caption ON images (caption_rowid);
+        CREATE INDEX images_by_session ON images (thread_id, session_key);
+        CREATE INDEX images_by_digest ON images (digest);
+        CREATE TABLE image_captions (
+            digest  TEXT NOT NULL,
+            model   TEXT NOT NULL,
+            answer  TEXT NOT NULL,
+            PRIMARY KEY (digest, model)
+        );
+        CREATE TABLE image_blobs (
+            digest  TEXT PRIMARY KEY,
+            data    BLOB NOT NULL
+        );
+        -- Forgetting the message that indexes a caption forgets the image with it.
+        CREATE TRIGGER images_caption_forgotten AFTER DELETE ON messages
+        BEGIN
+            DELETE FROM images WHERE caption_rowid = old.id;
+        END;
+        CREATE TRIGGER images_thread_forgotten AFTER DELETE ON threads
+        BEGIN
+            DELETE FROM images WHERE thread_id = old.id;
+        END
+        """,
+    )
+)
+
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
