@@ -93,14 +93,16 @@ def load_paths(paths: Sequence[str | Path]) -> list[tuple[str, LocomoConversatio
 
 
 def questions_of(conv: LocomoConversation) -> list[Question]:
-    """Questions with at least one evidence id naming a turn of the conversation."""
-    known = {t.dia_id for t in conv.turns}
+    """Questions with at least one evidence id naming a turn of the conversation
+    (a range ``D12:3-D12:5`` names every turn from the first to the last)."""
+    order = [t.dia_id for t in conv.turns]
+    known = set(order)
     out = []
     for qa in conv.qa:
         cat = qa.get("category")
         if not isinstance(cat, int) or not isinstance(qa.get("question"), str):
             continue
-        evidence = {e for e in evidence_ids(qa.get("evidence", [])) if e in known}
+        evidence = {e for e in evidence_ids(qa.get("evidence", []), order) if e in known}
         if evidence:
             out.append(Question(qa["question"], cat, evidence))
     return out
