@@ -92,6 +92,7 @@ class Example:
     session: np.ndarray  # session index per candidate (for session hit@1)
     group: str  # the conversation, for leave-one-out
     category: int = 0  # the question's LoCoMo category (0 when unknown)
+    dataset: str = ""  # the development set the conversation belongs to
 
 
 def metrics(examples: Sequence[Example], w: np.ndarray) -> dict[str, float]:
@@ -116,6 +117,16 @@ def objective(m: Mapping[str, float]) -> float:
     return m["recall@5"] + m["recall@10"] + m["ndcg@5"] + m["session_hit@1"]
 
 
+def balanced_objective(examples: Sequence[Example], w: np.ndarray) -> float:
+    """The mean of :func:`objective` over the examples' development sets, each set
+    weighing the same whatever its number of questions: weights fitted on LLM-written
+    and real conversations together should serve both, not the larger one."""
+    sets: dict[str, list[Example]] = {}
+    for ex in examples:
+        sets.setdefault(ex.dataset, []).append(ex)
+    return sum(objective(metrics(part, w)) for part in sets.values()) / max(len(sets), 1)
+
+
 GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 
 
@@ -126,9 +137,10 @@ def fit(
     passes: int = 3,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
-    """Coordinate ascent: one feature at a time, the grid value that helps most."""
+    """Coordinate ascent: one feature at a time, the grid value that helps most
+    (by :func:`balanced_objective`)."""
     w = weight_vector(start)
-    best = objective(metrics(examples, w))
+    best = balanced_objective(examples, w)
     movable = [FEATURES.index(f) for f in features]
     for p in range(passes):
         improved = False
@@ -138,7 +150,7 @@ def fit(
                 if value == keep:
                     continue
                 w[j] = value
-                score = objective(metrics(examples, w))
+                score = balanced_objective(examples, w)
                 if score > best + 1e-9:
                     best, keep, improved = score, value, True
             w[j] = keep

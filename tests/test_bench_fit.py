@@ -31,6 +31,30 @@ def test_fit_reports_each_category(tmp_path: Path) -> None:
     assert "category 4 (1 questions): candidates hold" in text.stdout
 
 
+def test_fit_reports_each_set_side_by_side(tmp_path: Path) -> None:
+    """Each folder is a set; every conversation of both is held out in turn."""
+    for folder, names in (("written", ("a", "b")), ("real", ("c",))):
+        (tmp_path / folder).mkdir()
+        for n in names:
+            write_json(tmp_path / folder / f"conv-{n}.json", tiny_locomo(f"conv-{n}"))
+    paths = [str(tmp_path / "written"), str(tmp_path / "real")]
+    done = run_cli("--embedder", "hash", "bench", "fit", *paths, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for mode in ("tree", "flat"):
+        sets = result[mode]["by_set"]
+        assert list(sets) == ["written", "real"]
+        assert [sets[s]["conversations"] for s in sets] == [2, 1]
+        assert [sets[s]["questions"] for s in sets] == [6, 3]
+        for s in sets.values():
+            assert set(s["leave_one_out"]) == {"recall@5", "recall@10", "ndcg@5", "session_hit@1"}
+    text = run_cli("--embedder", "hash", "bench", "fit", *paths)
+    assert text.returncode == 0, text.stderr
+    header = next(line for line in text.stdout.splitlines() if "written" in line and "|" in line)
+    assert header.index("written") < header.index("|") < header.index("real")
+    assert "tree: 9 questions (written 6, real 3)" in text.stdout
+
+
 def test_candidate_recall_counts_evidence_the_sources_missed() -> None:
     """Two evidence turns, one among the candidates: half, whatever the ranking."""
     ex = Example(

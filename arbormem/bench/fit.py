@@ -11,6 +11,12 @@ fits the weights twice over:
 * on all conversations: the weights to ship.
 
 It does this with the tree on and off, since each has its own weights.
+
+Several development sets (LoCoMo's LLM-written conversations, REALTALK's real
+ones) are fitted together: each folder given is a set (a file belongs to its
+folder's), every conversation of every set is held out in turn, the fit weighs
+each set the same (:func:`arbormem.ranker.balanced_objective`), and every
+figure is reported for each set side by side.
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ def examples(
 ) -> list[Example]:
     out: list[Example] = []
     emb = get_embedder(embedder)
+    conversations = [
+        (set_name(path), source, conv) for path in paths for source, conv in load_paths([path])
+    ]
     with tempfile.TemporaryDirectory(prefix="arbormem-fit-") as tmp:
-        for n, (source, conv) in enumerate(load_paths(paths)):
+        for n, (dataset, source, conv) in enumerate(conversations):
             if progress:
                 progress(f"{Path(source).name}: features ({'tree' if tree else 'flat'})")
             with Memory(Path(tmp) / f"fit-{n}.db", embedder=emb, tree=tree, llm=None) as mem:
@@ -57,11 +66,18 @@ def examples(
                             relevant=np.asarray([d in q.evidence for d in dias], dtype=bool),
                             n_evidence=len(q.evidence),
                             session=np.asarray([session_of[d] for d in dias], dtype=np.int64),
-                            group=conv.sample_id,
+                            group=f"{dataset}/{conv.sample_id}",
                             category=q.category,
+                            dataset=dataset,
                         )
                     )
     return out
+
+
+def set_name(path: str | Path) -> str:
+    """The development set a path belongs to: a folder's name, or a file's folder's."""
+    p = Path(path).resolve()
+    return p.name if p.is_dir() else p.parent.name
 
 
 def run(
@@ -82,17 +98,32 @@ def run(
                 progress(f"{'tree' if tree else 'flat'}: fitting without {g}")
             w = fit([e for e in data if e.group != g], neutral, movable)
             held.extend((e, weight_vector(w)) for e in data if e.group == g)
-        loo = _pooled(held)
-        final = fit(data, neutral, movable, progress=progress)
+        final = weight_vector(fit(data, neutral, movable, progress=progress))
+        by_set: dict[str, Any] = {}
+        for name in dict.fromkeys(e.dataset for e in data):
+            mine = [e for e in data if e.dataset == name]
+            by_set[name] = {
+                "conversations": len({e.group for e in mine}),
+                "questions": len(mine),
+                "leave_one_out": _pooled([(e, w) for e, w in held if e.dataset == name]),
+                "in_sample": _rounded(metrics(mine, final)),
+                "shipped_weights_in_sample": _rounded(metrics(mine, weight_vector(shipped))),
+                "by_category": by_category(mine, weight_vector(shipped)),
+            }
         result["tree" if tree else "flat"] = {
             "questions": len(data),
-            "leave_one_out": loo,
-            "in_sample": metrics(data, weight_vector(final)),
-            "shipped_weights_in_sample": metrics(data, weight_vector(shipped)),
+            "leave_one_out": _pooled(held),
+            "in_sample": _rounded(metrics(data, final)),
+            "shipped_weights_in_sample": _rounded(metrics(data, weight_vector(shipped))),
             "by_category": by_category(data, weight_vector(shipped)),
-            "weights": {k: round(v, 3) for k, v in final.items()},
+            "by_set": by_set,
+            "weights": {name: round(float(final[i]), 3) for i, name in enumerate(FEATURES)},
         }
     return result
+
+
+def _rounded(figures: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in figures.items()}
 
 
 def by_category(data: Sequence[Example], w: np.ndarray) -> dict[str, dict[str, float]]:

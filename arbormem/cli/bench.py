@@ -303,9 +303,13 @@ def fit_cmd(
 ) -> None:
     """Fit the ranker's weights on LoCoMo files, reporting leave-one-out figures.
 
+    Each folder is a development set (a file belongs to its folder's): every
+    conversation of every set is held out in turn, the sets weigh the same in the
+    fit, and the figures are reported for each set side by side.
+
     \b
     Examples:
-      arbormem bench fit ../shared/datasets/locomo
+      arbormem bench fit ../shared/datasets/locomo ../shared/datasets/realtalk
       arbormem bench fit ../shared/datasets/locomo --json > fit.json
     """
     import json
@@ -321,15 +325,29 @@ def fit_cmd(
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
+    labels = {
+        "leave_one_out": "leave-one-out",
+        "in_sample": "in sample",
+        "shipped_weights_in_sample": "shipped, in sample",
+    }
+    figures = {"recall@5": "R@5", "recall@10": "R@10", "ndcg@5": "nDCG@5", "session_hit@1": "hit@1"}
+    # Each set's figures in a column group of their own, the sets side by side.
+    group = 7 * len(figures)
     for mode in ("tree", "flat"):
         r = result[mode]
-        click.echo(f"{mode}: {r['questions']} questions")
-        for label in ("leave_one_out", "in_sample", "shipped_weights_in_sample"):
-            figures = ", ".join(f"{k} {v:.3f}" for k, v in r[label].items())
-            click.echo(f"  {label}: {figures}")
-        for cat, c in r["by_category"].items():
-            click.echo(
-                f"  category {cat} ({c['questions']} questions): candidates hold "
-                f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
-            )
+        sets = r["by_set"]
+        counts = ", ".join(f"{name} {s['questions']}" for name, s in sets.items())
+        click.echo(f"{mode}: {r['questions']} questions ({counts})")
+        click.echo(f"  {'':20}" + " | ".join(f"{name[:group]:<{group}}" for name in sets))
+        heads = "".join(f"{h:>7}" for h in figures.values())
+        click.echo(f"  {'':20}" + " | ".join(heads for _ in sets))
+        for label, title in labels.items():
+            cells = ("".join(f"{s[label][f]:>7.3f}" for f in figures) for s in sets.values())
+            click.echo(f"  {title:20}" + " | ".join(cells))
+        for name, s in sets.items():
+            for cat, c in s["by_category"].items():
+                click.echo(
+                    f"  {name} category {cat} ({c['questions']} questions): candidates hold "
+                    f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
+                )
         click.echo(f"  weights: {r['weights']}")
