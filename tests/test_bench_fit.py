@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from arbormem.bench.fit import by_category
-from arbormem.ranker import Example
+from arbormem.ranker import Example, metrics
 
 from .conftest import run_cli, tiny_locomo, write_json
 
@@ -72,3 +72,33 @@ def test_candidate_recall_counts_evidence_the_sources_missed() -> None:
         "recall@10": 0.5,
         "session_hit@1": 0.0,
     }
+
+
+def test_stacked_metrics_rank_ties_in_candidate_order() -> None:
+    """Scored all at once, questions rank as one at a time: equal scores keep the
+    candidates' order, and a question with fewer than ten candidates is no trouble."""
+    tied = Example(
+        X=np.asarray([[1.0], [1.0], [1.0], [0.5]] * 4, dtype=np.float32),
+        relevant=np.asarray([False] * 10 + [True] + [False] * 5),
+        n_evidence=1,
+        session=np.arange(16),
+        group="g",
+    )
+    short = Example(
+        X=np.asarray([[0.2], [0.9]], dtype=np.float32),
+        relevant=np.asarray([True, False]),
+        n_evidence=2,
+        session=np.asarray([3, 3]),
+        group="g",
+    )
+    w = np.asarray([1.0], dtype=np.float32)
+    # The tied candidates rank 0, 1, 2, 4, 5, 6, 8, 9, 10, 12: the evidence (10) is 9th.
+    assert metrics([tied], w) == {
+        "recall@5": 0.0,
+        "recall@10": 1.0,
+        "ndcg@5": 0.0,
+        "session_hit@1": 0.0,
+    }
+    both = metrics([tied, short], w)
+    assert both["recall@10"] == (1.0 + 0.5) / 2
+    assert both["session_hit@1"] == 0.5  # the short one's first turn shares its session
