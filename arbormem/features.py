@@ -46,6 +46,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from arbormem.aliases import replace_aliases
 from arbormem.store.base import Row, Thread
 from arbormem.termstats import TermStats
 from arbormem.text import analyze, pairs, query_terms, words
@@ -101,6 +102,9 @@ class Question:
     text: str
     terms: list[str]
     names: set[str] = field(default_factory=set)
+    #: The question with the names people call the speakers by replaced by the
+    #: speakers' own ("Kate" -> "Emi"): what its terms and its vector are read from.
+    search_text: str = ""
     pairs: list[str] = field(default_factory=list)
     ranges: list[DateRange] = field(default_factory=list)
     when: bool = False
@@ -109,15 +113,23 @@ class Question:
 
     @classmethod
     def parse(
-        cls, text: str, speakers: Sequence[str] = (), now: datetime | None = None
+        cls,
+        text: str,
+        speakers: Sequence[str] = (),
+        now: datetime | None = None,
+        aliases: Mapping[str, str] | None = None,
     ) -> Question:
+        """Read a question; ``aliases`` maps other names (lower case) to speakers'
+        (see :mod:`arbormem.aliases`)."""
         low = text.lower().strip()
-        tokens = set(words(text))
+        search = replace_aliases(text, aliases or {})
+        tokens = set(words(search))
         names = {s for s in speakers if s and set(words(s)) and set(words(s)) <= tokens}
         return cls(
             text=text,
-            terms=query_terms(text),
-            pairs=list(dict.fromkeys(pairs(analyze(text)))),
+            search_text=search,
+            terms=query_terms(search),
+            pairs=list(dict.fromkeys(pairs(analyze(search)))),
             names=names,
             ranges=find_ranges(text, now),
             when=low.startswith("when")

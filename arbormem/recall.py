@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from arbormem.aliases import Aliases
 from arbormem.config import to_whole
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
@@ -45,6 +46,10 @@ from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
 from arbormem.vectors import VectorCache
+
+#: A thread first searched is read for the names its speakers call each other by
+#: (see :mod:`arbormem.aliases`) over its latest this many messages, then as it grows.
+ALIAS_READ = 20_000
 
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
@@ -130,6 +135,9 @@ class _ThreadFacts:
 
     upto: int = -1
     names: list[str] = field(default_factory=list)
+    #: What the speakers call each other, read up to position ``read_to``.
+    aliases: Aliases = field(default_factory=Aliases)
+    read_to: int = 0
     latest: datetime | None = None
     earliest: datetime | None = None
     generation: int = -1
@@ -188,6 +196,7 @@ class Retriever:
         self, threads: Sequence[Thread], states: Sequence[ThreadState], query: str
     ) -> Question:
         names: list[str] = []
+        aliases: dict[str, str] = {}
         now: datetime | None = None
         for thread, state in zip(threads, states):
             facts = self._facts.get(thread.id)
@@ -202,10 +211,27 @@ class Retriever:
                 span = self.backend.time_span(thread)
                 facts.earliest, facts.latest = span if span else (None, None)
                 facts.upto = state.max_rowid
+                self._read_aliases(thread, state, facts)
             names.extend(facts.names)
+            for alias, speaker in facts.aliases.names().items():
+                aliases.setdefault(alias, speaker)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
-        return Question.parse(query, names, now)
+        return Question.parse(query, names, now, aliases)
+
+    def _read_aliases(self, thread: Thread, state: ThreadState, facts: _ThreadFacts) -> None:
+        """Count the vocatives of the messages added since the last look (of a long
+        thread first seen, only its latest :data:`ALIAS_READ` messages)."""
+        start = max(facts.read_to, state.next_index - ALIAS_READ)
+        while start < state.next_index:
+            rowids = self.backend.rowids_between(thread, start, state.next_index, 5_000)
+            if not rowids:
+                break
+            rows = self.backend.rows(rowids)
+            ordered = [rows[r].message for r in rowids if r in rows]
+            facts.aliases.read((m.speaker, m.content) for m in ordered)
+            start = max(m.index for m in ordered) + 1 if ordered else state.next_index
+        facts.read_to = state.next_index
 
     def _affordable(self, key: str, terms: Sequence[str], budget: int) -> tuple[list[str], float]:
         """The query terms worth a full-text search, rarest first, while their
@@ -322,7 +348,12 @@ class Retriever:
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
         if cfg.dense:
             jobs["dense"] = partial(
-                self._dense, threads, query, cfg.dense_candidates, allowed, prefetch=big
+                self._dense,
+                threads,
+                question.search_text or query,
+                cfg.dense_candidates,
+                allowed,
+                prefetch=big,
             )
         done = self._gather(jobs, aside=("dense",) if big else ())
 
