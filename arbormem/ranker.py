@@ -101,8 +101,9 @@ class Stacked:
 
     def __init__(self, examples: Sequence[Example]) -> None:
         n = len(examples)
-        # At least ten columns: the top ten is read off every row (padding ranks last).
-        width = max([len(ex.X) for ex in examples] + [10])
+        # At least twenty columns: the top twenty is read off every row (padding ranks
+        # last and is never relevant).
+        width = max([len(ex.X) for ex in examples] + [20])
         self.n = n
         dims = examples[0].X.shape[1] if n and examples[0].X.ndim == 2 else len(FEATURES)
         #: One (questions x candidates) matrix per feature.
@@ -129,19 +130,26 @@ class Stacked:
         return (np.asarray(w, dtype=np.float32) @ flat).reshape(self.n, -1)
 
     def metrics(self, w: np.ndarray) -> dict[str, float]:
-        """recall@5/@10, nDCG@5 and session hit@1 of the weights ``w``."""
+        """recall@5/@10/@20, nDCG@5 and session hit@1 of the weights ``w``."""
         return self.metrics_of(self.scores(w))
 
     def metrics_of(self, scores: np.ndarray) -> dict[str, float]:
         """The figures of :meth:`metrics` for given candidate scores."""
         if not self.n:
-            return {"recall@5": 0.0, "recall@10": 0.0, "ndcg@5": 0.0, "session_hit@1": 0.0}
+            return {
+                "recall@5": 0.0,
+                "recall@10": 0.0,
+                "recall@20": 0.0,
+                "ndcg@5": 0.0,
+                "session_hit@1": 0.0,
+            }
         # Stable, as ranking is: equal scores keep the candidates' order.
-        order = np.argsort(-np.where(self.valid, scores, -np.inf), axis=1, kind="stable")[:, :10]
+        order = np.argsort(-np.where(self.valid, scores, -np.inf), axis=1, kind="stable")[:, :20]
         rows = np.arange(self.n)[:, None]
-        rel = self.relevant[rows, order]
+        rel = self.relevant[rows, order] & self.valid[rows, order]
         r5 = rel[:, :5].sum(axis=1) / self.n_evidence
-        r10 = rel.sum(axis=1) / self.n_evidence
+        r10 = rel[:, :10].sum(axis=1) / self.n_evidence
+        r20 = rel.sum(axis=1) / self.n_evidence
         ndcg = (rel[:, :5] * self.discounts).sum(axis=1) / self.ideal
         first = self.session[np.arange(self.n), order[:, 0]]
         hit = (self.relevant & (self.session == first[:, None])).any(axis=1)
@@ -149,13 +157,14 @@ class Stacked:
         return {
             "recall@5": float(r5.mean()),
             "recall@10": float(r10.mean()),
+            "recall@20": float(r20.mean()),
             "ndcg@5": float(ndcg.mean()),
             "session_hit@1": float(hit.mean()),
         }
 
 
 def metrics(examples: Sequence[Example], w: np.ndarray) -> dict[str, float]:
-    """recall@5/@10, nDCG@5 and session hit@1 of a weight vector over examples."""
+    """recall@5/@10/@20, nDCG@5 and session hit@1 of a weight vector over examples."""
     return Stacked(examples).metrics(w)
 
 

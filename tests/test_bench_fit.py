@@ -47,7 +47,13 @@ def test_fit_reports_each_set_side_by_side(tmp_path: Path) -> None:
         assert [sets[s]["conversations"] for s in sets] == [2, 1]
         assert [sets[s]["questions"] for s in sets] == [6, 3]
         for s in sets.values():
-            assert set(s["leave_one_out"]) == {"recall@5", "recall@10", "ndcg@5", "session_hit@1"}
+            assert set(s["leave_one_out"]) == {
+                "recall@5",
+                "recall@10",
+                "recall@20",
+                "ndcg@5",
+                "session_hit@1",
+            }
     text = run_cli("--embedder", "hash", "bench", "fit", *paths)
     assert text.returncode == 0, text.stderr
     header = next(line for line in text.stdout.splitlines() if "written" in line and "|" in line)
@@ -96,6 +102,7 @@ def test_stacked_metrics_rank_ties_in_candidate_order() -> None:
     assert metrics([tied], w) == {
         "recall@5": 0.0,
         "recall@10": 1.0,
+        "recall@20": 1.0,
         "ndcg@5": 0.0,
         "session_hit@1": 0.0,
     }

@@ -330,7 +330,13 @@ def fit_cmd(
         "in_sample": "in sample",
         "shipped_weights_in_sample": "shipped, in sample",
     }
-    figures = {"recall@5": "R@5", "recall@10": "R@10", "ndcg@5": "nDCG@5", "session_hit@1": "hit@1"}
+    figures = {
+        "recall@5": "R@5",
+        "recall@10": "R@10",
+        "recall@20": "R@20",
+        "ndcg@5": "nDCG@5",
+        "session_hit@1": "hit@1",
+    }
     # Each set's figures in a column group of their own, the sets side by side.
     group = 7 * len(figures)
     for mode in ("tree", "flat"):
