@@ -16,20 +16,25 @@ from __future__ import annotations
 import abc
 import functools
 import hashlib
+import importlib.util
 import json
 import logging
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from arbormem.embed.base import Embedder, l2_normalize
 from arbormem.store.base import Backend, Thread, ThreadState
+
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +181,20 @@ class ExactIndex(VectorIndex):
         return out
 
 
+def _usearch_index() -> type[Index]:
+    """usearch's ``Index`` class, loaded after onnxruntime when that is installed:
+    the other way round, importing onnxruntime (for the reranker or the bge-small
+    embedder) crashed the process (usearch 2.26, onnxruntime 1.32)."""
+    if "onnxruntime" not in sys.modules and importlib.util.find_spec("onnxruntime"):
+        try:
+            import onnxruntime  # noqa: F401
+        except Exception as exc:  # a broken install: only its own users fail
+            log.debug("onnxruntime not loaded first: %r", exc)
+    from usearch.index import Index
+
+    return Index
+
+
 class AnnIndex(VectorIndex):
     """Approximate nearest neighbours (usearch HNSW, int8 storage, cosine).
 
@@ -185,8 +204,7 @@ class AnnIndex(VectorIndex):
     """
 
     def __init__(self, dim: int) -> None:
-        from usearch.index import Index
-
+        Index = _usearch_index()
         self.dim = dim
         self._index = Index(
             ndim=dim,
@@ -274,9 +292,7 @@ class AnnIndex(VectorIndex):
         """Open a saved index. It is memory-mapped, so searching can start at once
         (reading a million-vector index into memory took seconds); the first
         change copies it into memory."""
-        from usearch.index import Index
-
-        restored = Index.restore(str(path), view=True)
+        restored = _usearch_index().restore(str(path), view=True)
         if restored is None or restored.ndim != dim:
             raise ValueError(f"{path} is not an index of {dim}-d vectors")
         # The type stub misses the setter.
