@@ -110,6 +110,9 @@ class Question:
     when: bool = False
     count: bool = False
     who: bool = False
+    #: Set by the retriever: whether the dense features came from the deep
+    #: embedder's vectors (:mod:`arbormem.deep`), which have weights of their own.
+    deep: bool = False
 
     @classmethod
     def parse(

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
+from arbormem.deep import DeepVectors, resolve_deep
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError, NotFound
 from arbormem.formats import Record, parse_json, read_bytes_as_text
@@ -191,6 +192,7 @@ class Memory:
         ann_threshold: int | Any = UNSET,
         read_only: bool | None = None,
         reranker: str | Reranker | Any | None = UNSET,
+        deep_embedder: str | Embedder | Any | None = UNSET,
     ) -> None:
         if read_only is not None and not isinstance(read_only, bool):
             raise InputError(
@@ -233,6 +235,7 @@ class Memory:
         second_stage = get_reranker(
             None if reranker is UNSET else "none" if reranker is None else reranker
         )
+        deep = resolve_deep(deep_embedder, inner)
         if llm is UNSET:
             from arbormem.llm import get_llm, resolve_llm_config
 
@@ -255,6 +258,17 @@ class Memory:
         else:
             self.tree_config = TreeConfig(enabled=tree is not False)
         self.tree_recall = TreeRecall(self.backend, self.embedder, folder=folder)
+        self._write_lock = threading.RLock()
+        #: The background embedder's vectors (see :mod:`arbormem.deep`), or None.
+        self.deep: DeepVectors | None = None
+        if deep is not None:
+            self.deep = DeepVectors(
+                self.backend,
+                deep if isinstance(deep, CachedEmbedder) else CachedEmbedder(deep),
+                None if folder is None else folder / "deep",
+                ann_threshold,
+                self._write_lock,
+            )
         self.retriever = Retriever(
             self.backend,
             self.embedder,
@@ -262,10 +276,10 @@ class Memory:
             recall,
             tree=self.tree_recall if self.tree_config.enabled else None,
             reranker=second_stage,
+            deep=self.deep,
         )
         self.llm = llm
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
-        self._write_lock = threading.RLock()
         self._checks = OpenChecks(self.grower, self._write_lock)
         self.trees = Trees(
             self.backend,
@@ -298,6 +312,8 @@ class Memory:
                 self._idle.stop()
             self.trees.close()
             self.retriever.close()
+            if self.deep is not None:
+                self.deep.close()
             if self._working is not None:
                 self._working.close()
             try:
@@ -525,6 +541,8 @@ class Memory:
                     self.vectors.invalidate(thread)
         if self._idle is not None:
             self._idle.touch(thread, wrote=True)
+        if self.deep is not None:
+            self.deep.notify(thread, wrote=True)
         self.trees.name_with_llm(thread)
         # After a reply, the session's tracker and rolling summary catch up in the
         # background. Bulk loads skip this; the next live reply catches them up.
@@ -811,6 +829,8 @@ class Memory:
         for thread in threads:
             self.vectors.invalidate(thread)
             self.vectors.discard_files(thread)
+            if self.deep is not None:
+                self.deep.forget(thread)
             self.tree_recall.invalidate(thread)
             self.tree_recall.discard_files(thread)
             self.trees.forget_descriptions(thread)
@@ -1211,5 +1231,7 @@ class Memory:
                 if progress is not None:
                     progress(len(chunk))
             self.vectors.invalidate(thread)
-        pruned = self.backend.prune_vectors(model) if prune else 0
+        # The deep embedder's vectors are the store's too (see arbormem.deep).
+        deep = [self.deep.model_id] if self.deep is not None else []
+        pruned = self.backend.prune_vectors(model, *deep) if prune else 0
         return {"embedded": embedded, "pruned": pruned}

@@ -75,6 +75,12 @@ FLAT_WEIGHTS: Mapping[str, float] = {
 }
 
 
+#: The weights when the dense features come from the deep embedder (bge-small,
+#: see :mod:`arbormem.deep`): fitted the same way, with the tree on and off.
+DEEP_TREE_WEIGHTS: Mapping[str, float] = dict(TREE_WEIGHTS)
+DEEP_FLAT_WEIGHTS: Mapping[str, float] = dict(FLAT_WEIGHTS)
+
+
 def weight_vector(weights: Mapping[str, float]) -> np.ndarray:
     return np.asarray([float(weights.get(name, 0.0)) for name in FEATURES], dtype=np.float32)
 

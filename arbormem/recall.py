@@ -34,11 +34,18 @@ import numpy as np
 
 from arbormem.aliases import Aliases
 from arbormem.config import to_whole
+from arbormem.deep import DeepVectors
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
 from arbormem.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
 from arbormem.models import Hit
-from arbormem.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
+from arbormem.ranker import (
+    DEEP_FLAT_WEIGHTS,
+    DEEP_TREE_WEIGHTS,
+    FLAT_WEIGHTS,
+    TREE_WEIGHTS,
+    weight_vector,
+)
 from arbormem.rerank import Reranker, blend, checked_scores
 from arbormem.store.base import Backend, Filters, Row, Thread, ThreadState
 from arbormem.termstats import PRELOAD_FROM, TermStats
@@ -154,9 +161,12 @@ class Retriever:
         config: RecallConfig | None = None,
         tree: TreeRecall | None = None,
         reranker: Reranker | None = None,
+        deep: DeepVectors | None = None,
     ) -> None:
         self.backend = backend
         self.reranker = reranker
+        #: The background embedder's vectors: the dense source once a thread has them.
+        self.deep = deep
         self._rerank_failures: set[str] = set()
         self.embedder = embedder
         self.vectors = vectors
@@ -186,10 +196,14 @@ class Retriever:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
         self._facts.pop(thread.id, None)
 
-    def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
+    def weights(self, config: RecallConfig | None = None, deep: bool = False) -> dict[str, float]:
+        """The ranker's weights: the configuration's, else those fitted for this
+        pipeline (tree or flat; dense features from the deep embedder or not)."""
         cfg = config or self.config
         if cfg.weights is not None:
             return dict(cfg.weights)
+        if deep:
+            return dict(DEEP_TREE_WEIGHTS if self.tree is not None else DEEP_FLAT_WEIGHTS)
         return dict(TREE_WEIGHTS if self.tree is not None else FLAT_WEIGHTS)
 
     def _question(
@@ -293,6 +307,16 @@ class Retriever:
         cfg = config or self.config
         states = [self.backend.state(t) for t in threads]
         question = self._question(threads, states, query)
+        # The deep vectors once every searched thread has them; the store's until then.
+        deep = self.deep
+        question.deep = bool(
+            cfg.dense
+            and deep is not None
+            and all(deep.ready(t, st) for t, st in zip(threads, states))
+        )
+        embedder, vectors = (
+            (deep.embedder, deep.cache) if question.deep and deep else (self.embedder, self.vectors)
+        )
         budget = cfg.posting_budget
         self.backend.map_for_search()
         self._warm_up(threads, states, cfg)
@@ -354,8 +378,13 @@ class Retriever:
                 cfg.dense_candidates,
                 allowed,
                 prefetch=big,
+                embedder=embedder,
+                vectors=vectors,
             )
-        done = self._gather(jobs, aside=("dense",) if big else ())
+        # A transformer's query embedding takes milliseconds: the worker thread runs it
+        # beside the full-text searches whatever the thread's size.
+        aside = ("dense",) if big or question.deep else ()
+        done = self._gather(jobs, aside=aside)
 
         found: dict[int, None] = {}
         for key in ("turn", "window"):
@@ -410,12 +439,12 @@ class Retriever:
                     }
                     | set(mine)
                 )
-                ok, vecs = self.vectors.index(thread).get(np.asarray(wanted, dtype=np.int64))
+                ok, vecs = vectors.index(thread).get(np.asarray(wanted, dtype=np.int64))
                 for rid, good, vec in zip(wanted, ok.tolist(), vecs):
                     if good:
                         vector_of[rid] = vec
                 sessions = {rows[r].message.session for r in mine}
-                cents = self.vectors.session_centroids(thread, sorted(sessions))
+                cents = vectors.session_centroids(thread, sorted(sessions))
                 for r in mine:
                     c = cents.get(rows[r].message.session)
                     if c is not None:
@@ -423,7 +452,7 @@ class Retriever:
         tree_signals = None
         if self.tree is not None and question.terms:
             # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
-            weights = self.weights(cfg)
+            weights = self.weights(cfg, deep=question.deep)
             coverage = every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess"))
             tree_signals = self.tree.turn_signals(
                 threads, question.terms, rowids, segment_hits, coverage=coverage
@@ -447,6 +476,8 @@ class Retriever:
         n: int,
         allowed: np.ndarray | None,
         prefetch: bool = False,
+        embedder: Embedder | None = None,
+        vectors: VectorCache | None = None,
     ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, list[tuple[int, int, str]]]]:
         """The query's vector, the ``n`` nearest turns of each thread, and with
         ``prefetch`` their rows and neighbourhoods (see :meth:`Backend.around`).
@@ -455,11 +486,13 @@ class Retriever:
         runs the full-text searches (see :meth:`_gather`): reading the nearest turns'
         rows there overlaps their cold reads with the searches', and the pages they
         bring into the cache serve the searching thread's reads too."""
+        embedder = embedder or self.embedder
+        vectors = vectors or self.vectors
         try:
-            qvec = self.embedder.embed(query)
+            qvec = embedder.embed(query)
             nearest: list[int] = []
             for thread in threads:
-                ids, _ = self.vectors.index(thread).search(qvec, n, allowed)
+                ids, _ = vectors.index(thread).search(qvec, n, allowed)
                 nearest.extend(ids.tolist())
         except EmbedderError as exc:
             # An embedding endpoint that is down (or vectors it cannot give): the
@@ -627,13 +660,13 @@ class Retriever:
         """``(row, score, signals)`` for the best ``k`` turns, best first."""
         if not threads or k <= 0:
             return []
-        _, rowids, X, _, rows = self.candidates(
+        question, rowids, X, _, rows = self.candidates(
             threads, query, filters, config, depth=k, every_feature=False
         )
         if not rowids:
             return []
         cfg = config or self.config
-        w = weight_vector(self.weights(cfg))
+        w = weight_vector(self.weights(cfg, deep=question.deep))
         scores = X @ w
         # A turn must owe something to the query itself, not only to its length or place.
         evidence = X[:, _QUERY_DEPENDENT] @ w[_QUERY_DEPENDENT]

@@ -352,6 +352,10 @@ class VectorCache:
     With a ``folder``, approximate indexes are saved there (one file per
     thread, with a small JSON file saying which model, generation and rows it
     holds) and restored on the next open; a stale or damaged file is rebuilt.
+
+    With ``follow=False`` the cache never reads or embeds on its own: an index
+    holds what :meth:`extend` gave it (a background embedder, see
+    :mod:`arbormem.deep`), and searches use it as it stands.
     """
 
     def __init__(
@@ -360,11 +364,13 @@ class VectorCache:
         embedder: Embedder,
         folder: Path | None = None,
         ann_threshold: int = ANN_THRESHOLD,
+        follow: bool = True,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
         self.folder = folder
         self.ann_threshold = ann_threshold
+        self.follow = follow
         self._entries: dict[int, _Entry] = {}
         self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
         #: Every stored session sum of a thread, read in one pass (see preload_sums).
@@ -489,9 +495,33 @@ class VectorCache:
                     ExactIndex(self.embedder.dimensions), state.generation, 0
                 )
                 self._entries[thread.id] = entry
-            if entry.upto < state.max_rowid:
+            if entry.upto < state.max_rowid and self.follow:
                 self._catch_up(thread, entry, state.max_rowid)
             return entry
+
+    def covered(self, thread: Thread, state: ThreadState | None = None) -> int:
+        """The row number up to which the thread's index holds every live row (with
+        ``follow=False``: what :meth:`extend` brought it to)."""
+        return self._entry(thread, state).upto
+
+    def extend(
+        self, thread: Thread, after: int, rowids: Sequence[int], vectors: np.ndarray, upto: int
+    ) -> bool:
+        """Add the rows of the thread after row ``after`` up to row ``upto`` (those of
+        them that are live: ``rowids``, ascending, with their ``vectors``), when the
+        index holds every row up to ``after`` and the thread has not lost rows since.
+        Returns whether it did; otherwise nothing changes."""
+        with self._lock:
+            state = self.backend.state(thread)
+            entry = self._entry(thread, state)
+            if entry.upto != after or entry.generation != state.generation:
+                return False
+            if len(rowids):
+                self._add(thread, entry, np.asarray(rowids, dtype=np.int64), vectors)
+            entry.upto = upto
+            if entry.dirty >= 100_000:
+                self._save(thread, entry)
+            return True
 
     def prepare(self, thread: Thread) -> tuple[VectorIndex, bool]:
         """Bring the thread's index up to date (building the approximate index once

@@ -40,6 +40,12 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
 )
 @click.option(
+    "--deep-embedder",
+    envvar="ARBORMEM_DEEP_EMBEDDER",
+    help="Background embedder recall reads once it has indexed the store: none, auto "
+    "(bge-small when installed) or an embedder spec.",
+)
+@click.option(
     "--reranker",
     envvar="ARBORMEM_RERANKER",
     help="Reorder each search's best turns: none (default), cross-encoder or onnx:FOLDER.",
@@ -57,6 +63,7 @@ def cli(
     user: str | None,
     agent: str | None,
     embedder: str | None,
+    deep_embedder: str | None,
     reranker: str | None,
     read_only: bool,
 ) -> None:
@@ -69,7 +76,15 @@ def cli(
       arbormem --user alice sessions
       arbormem bench locomo ../shared/datasets/locomo
     """
-    ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
+    ctx.obj = StoreOptions(
+        db,
+        user,
+        agent,
+        embedder,
+        read_only=read_only,
+        reranker=reranker,
+        deep_embedder=deep_embedder,
+    )
 
 
 def main() -> None:

