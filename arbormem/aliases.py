@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 #: Vocatives needed before a word is taken for a speaker's name.
 MIN_VOCATIVES = 3
@@ -131,3 +131,55 @@ def replace_aliases(text: str, aliases: Mapping[str, str]) -> str:
         lambda m: aliases.get(m.group(0).lower(), m.group(0)),
         text,
     )
+
+
+# -- a question in the speakers' own words ------------------------------------------------
+
+#: Verbs that come before their subject in a question ("does Kate ...") and what
+#: they become before "I".
+_FIRST_PERSON_VERBS = {
+    "does": "do",
+    "is": "am",
+    "has": "have",
+    "was": "was",
+    "did": "did",
+    "can": "can",
+    "could": "could",
+    "will": "will",
+    "would": "would",
+    "should": "should",
+}
+_THIRD_PERSON = [
+    (re.compile(r"\b(?:her|his)\b", re.IGNORECASE), "my"),
+    (re.compile(r"\b(?:she|he)\b", re.IGNORECASE), "I"),
+    (re.compile(r"\b(?:him|herself|himself)\b", re.IGNORECASE), "me"),
+]
+
+
+def in_own_words(question: str, named: Sequence[str]) -> str:
+    """The question as the text it should be compared with by meaning: asked about
+    one speaker, put in that speaker's first person, as their own messages are
+    written ("What are Kate's hobbies?" for speaker Kate: "What are my hobbies?");
+    asked about several, without their names, which otherwise draw the messages
+    that greet them rather than those that answer.
+
+    ``named`` are the speakers the question names, as written in it."""
+    if not named:
+        return question
+    names = "|".join(re.escape(n) for n in sorted(named, key=len, reverse=True))
+    if len(named) > 1:
+        group = rf"\b(?:{names})(?:'s|’s)?\b"
+        text = re.sub(rf"{group}(?:\s*(?:,|and|&)\s*{group})*", " ", question, flags=re.IGNORECASE)
+        return " ".join(text.split())
+    text = re.sub(rf"\b(?:{names})(?:'s|’s)", "my", question, flags=re.IGNORECASE)
+    verbs = "|".join(_FIRST_PERSON_VERBS)
+    text = re.sub(
+        rf"\b({verbs})\s+(?:{names})\b",
+        lambda m: f"{_FIRST_PERSON_VERBS[m.group(1).lower()]} I",
+        text,
+        flags=re.IGNORECASE,
+    )
+    text = re.sub(rf"\b(?:{names})\b", "I", text, flags=re.IGNORECASE)
+    for pattern, replacement in _THIRD_PERSON:
+        text = pattern.sub(replacement, text)
+    return text

@@ -46,7 +46,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from arbormem.aliases import replace_aliases
+from arbormem.aliases import in_own_words, replace_aliases
 from arbormem.store.base import Row, Thread
 from arbormem.termstats import TermStats
 from arbormem.text import analyze, pairs, query_terms, words
@@ -103,8 +103,11 @@ class Question:
     terms: list[str]
     names: set[str] = field(default_factory=set)
     #: The question with the names people call the speakers by replaced by the
-    #: speakers' own ("Kate" -> "Emi"): what its terms and its vector are read from.
+    #: speakers' own ("Kate" -> "Emi"): what its terms are read from.
     search_text: str = ""
+    #: What its vector is made from: the question in the words of the speaker it
+    #: names (see :func:`arbormem.aliases.in_own_words`).
+    dense_text: str = ""
     pairs: list[str] = field(default_factory=list)
     ranges: list[DateRange] = field(default_factory=list)
     when: bool = False
@@ -131,6 +134,7 @@ class Question:
         return cls(
             text=text,
             search_text=search,
+            dense_text=in_own_words(search, sorted(names)),
             terms=query_terms(search),
             pairs=list(dict.fromkeys(pairs(analyze(search)))),
             names=names,

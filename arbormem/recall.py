@@ -374,7 +374,7 @@ class Retriever:
             jobs["dense"] = partial(
                 self._dense,
                 threads,
-                question.search_text or query,
+                question.dense_text or query,
                 cfg.dense_candidates,
                 allowed,
                 prefetch=big,

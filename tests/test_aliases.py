@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
 
 from arbormem import Memory
-from arbormem.aliases import Aliases, replace_aliases, vocatives
+from arbormem.aliases import Aliases, in_own_words, replace_aliases, vocatives
+from arbormem.embed import HashingEmbedder
 
 
 def test_vocatives_find_the_names_a_message_addresses() -> None:
@@ -72,3 +77,33 @@ def test_a_question_by_nickname_finds_the_handles_turns(memory: Memory) -> None:
         memory.add(text, role=role, speaker=speaker, timestamp=start + timedelta(minutes=n))
     (hit,) = memory.search("Does Kate ski?", k=1)
     assert hit.message.content == "I love skiing, I go every winter."
+
+
+def test_a_question_about_one_speaker_is_put_in_their_first_person() -> None:
+    emi = ["Emi"]
+    assert in_own_words("What are Emi's hobbies?", emi) == "What are my hobbies?"
+    assert in_own_words("Where does Emi work?", emi) == "Where do I work?"
+    assert in_own_words("Is Emi happy with her salary?", emi) == "am I happy with my salary?"
+    assert in_own_words("When did emi get sick?", emi) == "When did I get sick?"
+    assert in_own_words("Who is Emily?", emi) == "Who is Emily?"  # another name: untouched
+    # About two speakers: without their names, which draw their greetings.
+    both = in_own_words("What do elise and Emi have in common?", ["elise", "Emi"])
+    assert both == "What do have in common?"
+    assert in_own_words("What did they eat?", []) == "What did they eat?"
+
+
+def test_recall_embeds_the_question_in_the_speakers_words(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Spy(HashingEmbedder):
+        def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+            seen.extend(texts)
+            return super().embed_batch(texts)
+
+    with Memory(tmp_path / "spy.db", embedder=Spy(32)) as memory:
+        start = datetime(2024, 1, 1, 10, tzinfo=timezone.utc)
+        memory.add("I love skiing.", role="user", speaker="Emi", timestamp=start)
+        memory.add("Nice!", role="assistant", speaker="Ben", timestamp=start)
+        seen.clear()
+        memory.search("What are Emi's hobbies?", k=1)
+    assert "What are my hobbies?" in seen
