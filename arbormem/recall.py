@@ -779,8 +779,8 @@ def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
     allergic to nuts"), and make sure the update does not rank below it.
 
     Two hits are about the same thing when they share at least two of the
-    query's terms; the later one updates the earlier when it also carries an
-    update word ("anymore", "no longer", "changed", "instead", "cleared"...).
+    query's terms (the speakers' names aside); the later one updates the earlier
+    when it also carries an update word ("anymore", "no longer", "changed", "instead", "cleared"...).
     The update is moved up only when its score is within a quarter of the
     earlier one's.
     """
@@ -797,6 +797,9 @@ UPDATE_DEPTH = 20
 
 def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
+    # A speaker's name says who spoke, not what about: every turn of theirs holds it,
+    # and two of them sharing it and one more word were taken for the same fact.
+    q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
     # Update words are looked for only in hits that share the query's terms with another.
     marker: dict[int, bool] = {}
 
