@@ -6,6 +6,7 @@ lexical and dense search, offline by default. Start with :class:`Memory`.
 
 from typing import TYPE_CHECKING, Any
 
+from arbormem.context.assemble import Context, Section
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import (
     ArbormemError,
@@ -20,10 +21,29 @@ from arbormem.errors import (
     StoreError,
     TreeError,
 )
+from arbormem.jobs import PendingJob
 from arbormem.memory import Memory
-from arbormem.models import Hit, Message, Scope, Session
-from arbormem.recall import RecallConfig
-from arbormem.rerank import Reranker
+from arbormem.models import Hit, Hits, Ingested, Message, Scope, Session
+from arbormem.recall.rerank import Reranker
+from arbormem.recall.retriever import RecallConfig
+from arbormem.results import (
+    Exported,
+    Forgotten,
+    Imported,
+    PreparedSearch,
+    Purged,
+    RankingFeatures,
+    Reembedded,
+    Reorganized,
+    Stats,
+    TreeLogEntry,
+    Undone,
+)
+from arbormem.settings import Settings
+from arbormem.tree.check import TreeProblem
+from arbormem.tree.navigate import TreeNavigator
+from arbormem.tree.recall import PathNode, TopicPath
+from arbormem.tree.view import TopicNode
 
 if TYPE_CHECKING:
     from arbormem.async_memory import AsyncMemory
@@ -45,23 +65,45 @@ __all__ = [
     "ArbormemError",
     "AsyncMemory",
     "ConfigError",
+    "Context",
     "Embedder",
     "EmbedderError",
+    "Exported",
+    "Forgotten",
     "Hit",
+    "Hits",
+    "Imported",
+    "Ingested",
     "InputError",
     "LLMError",
     "Memory",
     "Message",
     "MessageTooLarge",
     "NotFound",
+    "PathNode",
+    "PendingJob",
+    "PreparedSearch",
+    "Purged",
+    "RankingFeatures",
     "RecallConfig",
+    "Reembedded",
+    "Reorganized",
     "Reranker",
     "RerankerError",
     "SchemaError",
     "Scope",
+    "Section",
     "Session",
+    "Settings",
+    "Stats",
     "StoreError",
+    "TopicNode",
+    "TopicPath",
     "TreeError",
+    "TreeLogEntry",
+    "TreeNavigator",
+    "TreeProblem",
+    "Undone",
     "__version__",
     "get_embedder",
 ]

@@ -17,7 +17,7 @@ the turn carries the error. Slash commands (``/tree``, ``/search``, ``/mode``,
 The saving is measured against sending the whole history of the thread (every
 stored message of the scope, whatever its session) with the same system
 prompt and input; each message costs its text plus
-:data:`arbormem.context.MESSAGE_OVERHEAD`.
+:data:`arbormem.context.assemble.MESSAGE_OVERHEAD`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from datetime import datetime
 from typing import Any
 
 from arbormem.config import UNSET
-from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.context.assemble import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.context.modes import MODES
 from arbormem.errors import InputError, LLMError, NotFound
-from arbormem.ingest import check_content, check_name
+from arbormem.ingest.validate import check_content, check_name
 from arbormem.llm import LLMClient
 from arbormem.models import Message
-from arbormem.modes import MODES, resolve_mode
 from arbormem.timeutil import display, utcnow
 from arbormem.tokens import default_counter
 
@@ -157,7 +157,7 @@ class ChatSession:
         system_prompt: str | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        memory.backend.writable()  # a chat stores every turn: refused before any LLM call
+        memory.check_writable()  # a chat stores every turn: refused before any LLM call
         self.memory = memory
         self.llm = llm
         self.budget = budget
@@ -326,13 +326,7 @@ class ChatSession:
 
     def _stored_mode(self) -> str:
         """The mode stored for this session, else the configured default (read only)."""
-        default = resolve_mode()
-        scope = self.memory.scope
-        thread = self.memory.backend.thread(scope.user, scope.agent)
-        if thread is None:
-            return default
-        mode: str = self.memory.working.load(thread, self.session, default).mode
-        return mode
+        return str(self.memory.session_mode(session=self.session))
 
     def set_mode(self, mode: str) -> str:
         """Switch the session's memory mode; its messages, summary and window are kept."""

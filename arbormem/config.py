@@ -19,7 +19,6 @@ import numbers
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -89,6 +88,8 @@ FILE_KEYS: Final = frozenset(
         "reranker",
         "session_gap",
         "max_message_bytes",
+        "max_name_bytes",
+        "max_metadata_bytes",
         "ann_threshold",
         "memory_mode",
         "context_budget",
@@ -287,34 +288,22 @@ def to_bool(value: Any) -> bool:
 def scope_name(value: Any) -> str:
     """A user or agent id: text that is not blank and has no surrounding spaces (an
     empty id was stored as given, and `agent = true` in a file became "True")."""
+    from arbormem.arguments import shown
+
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {type(value).__name__}")
     if not value.strip():
         raise ValueError("must not be blank")
     if value != value.strip():
-        raise ValueError(f"must have no spaces around it, got {value!r}")
+        raise ValueError(f"must have no spaces around it, got {shown(value)}")
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # From a command line with bytes that are not UTF-8 (Python reads them as
+        # lone surrogates); stored, it failed deep in SQLite.
+        raise ValueError(
+            f"is not valid UTF-8 (unpaired surrogate at character {exc.start})"
+        ) from None
     return value
-
-
-@dataclass(frozen=True)
-class StoreSettings:
-    """Where the store is and the default scope (resolved once by :func:`store_settings`)."""
-
-    db: str
-    user: str
-    agent: str
-    embedder: str
-
-
-def store_settings(
-    db: Any = UNSET, user: Any = UNSET, agent: Any = UNSET, embedder: Any = UNSET
-) -> StoreSettings:
-    from arbormem.embed import DEFAULT_EMBEDDER
-    from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
-
-    return StoreSettings(
-        db=str(resolve(db, "ARBORMEM_DB", "db", str(default_db_path()), str)),
-        user=resolve(user, "ARBORMEM_USER", "user", DEFAULT_USER, scope_name, field="user"),
-        agent=resolve(agent, "ARBORMEM_AGENT", "agent", DEFAULT_AGENT, scope_name, field="agent"),
-        embedder=resolve(embedder, "ARBORMEM_EMBEDDER", "embedder", DEFAULT_EMBEDDER, str),
-    )

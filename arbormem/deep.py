@@ -22,13 +22,18 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
+from arbormem.embed import DEFAULT_DEEP
 from arbormem.embed.base import Embedder
-from arbormem.store.base import Backend, Thread, ThreadState
-from arbormem.vectors import ANN_THRESHOLD, VectorCache
+from arbormem.store.base import Backend
+from arbormem.store.sqlite.dense import ANN_THRESHOLD, VectorCache
+from arbormem.store.types import Thread, ThreadState
+
+if TYPE_CHECKING:
+    from arbormem.store.sqlite import SQLiteBackend
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,43 @@ QUIET_SECONDS = 0.25
 MAX_MESSAGES = 200_000
 
 
+class DenseSource(Protocol):
+    """Where recall reads vectors from: the store's own, or the deep index."""
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` rows nearest to ``query`` and their similarities, best first."""
+        ...
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A mask of the rows that have a vector, and the vectors row for row."""
+        ...
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        """The unit-length mean vector of each session that has vectors."""
+        ...
+
+
+class StoreDense:
+    """The store's dense search under its own embedder, as a :class:`DenseSource`."""
+
+    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+        self.backend = backend
+        self.embedder = embedder
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.backend.nearest(thread, self.embedder, query, k, allowed)
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.backend.vectors_at(thread, self.embedder, rowids)
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.backend.session_centroids(thread, self.embedder, sessions)
+
+
 class DeepVectors:
     """A background embedder and the per-thread index of what it has embedded."""
 
@@ -60,7 +102,10 @@ class DeepVectors:
     ) -> None:
         self.backend = backend
         self.embedder = embedder
-        self.cache = VectorCache(backend, embedder, folder, ann_threshold, follow=False)
+        # The cache reads only what every back-end offers (rows, states, vectors).
+        self.cache = VectorCache(
+            cast("SQLiteBackend", backend), embedder, folder, ann_threshold, follow=False
+        )
         #: Held while vectors are stored: a message forgotten meanwhile (under the same
         #: lock) must not get a vector after its deletion.
         self._write_lock = write_lock or threading.RLock()
@@ -79,6 +124,19 @@ class DeepVectors:
     @property
     def model_id(self) -> str:
         return self.embedder.model_id
+
+    # -- as a DenseSource: the index as the worker left it, never extended here ----------
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.cache.index(thread).search(query, k, allowed)
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.cache.index(thread).get(rowids)
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.cache.session_centroids(thread, sessions)
 
     def notify(self, thread: Thread, wrote: bool = False) -> None:
         """The thread has messages the deep index may lack: have the worker look
@@ -222,10 +280,6 @@ class DeepVectors:
                 self.embedder.model_id, {row.chash: vec for row, vec in zip(rows, vectors)}
             )
         return True
-
-
-#: The deep embedder when none is configured (see :func:`deep_embedder`).
-DEFAULT_DEEP = "none"
 
 
 def deep_embedder(spec: str | Embedder | None, main: Embedder | None = None) -> Embedder | None:

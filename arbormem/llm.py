@@ -93,7 +93,7 @@ _SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max_retries": ("ARBORMEM_LLM_MAX_RETRIES", _number(int, 0, strict=False)),
     "backoff": ("ARBORMEM_LLM_BACKOFF", _number(float, 0, strict=False)),
     "temperature": ("ARBORMEM_LLM_TEMPERATURE", _number(float, 0, strict=False)),
-    # The smallest window a prompt fits in (see arbormem.context.MIN_BUDGET).
+    # The smallest window a prompt fits in (see arbormem.context.assemble.MIN_BUDGET).
     "context_window": ("ARBORMEM_LLM_CONTEXT_WINDOW", _number(int, 36, strict=False)),
 }
 

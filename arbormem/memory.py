@@ -5,61 +5,70 @@
 ...     _ = mem.add("Sarah is allergic to peanuts.", speaker="Tom")
 ...     mem.search("what is Sarah allergic to?")[0].message.content
 'Sarah is allergic to peanuts.'
+
+A ``Memory`` checks each call's arguments, resolves its scope, and hands the work
+to the parts of its :class:`~arbormem.engine.Engine`: the write pipeline
+(:mod:`arbormem.ingest.pipeline`), recall (:mod:`arbormem.recall`), forgetting
+(:mod:`arbormem.forgetting`), context assembly (:mod:`arbormem.context.build`) and
+the topic tree (:mod:`arbormem.tree`).
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
-import threading
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arbormem.config import UNSET, resolve, scope_name, store_settings, whole_at_least
-from arbormem.deep import DeepVectors, resolve_deep
-from arbormem.embed import CachedEmbedder, Embedder, get_embedder
-from arbormem.errors import InputError, NotFound
-from arbormem.formats import Record, parse_json, read_bytes_as_text
-from arbormem.ingest import (
-    MAX_MESSAGE_BYTES,
-    Where,
-    check_metadata,
-    check_name,
-    normalize_role,
-    prepare,
+from arbormem import arguments
+from arbormem.config import UNSET
+from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER, Context
+from arbormem.context.build import build_context
+from arbormem.context.modes import get_mode
+from arbormem.embed import Embedder
+from arbormem.engine import Engine, check_parts
+from arbormem.errors import ConfigError, InputError, NotFound, StoreError
+from arbormem.forgetting import Forgetter, check_target
+from arbormem.ingest.formats import Record, parse_json, read_bytes_as_text
+from arbormem.ingest.pipeline import Writer, session_name
+from arbormem.ingest.transfer import export_document, write_export
+from arbormem.ingest.validate import normalize_role
+from arbormem.jobs import PendingJob
+from arbormem.llm import LLMClient, get_llm
+from arbormem.models import Hits, Ingested, Message, Scope, Session
+from arbormem.recall.features import FEATURES
+from arbormem.recall.rerank import Reranker, get_reranker
+from arbormem.recall.retriever import RecallConfig
+from arbormem.results import (
+    Exported,
+    Forgotten,
+    Imported,
+    PreparedSearch,
+    Purged,
+    RankingFeatures,
+    Reembedded,
+    Reorganized,
+    Stats,
+    TreeLogEntry,
+    Undone,
 )
-from arbormem.models import Hit, Message, Scope, Session
-from arbormem.recall import RecallConfig, Retriever
-from arbormem.rerank import Reranker, get_reranker
-from arbormem.store import (
-    Backend,
-    Deleted,
-    Filters,
-    NewMessage,
-    Row,
-    Thread,
-    open_backend,
-)
+from arbormem.settings import Settings
+from arbormem.settings import budget_tokens as budget_of
+from arbormem.store import Backend, Filters
+from arbormem.store.types import PURGE_WAIT, Thread
+from arbormem.text import query_terms
 from arbormem.timeutil import format_timestamp, parse_timestamp, utcnow
-from arbormem.transfer import EXPORT_FORMAT, EXPORT_VERSION, export_thread, plan_import
-from arbormem.tree.background import IdleReorganizer
-from arbormem.tree.check import OpenChecks, TreeProblem
+from arbormem.tree.check import TreeProblem
 from arbormem.tree.config import TreeConfig
-from arbormem.tree.grow import Decision, TreeGrower
 from arbormem.tree.navigate import TreeNavigator
-from arbormem.tree.recall import TopicPath, TreeRecall
-from arbormem.tree.service import Trees
+from arbormem.tree.recall import TopicPath
 from arbormem.tree.view import TopicNode
-from arbormem.vectors import ANN_THRESHOLD, AnnIndex, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +86,6 @@ def _close_open_stores() -> None:
             log.warning("could not close %s at exit: %s", mem.path, exc)
 
 
-#: A message arriving more than this long after the previous one opens a new
-#: session, unless the caller names the session.
-DEFAULT_SESSION_GAP = timedelta(minutes=30)
-
-#: Batches up to this size count as live conversation (upkeep runs after them).
-LIVE_BATCH = 8
-#: With a progress callback, add_many stores (and reports) this many messages at a time.
-PROGRESS_STEP = 2_000
-DEFAULT_CONTEXT_BUDGET = 4000
 #: The most hits (and neighbours per hit) one search returns.
 MAX_RESULTS = 10_000
 #: Turns attached on each side of a hit: k x 2 x this many messages are read (100 hits
@@ -93,39 +93,19 @@ MAX_RESULTS = 10_000
 MAX_NEIGHBORS = 100
 #: Messages one search may return with its neighbours, k x (2 x neighbors + 1).
 MAX_WITH_NEIGHBORS = 50_000
-DEFAULT_CONTEXT_WINDOW = 8192
-
-
 #: Message positions are stored as 64-bit integers.
 MAX_POSITION = 2**62
 
-
-def _query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("must be a non-empty string", field="query")
-    return query
-
-
-def _count(name: str, value: Any, low: int, high: int = MAX_RESULTS) -> int:
-    """A whole-number argument within [low, high], or an InputError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be an integer, got {value!r}", field=name)
-    if not low <= value <= high:
-        raise InputError(f"must be from {low} to {high:,}, got {value}", field=name)
-    return value
-
-
-def _session_name(value: Any, where: Where = Where()) -> str | None:
-    """A session name as add stores it and import reads it back: stripped, never
-    blank (a padded name found nothing once add began to strip it)."""
-    if value is None:
-        return None
-    return check_name(value if isinstance(value, str) else str(value), "session", where)
-
-
-def _sessions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    names = _as_tuple(value, "session")
-    return None if names is None else tuple(str(_session_name(n)) for n in names)
+#: Constructor arguments that are settings (see :class:`~arbormem.settings.Settings`).
+_SETTING_ARGUMENTS = (
+    "user",
+    "agent",
+    "session_gap",
+    "max_message_bytes",
+    "max_name_bytes",
+    "max_metadata_bytes",
+    "ann_threshold",
+)
 
 
 def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -137,32 +117,17 @@ def _as_tuple(value: str | Sequence[str] | None, field: str) -> tuple[str, ...] 
         if not value:
             raise InputError("is empty: name at least one, or pass None for all", field=field)
         return tuple(value)
-    raise InputError(f"must be a string or a list of strings, got {value!r:.60}", field=field)
-
-
-def _session_gap(value: Any) -> timedelta:
-    """A session gap from a ``timedelta`` or a number of seconds: not negative, at
-    most ten years (``inf`` or ``1e20`` seconds overflowed every command)."""
-    try:
-        gap = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
-    except OverflowError:
-        raise ValueError(f"a session gap is 0 seconds to 10 years, not {value}") from None
-    if not timedelta(0) <= gap <= timedelta(days=3653):
-        raise ValueError(f"a session gap is 0 seconds to 10 years, not {value}")
-    return gap
-
-
-def _roles(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """A role filter with the aliases ``add`` accepts ("human" is "user")."""
-    roles = _as_tuple(value, "role")
-    return None if roles is None else tuple(normalize_role(r) for r in roles)
+    raise InputError(
+        f"must be a string or a list of strings, got {arguments.shown(value)}", field=field
+    )
 
 
 class Memory:
     """Long-term memory of conversations, stored in one database.
 
-    ``path`` is a SQLite file (created if missing), ``":memory:"``, or omitted
-    for ``ARBORMEM_DB``, the config file's ``db``, or the per-user default.
+    ``path`` is a SQLite file (created if missing), ``":memory:"``, a store URL
+    (``sqlite:///path``, ``postgresql://...`` with the ``postgres`` extra), or
+    omitted for ``ARBORMEM_DB``, the config file's ``db``, or the per-user default.
     ``user`` and ``agent`` set the default scope of every call; each call can
     name another. ``embedder`` is a spec such as ``"wordllama"`` (the default),
     ``"minilm"``, ``"openai:text-embedding-3-small"`` or an :class:`Embedder`.
@@ -170,15 +135,23 @@ class Memory:
     the default opens it read-only only when it cannot be written (see
     :attr:`read_only`), and ``False`` refuses to. ``reranker`` names a
     second stage that reorders the best turns of every search (``"cross-encoder"``,
-    ``"onnx:FOLDER"`` or a :class:`~arbormem.rerank.Reranker`; ``None`` for none):
-    better first hits for about 25 ms per reordered turn (see :mod:`arbormem.rerank`).
-    Unset, it is ``ARBORMEM_RERANKER``, else the config file's ``reranker``, else none.
+    ``"onnx:FOLDER"`` or a :class:`~arbormem.recall.rerank.Reranker`; ``None`` for none):
+    better first hits for about 25 ms per reordered turn (see :mod:`arbormem.recall.rerank`).
+    ``deep_embedder`` embeds added messages again in the background with a slower,
+    wiser model (``"bge-small"``, ``"auto"``, an :class:`Embedder`; see :mod:`arbormem.deep`).
+
+    Every setting not given is resolved once, here: the ``ARBORMEM_*`` variable, then
+    the config file, then the default (see :class:`~arbormem.settings.Settings`).
+    ``settings`` gives them all at once (the arguments given beside it override it),
+    so one process can hold memories configured differently. ``tenant`` confines
+    this memory to one tenant of a store shared by several (see :meth:`for_tenant`).
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str] | Any = UNSET,
         *,
+        settings: Settings | None = None,
         user: str | Any = UNSET,
         agent: str | Any = UNSET,
         embedder: str | Embedder | Any = UNSET,
@@ -186,143 +159,182 @@ class Memory:
         recall: RecallConfig | None = None,
         session_gap: timedelta | float | Any = UNSET,
         max_message_bytes: int | Any = UNSET,
+        max_name_bytes: int | Any = UNSET,
+        max_metadata_bytes: int | Any = UNSET,
         synchronous: str = "NORMAL",
         tree: TreeConfig | bool | None = None,
         llm: Any = UNSET,
         ann_threshold: int | Any = UNSET,
         read_only: bool | None = None,
         reranker: str | Reranker | Any | None = UNSET,
+        tenant: str = "",
         deep_embedder: str | Embedder | Any | None = UNSET,
     ) -> None:
-        if read_only is not None and not isinstance(read_only, bool):
+        check_parts(
+            tree=tree,
+            recall=recall,
+            backend=backend,
+            llm=None if llm is UNSET else llm,
+            read_only=read_only,
+        )
+        if settings is not None and not isinstance(settings, Settings):
             raise InputError(
-                f"must be True, False or None, got {type(read_only).__name__}", field="read_only"
+                f"must be a Settings or None, got {arguments.type_name(settings)}",
+                field="settings",
             )
-        settings = store_settings(
-            db=os.fspath(path) if isinstance(path, (str, os.PathLike)) else path,
-            user=user,
-            agent=agent,
-            embedder=embedder.model_id if isinstance(embedder, Embedder) else embedder,
-        )
-        self.scope = Scope(settings.user, settings.agent)
-        self.session_gap: timedelta = resolve(
-            session_gap,
-            "ARBORMEM_SESSION_GAP",
-            "session_gap",
-            DEFAULT_SESSION_GAP,
-            _session_gap,
-            field="session_gap",
-        )
-        self.max_message_bytes: int = resolve(
-            max_message_bytes,
-            "ARBORMEM_MAX_MESSAGE_BYTES",
-            "max_message_bytes",
-            MAX_MESSAGE_BYTES,
-            whole_at_least(1),
-            field="max_message_bytes",
-        )
-        ann_threshold = resolve(
-            ann_threshold,
-            "ARBORMEM_ANN_THRESHOLD",
-            "ann_threshold",
-            ANN_THRESHOLD,
-            whole_at_least(0),
-            field="ann_threshold",
-        )
-        # Every setting is read before the store opens: one that is refused leaves
-        # no new file behind and no connection open.
-        inner = embedder if isinstance(embedder, Embedder) else get_embedder(settings.embedder)
-        second_stage = get_reranker(
-            None if reranker is UNSET else "none" if reranker is None else reranker
-        )
-        deep = resolve_deep(deep_embedder, inner)
-        if llm is UNSET:
-            from arbormem.llm import get_llm, resolve_llm_config
-
-            llm = get_llm(resolve_llm_config())
-        if backend is not None and read_only is not None and read_only != backend.read_only:
-            raise InputError(
-                f"the back-end given is {'' if backend.read_only else 'not '}read-only: "
-                "open it read-only (or not) itself",
-                field="read_only",
+        if path is not UNSET:
+            arguments.path(path, "path")  # checked only: a sqlite:/// URL is kept as given
+            path = os.fspath(path)
+        given = {
+            name: value
+            for name, value in (
+                ("user", user),
+                ("agent", agent),
+                ("session_gap", session_gap),
+                ("max_message_bytes", max_message_bytes),
+                ("max_name_bytes", max_name_bytes),
+                ("max_metadata_bytes", max_metadata_bytes),
+                ("ann_threshold", ann_threshold),
             )
-        self.backend = backend or open_backend(
-            settings.db, synchronous=synchronous, read_only=read_only
-        )
-        self.path = getattr(self.backend, "path", settings.db)
-        self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
-        folder = None if self.path == ":memory:" else Path(f"{self.path}.ann")
-        self.vectors = VectorCache(self.backend, self.embedder, folder, ann_threshold)
-        if isinstance(tree, TreeConfig):
-            self.tree_config = tree
+            if value is not UNSET
+        }
+        if path is not UNSET:
+            given["db"] = path
+        if isinstance(embedder, Embedder):
+            given["embedder"] = embedder.model_id
+        elif embedder is not UNSET:
+            given["embedder"] = embedder
+        if isinstance(reranker, str):
+            given["reranker"] = reranker
+        elif reranker is None:
+            given["reranker"] = "none"
+        elif reranker is not UNSET and not isinstance(reranker, Reranker):
+            given["reranker"] = reranker  # refused below, naming the argument
+        if isinstance(deep_embedder, str) or deep_embedder is None:
+            given["deep_embedder"] = "none" if deep_embedder is None else deep_embedder
+        if settings is None:
+            settings = Settings.resolve(llm=UNSET if llm is UNSET else None, **given)
         else:
-            self.tree_config = TreeConfig(enabled=tree is not False)
-        self.tree_recall = TreeRecall(self.backend, self.embedder, folder=folder)
-        self._write_lock = threading.RLock()
-        #: The background embedder's vectors (see :mod:`arbormem.deep`), or None.
-        self.deep: DeepVectors | None = None
-        if deep is not None:
-            self.deep = DeepVectors(
-                self.backend,
-                deep if isinstance(deep, CachedEmbedder) else CachedEmbedder(deep),
-                None if folder is None else folder / "deep",
-                ann_threshold,
-                self._write_lock,
+            settings = settings.replace(**given)
+        for field in ("user", "agent"):
+            arguments.name(
+                getattr(settings, field), field, max_bytes=settings.max_name_bytes, strip=False
             )
-        self.retriever = Retriever(
-            self.backend,
-            self.embedder,
-            self.vectors,
-            recall,
-            tree=self.tree_recall if self.tree_config.enabled else None,
+        tenant_name = "" if tenant == "" else arguments.scope_id(tenant, "tenant") or ""
+        # Every part that can be refused is made before the store opens: a bad one
+        # leaves no new file behind and no connection open.
+        second_stage = (
+            reranker if isinstance(reranker, Reranker) else get_reranker(settings.reranker)
+        )
+        client = get_llm(settings.llm) if llm is UNSET else llm
+        engine = Engine(
+            settings,
+            embedder=embedder if isinstance(embedder, Embedder) else None,
             reranker=second_stage,
-            deep=self.deep,
+            llm=client,
+            deep=deep_embedder if isinstance(deep_embedder, Embedder) else None,
+            backend=backend,
+            recall=recall,
+            tree=tree if isinstance(tree, TreeConfig) else TreeConfig(enabled=tree is not False),
+            synchronous=synchronous,
+            read_only=read_only,
         )
-        self.llm = llm
-        self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
-        self._checks = OpenChecks(self.grower, self._write_lock)
-        self.trees = Trees(
-            self.backend,
-            self.grower,
-            self.tree_recall,
-            self.vectors,
-            self.retriever,
-            self._write_lock,
-        )
-        self._closed = False
-        self._working: Any = None
-        #: Threads whose deferred window keys this process has caught up (see _add_records).
-        self._tails_checked: set[int] = set()
-        idle = self.tree_config.reorganize_idle_seconds
-        self._idle: IdleReorganizer | None = (
-            IdleReorganizer(idle, self.trees.reorganize)
-            if idle is not None and self.tree_config.enabled and not self.read_only
-            else None
-        )
+        self._attach(engine, tenant_name, owner=True)
         _OPEN.add(self)
+
+    def _attach(self, engine: Engine, tenant: str, *, owner: bool) -> None:
+        self._engine = engine
+        self._owner = owner
+        self._closed = False
+        #: The resolved settings (read-only; see :class:`~arbormem.settings.Settings`).
+        self.settings: Settings = engine.settings
+        #: The tenant this memory works in ("": a store of one tenant). Threads of
+        #: other tenants in the same store are never read, listed or changed.
+        self.tenant = tenant
+        self.scope = Scope(engine.settings.user, engine.settings.agent, tenant)
+        self._writer = Writer(engine)
+        self._forgetter = Forgetter(engine)
+
+    def for_tenant(self, tenant: str) -> Memory:
+        """This memory confined to ``tenant``: the same store, embedder, caches and
+        background work, a partition of its own. Two tenants' ``"alice"`` are two
+        people; nothing one tenant's memory does reaches another's threads. Closing
+        the view does not close the store; closing the memory that opened it does."""
+        name = arguments.scope_id(tenant, "tenant") if tenant != "" else ""
+        view = Memory.__new__(Memory)
+        view._attach(self._engine, name or "", owner=False)
+        return view
+
+    # -- the parts, for tests and tools that look inside ------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        """The store's back-end (every capability of :mod:`arbormem.store`)."""
+        return self._engine.backend
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._engine.embedder
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The chat LLM, or None when it is off."""
+        return self._engine.llm
+
+    @property
+    def path(self) -> str:
+        """Where the store is: its file, or its URL."""
+        return self._engine.path
+
+    @property
+    def limits(self) -> arguments.Limits:
+        return self.settings.limits
+
+    @property
+    def max_message_bytes(self) -> int:
+        return self.settings.max_message_bytes
+
+    @property
+    def session_gap(self) -> timedelta:
+        return self.settings.session_gap
+
+    @property
+    def tree_config(self) -> TreeConfig:
+        return self._engine.tree_config
+
+    @property
+    def engine(self) -> Engine:
+        """The run-time parts this memory works with (see :mod:`arbormem.engine`)."""
+        return self._engine
 
     # -- lifecycle --------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store. Safe to call twice."""
+        """Finish background work and close the store. Safe to call twice; a tenant
+        view (:meth:`for_tenant`) leaves the store open."""
         if not self._closed:
             self._closed = True
-            self._checks.close()
-            if self._idle is not None:
-                self._idle.stop()
-            self.trees.close()
-            self.retriever.close()
-            if self.deep is not None:
-                self.deep.close()
-            if self._working is not None:
-                self._working.close()
-            try:
-                self.vectors.save()
-            except Exception as exc:  # a cache: losing it only costs a rebuild
-                log.warning("could not save the vector index: %s", exc)
-            if self.llm is not None:
-                self.llm.close()
-            self.backend.close()
+            if self._owner:
+                self._engine.close()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the background work submitted so far (session upkeep, topic
+        naming, tree checks, preloads, a due reorganisation, the deep embedder's
+        indexing), starting delayed work
+        at once; True when it all finished within ``timeout`` seconds."""
+        if timeout is not None:
+            timeout = arguments.seconds(timeout, "timeout")
+        end = None if timeout is None else time.monotonic() + timeout
+        done = self._engine.jobs.wait(timeout)
+        deep = self._engine.deep
+        if deep is not None:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            done = deep.wait(left) and done
+        return done
+
+    def pending(self) -> list[PendingJob]:
+        """The background jobs not finished yet, oldest first."""
+        return self._engine.jobs.pending()
 
     def __enter__(self) -> Memory:
         return self
@@ -336,28 +348,41 @@ class Memory:
     # -- scope helpers -----------------------------------------------------------------
 
     def _scope(self, user: str | None, agent: str | None) -> Scope:
-        for field, value in (("user", user), ("agent", agent)):
-            if value is not None and not isinstance(value, str):
-                raise InputError(f"must be text, got {type(value).__name__}", field=field)
-        return Scope(user or self.scope.user, agent or self.scope.agent)
+        """The scope a call names: None is the store's default; a blank or mistyped id
+        is an :class:`InputError` (a blank one fell back to the default, and
+        ``forget(user="")`` deleted the default user's thread)."""
+        most = self.limits.name_bytes
+        return Scope(
+            arguments.scope_id(user, "user", max_bytes=most) or self.scope.user,
+            arguments.scope_id(agent, "agent", max_bytes=most) or self.scope.agent,
+            self.tenant,
+        )
 
     def _thread(self, scope: Scope, *, create: bool = False, wait: bool = True) -> Thread | None:
-        """The scope's thread, its tree checked once per process (see
-        :class:`~arbormem.tree.check.OpenChecks`); ``wait=False`` for reads, which
-        do not wait for the check."""
-        thread = self.backend.thread(scope.user, scope.agent)
-        if thread is None and create:
-            # New ids must be names; threads stored under blank or padded ids by
-            # earlier versions stay readable, and can be forgotten.
-            for field, value in (("user", scope.user), ("agent", scope.agent)):
-                try:
-                    scope_name(value)
-                except ValueError as exc:
-                    raise InputError(str(exc), field=field) from None
-            thread = self.backend.thread(scope.user, scope.agent, create=True)
-        if thread is not None and self.tree_config.enabled:
-            self._checks.ensure(thread, wait=wait)
-        return thread
+        return self._engine.thread(scope, create=create, wait=wait)
+
+    def _threads(self, scope: Scope, all_agents: bool, *, wait: bool = False) -> list[Thread]:
+        return self._engine.threads(scope, all_agents, wait=wait)
+
+    def _mode(self, value: Any) -> str:
+        """A memory mode named by a caller, or an InputError listing the modes."""
+        text = arguments.name(value, "mode", max_bytes=self.limits.name_bytes)
+        try:
+            return get_mode(text).name
+        except ConfigError as exc:
+            raise InputError(str(exc), field="mode") from None
+
+    def _message_id(self, value: Any) -> str:
+        """A message id to look up, as given (never stripped: it must match)."""
+        return arguments.name(value, "message_id", max_bytes=self.limits.name_bytes, strip=False)
+
+    def _session(self, value: Any) -> str | None:
+        return session_name(value, max_bytes=self.limits.name_bytes)
+
+    def _query(self, query: Any) -> str:
+        """A query: a non-blank string of valid UTF-8, no larger than a message may be
+        (``context`` is given the user's next message as its query)."""
+        return arguments.text(query, "query", max_bytes=self.limits.message_bytes)
 
     @property
     def read_only(self) -> bool:
@@ -366,22 +391,22 @@ class Memory:
         ``forget``, ``reorganize`` and every other change raise :class:`StoreError`."""
         return self.backend.read_only
 
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError`, saying why, when the store cannot be changed:
+        for callers about to do work a refused write would waste (an LLM call)."""
+        self.backend.writable()
+
+    @property
+    def recall_config(self) -> RecallConfig:
+        """Where recall takes its candidates from and how it weighs them."""
+        return self._engine.retriever.config
+
     @property
     def tree_problems(self) -> list[TreeProblem]:
         """Inconsistencies found in the trees this instance opened: repaired, unless
         the store is read-only (then the trees are used as stored)."""
-        self._checks.wait()
-        return list(self._checks.problems)
-
-    def _threads(self, scope: Scope, all_agents: bool, *, wait: bool = False) -> list[Thread]:
-        if all_agents:
-            return [
-                t
-                for t in self.backend.threads(scope.user)
-                if self._thread(Scope(t.user, t.agent), wait=wait) is not None
-            ]
-        thread = self._thread(scope, wait=wait)
-        return [thread] if thread else []
+        self._engine.checks.wait()
+        return list(self._engine.checks.problems)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -402,6 +427,11 @@ class Memory:
 
         When this returns, the message is committed to disk.
         """
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InputError(
+                f"must be a JSON object (a mapping), got {arguments.type_name(metadata)}",
+                field="metadata",
+            )
         record = Record(
             content=content,
             role=role,
@@ -411,7 +441,7 @@ class Memory:
             session=session,
             id=id,
         )
-        return self._add_records([record], user=user, agent=agent)[0]
+        return self._writer.add([record], scope=self._scope(user, agent)).messages[0]
 
     def add_many(
         self,
@@ -427,222 +457,43 @@ class Memory:
         Each item is a mapping with ``content`` and optionally ``role``,
         ``speaker``, ``timestamp``, ``metadata``, ``session`` and ``id``.
         """
-        records = []
-        for i, item in enumerate(messages):
-            if isinstance(item, Record):
-                records.append(item)
-                continue
-            if not isinstance(item, Mapping):
-                raise InputError(
-                    f"must be a mapping with 'content', got {type(item).__name__}",
-                    field=f"messages[{i}]",
-                )
-            records.append(
-                Record(
-                    content=item.get("content"),
-                    role=item.get("role", "user"),
-                    speaker=item.get("speaker", item.get("name")),
-                    timestamp=item.get("timestamp"),
-                    metadata=check_metadata(item.get("metadata"), Where(prefix=f"messages[{i}].")),
-                    session=item.get("session"),
-                    id=item.get("id"),
-                    where=Where(prefix=f"messages[{i}]."),
-                )
-            )
-        return self._add_records(
-            records, session=session, user=user, agent=agent, progress=progress
+        arguments.callback(progress, "progress")
+        records = self._writer.records(messages)
+        added = self._writer.add(
+            records, scope=self._scope(user, agent), session=session, progress=progress
         )
+        return list(added.messages)
 
-    def _add_records(
+    def ingest(
         self,
-        records: Sequence[Record],
+        messages: Iterable[Mapping[str, Any] | Record],
         *,
         session: str | None = None,
         user: str | None = None,
         agent: str | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[Message]:
-        scope = self._scope(user, agent)
-        now = utcnow()
-        prepared = [
-            prepare(
-                content=r.content,
-                role=r.role,
-                speaker=r.speaker,
-                timestamp=r.timestamp,
-                metadata=r.metadata,
-                session="",
-                message_id=r.id,
-                where=r.where,
-                max_bytes=self.max_message_bytes,
-                now=now,
-            )
-            for r in records
-        ]
-        if not prepared:
-            return []
-        given: set[str] = set()
-        for r, p in zip(records, prepared):
-            if r.id is not None and p.id in given:
-                raise InputError(
-                    f"duplicate message id {p.id!r}: an id may appear once",
-                    source=r.where.source,
-                    line=r.where.line,
-                    field=r.where.field("id"),
-                )
-            given.add(p.id)
-        # Named as export writes them and import reads them back: stripped, never blank.
-        explicit = [
-            _session_name(r.session if r.session is not None else session, r.where) for r in records
-        ]
-        # A live exchange (not a bulk load) gets the session's upkeep afterwards, which
-        # also writes the window keys its newest messages would change again.
-        live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
-        self.backend.writable()  # before embedding what could not be stored
-        vectors = self._embed_new(prepared)
-        with self._write_lock:
-            thread = self._thread(scope, create=True)
-            assert thread is not None
-            if thread.id not in self._tails_checked:
-                # A process that died before its upkeep ran left the window keys of
-                # its last session's newest turns unwritten: the first write mends it.
-                self._tails_checked.add(thread.id)
-                last = self.backend.last_session(thread)
-                if last is not None:
-                    self.backend.write_tail_windows(thread, last.id)
-            # Sessions are named before the LLM is asked where an exchange belongs
-            # (it is only asked inside the current session), and again in the
-            # transaction, where another process's writes are visible.
-            self._assign_sessions(thread, prepared, explicit)
-            decisions = self._llm_decisions(thread, prepared)
-            with self.grower.dropped_on_failure(), self.backend.transaction():
-                self._assign_sessions(thread, prepared, explicit)
-                rows = self.backend.append(
-                    thread, prepared, vectors, self.embedder.model_id, defer_tail=live
-                )
-                # The tree grows a part at a time, so a caller's progress bar moves
-                # while a large file goes in. Every row is stored first: names weigh
-                # terms by the store's counts, which then include the whole batch.
-                step = PROGRESS_STEP if progress is not None else len(rows)
-                for start in range(0, len(rows), step):
-                    part = rows[start : start + step]
-                    self._after_append(thread, part, vectors, decisions)
-                    if progress is not None:
-                        progress(len(part))
-            if vectors is not None and all(r.chash in vectors for r in rows):
-                try:
-                    self.vectors.appended(
-                        thread,
-                        [r.rowid for r in rows],
-                        np.vstack([vectors[r.chash] for r in rows]),
-                    )
-                except Exception as exc:  # the messages are stored: the index catches up later
-                    log.warning("vector index not extended, rebuilt on next search: %s", exc)
-                    self.vectors.invalidate(thread)
-        if self._idle is not None:
-            self._idle.touch(thread, wrote=True)
-        if self.deep is not None:
-            self.deep.notify(thread, wrote=True)
-        self.trees.name_with_llm(thread)
-        # After a reply, the session's tracker and rolling summary catch up in the
-        # background. Bulk loads skip this; the next live reply catches them up.
-        if live:
-            for session in dict.fromkeys(r.message.session for r in rows):
-                self._schedule_upkeep(thread, session)
-        return [r.message for r in rows]
+    ) -> Ingested:
+        """Store what is new among ``messages``: :meth:`add_many` for conversation
+        logs, safe to run again on the same file or on one that has grown since.
 
-    def _after_append(
-        self,
-        thread: Thread,
-        rows: Sequence[Row],
-        vectors: Mapping[str, np.ndarray] | None,
-        decisions: Mapping[str, Decision] | None = None,
-    ) -> None:
-        """Grow the topic tree in the same transaction as the messages."""
-        self.grower.grow(thread, rows, vectors, decisions)
-
-    def _llm_decisions(
-        self, thread: Thread, prepared: Sequence[NewMessage]
-    ) -> dict[str, Decision] | None:
-        """Let the LLM place the first exchange of a live add (before the write starts).
-
-        Bulk loads (more than one user message) are placed by the heuristic:
-        one LLM round trip per exchange would make imports crawl.
+        A message already stored is skipped: one with an ``id``, by its id (a
+        different message under a stored id is an ``InputError``); one without, when
+        a stored message of the scope has the same role, speaker, content and
+        timestamp (and the same session, when it names one), or, with no timestamp,
+        the same role, speaker and content in the session it names. The rules are in
+        :mod:`arbormem.ingest.dedup`. And messages of which none has a timestamp (those
+        of one source file, or of this call) start a session of their own unless they
+        name one, instead of joining the current session by their time, which would
+        be now. Like :meth:`add_many`, all in one transaction.
         """
-        if self.llm is None or not self.tree_config.enabled:
-            return None
-        users = [m for m in prepared if m.role == "user"]
-        if len(users) != 1:
-            return None
-        first = users[0]
-        probe = Message(
-            id=first.id,
-            role=first.role,
-            content=first.content,
-            timestamp=first.timestamp,
-            session=first.session or "",
-            index=-1,
-            speaker=first.speaker,
+        arguments.callback(progress, "progress")
+        return self._writer.add(
+            self._writer.records(messages),
+            scope=self._scope(user, agent),
+            session=session,
+            progress=progress,
+            ingest=True,
         )
-        decision = self.grower.llm_decision(thread, probe)
-        return {first.id: decision} if decision else None
-
-    def _embed_new(self, prepared: Sequence[NewMessage]) -> dict[str, np.ndarray] | None:
-        """Vectors for content not already embedded with the current model.
-
-        A failing embedder does not lose messages: they are stored without a
-        vector and embedded on a later search or by ``reembed``.
-        """
-        model = self.embedder.model_id
-        texts: dict[str, str] = {}
-        for m in prepared:
-            texts.setdefault(m.chash, f"{m.speaker}: {m.content}" if m.speaker else m.content)
-        try:
-            dim = self.embedder.dimensions
-            stored = self.backend.vectors(model, list(texts))
-            have = {h: v for h, v in stored.items() if v.shape[-1] == dim}  # see reembed
-            todo = [h for h in texts if h not in have]
-            if todo:
-                fresh = self.embedder.embed_many([texts[h] for h in todo])
-                have.update(zip(todo, fresh))
-            return have
-        except Exception as exc:  # any embedder's failure: the messages are stored all the same
-            log.warning("embedding failed, storing messages without vectors for now: %s", exc)
-            return None
-
-    def _assign_sessions(
-        self, thread: Thread, prepared: Sequence[NewMessage], explicit: Sequence[str | None]
-    ) -> None:
-        """Name the session of each message: given, or by the idle-gap rule."""
-        last = self.backend.last_session(thread)
-        current = last.id if last else None
-        current_at = last.last_at if last else None
-        # The thread's session names are read only when a new one must be named: read
-        # on every add, they made each add slower as the sessions grew (2.2 -> 24.7 ms
-        # at 2,000 sessions in a review's measurement).
-        stored: set[str] | None = None
-        named: set[str] = set()  # the sessions of this batch so far
-        for message, name in zip(prepared, explicit):
-            if name is not None:
-                message.session = str(name)
-            else:
-                if (
-                    current is None
-                    or current_at is None
-                    or message.timestamp - current_at > self.session_gap
-                    or message.timestamp < current_at - self.session_gap
-                ):
-                    if stored is None:
-                        stored = {s.id for s in self.backend.sessions(thread)}
-                    taken = stored | named
-                    n = len(taken) + 1
-                    while f"session-{n}" in taken:
-                        n += 1
-                    current = f"session-{n}"
-                message.session = current
-            named.add(message.session)
-            current = message.session
-            current_at = message.timestamp
 
     # -- reading ------------------------------------------------------------------------
 
@@ -659,16 +510,19 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
-    ) -> list[Hit]:
+    ) -> Hits:
         """The ``k`` messages that best answer ``query``, best first.
 
         Confined to one scope (``user`` with ``agent``); ``all_agents=True``
         widens it to every agent of that user, never to another user.
         ``neighbors=n`` attaches the n turns before and after each hit.
+        Soft-archived messages are never hits; the result (a list) names those
+        that hold the query's words in ``archived`` (see :class:`Hits`).
         """
-        _query(query)
-        _count("k", k, 1)
-        _count("neighbors", neighbors, 0, MAX_NEIGHBORS)
+        self._query(query)
+        arguments.count(k, "k", 1, MAX_RESULTS)
+        arguments.count(neighbors, "neighbors", 0, MAX_NEIGHBORS)
+        arguments.flag(all_agents, "all_agents")
         if k * (2 * neighbors + 1) > MAX_WITH_NEIGHBORS:
             # k=10,000 with 100 neighbours read two million messages (35 s, 3.9 GB).
             raise InputError(
@@ -678,20 +532,35 @@ class Memory:
                 field="neighbors",
             )
         scope = self._scope(user, agent)
+        names = _as_tuple(session, "session")
+        roles = _as_tuple(role, "role")
         filters = Filters(
-            sessions=_sessions(session),
+            sessions=None if names is None else tuple(str(self._session(n)) for n in names),
             since=parse_timestamp(since, field="since") if since is not None else None,
             until=parse_timestamp(until, field="until") if until is not None else None,
-            roles=_roles(role),
+            roles=None if roles is None else tuple(normalize_role(r) for r in roles),
         )
         threads = self._threads(scope, all_agents)
-        if self._idle is not None:
-            for thread in threads:
-                self._idle.touch(thread, wrote=False)
-        return self.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        self._engine.touch(threads, wrote=False)
+        hits = self._engine.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        archived, count = self.backend.archived_matches(threads, query_terms(query), filters, k)
+        return Hits(hits, archived=archived, archived_count=count)
+
+    def ranking_features(
+        self, query: str, *, user: str | None = None, agent: str | None = None
+    ) -> RankingFeatures:
+        """Every candidate recall would weigh for ``query`` in the scope, with all
+        the ranker's features of each (none left out for weighing nothing)."""
+        self._query(query)
+        threads = self._threads(self._scope(user, agent), False)
+        if not threads:
+            return RankingFeatures((), FEATURES, np.zeros((0, len(FEATURES)), dtype=np.float32))
+        _, rowids, matrix, _, rows = self._engine.retriever.candidates(threads, query)
+        return RankingFeatures(tuple(rows[r].message for r in rowids), FEATURES, matrix)
 
     def get(self, message_id: str, *, user: str | None = None, agent: str | None = None) -> Message:
         """One message by id; :class:`NotFound` when it is not in this scope."""
+        message_id = self._message_id(message_id)
         scope = self._scope(user, agent)
         row = self.backend.get(message_id)
         if row is None or row.message.scope != scope:
@@ -709,10 +578,10 @@ class Memory:
         agent: str | None = None,
     ) -> list[Message]:
         """Messages of the thread in order: all, one session's, or positions [start, end)."""
-        session = _session_name(session)
+        session = self._session(session)
         for name, value in (("start", start), ("end", end), ("limit", limit)):
             if value is not None:
-                _count(name, value, 0, MAX_POSITION)
+                arguments.count(value, name, 0, MAX_POSITION)
         thread = self._thread(self._scope(user, agent), wait=False)
         if thread is None:
             return []
@@ -725,20 +594,23 @@ class Memory:
         return self.backend.sessions(thread) if thread else []
 
     def scopes(self, user: str | None = None) -> list[Scope]:
-        """Every scope in the store (or one user's), for administration."""
-        return [Scope(t.user, t.agent) for t in self.backend.threads(user)]
+        """Every scope of this memory's tenant (or one user's), for administration."""
+        user = arguments.scope_id(user, "user", max_bytes=self.limits.name_bytes)
+        return [
+            Scope(t.user, t.agent, t.tenant) for t in self.backend.threads(user, tenant=self.tenant)
+        ]
 
-    def stats(self, *, user: str | None = None, agent: str | None = None) -> dict[str, Any]:
+    def stats(self, *, user: str | None = None, agent: str | None = None) -> Stats:
         """Counts for the scope's thread, and the vector models stored."""
         scope = self._scope(user, agent)
         thread = self._thread(scope, wait=False)
-        return {
-            "scope": str(scope),
-            "messages": self.backend.count(thread) if thread else 0,
-            "sessions": len(self.backend.sessions(thread)) if thread else 0,
-            "embedder": self.embedder.model_id,
-            "vector_models": self.backend.vector_models(),
-        }
+        return Stats(
+            scope=str(scope),
+            messages=self.backend.count(thread) if thread else 0,
+            sessions=len(self.backend.sessions(thread)) if thread else 0,
+            embedder=self.embedder.model_id,
+            vector_models=self.backend.vector_models(),
+        )
 
     # -- forgetting -----------------------------------------------------------------------
 
@@ -749,7 +621,8 @@ class Memory:
         session: str | None = None,
         user: str | None = None,
         agent: str | None = None,
-    ) -> dict[str, int]:
+        wait: float = PURGE_WAIT,
+    ) -> Forgotten:
         """Delete for good, with everything derived (index rows, vectors, caches).
 
         * ``forget(message_id)``: one message of the scope;
@@ -757,107 +630,46 @@ class Memory:
         * ``forget(user="alice", agent="bot")``: that whole thread;
         * ``forget(user="alice")``: everything of that user, across agents.
 
-        Returns counts of what went.
+        Returns what went, and ``purged``: True when no copy of the forgotten text
+        is left in the store's files, else ``purge_pending`` says why (see
+        :meth:`purge`). ``wait``: seconds to wait at most for other connections
+        reading an older snapshot of the store, which keep the old pages in the files
+        until they end.
         """
-        session = _session_name(session)
-        if message_id is not None and session is not None:
-            raise InputError("give a message id or a session, not both", field="forget")
+        wait = arguments.seconds(wait, "wait")
+        session = self._session(session)
+        if message_id is not None:
+            message_id = self._message_id(message_id)
+        check_target(message_id, session, user is not None or agent is not None)
         scope = self._scope(user, agent)
-        with self._write_lock:
-            self._checks.wait()  # no check may rebuild a tree while it is being deleted
-            if message_id is not None or session is not None:
-                thread = self._thread(scope)
-                if thread is None:
-                    raise NotFound(f"nothing stored for scope {scope}")
-                if self._working is not None:
-                    self._working.wait()
-                if message_id is not None:
-                    row = self.backend.get(message_id)
-                    doomed = [row] if row and row.message.scope == scope else []
-                else:
-                    doomed = self.backend.messages(thread, session=session)
-                leaves = set(self.backend.message_leaves([r.rowid for r in doomed]).values())
-                with self.backend.transaction():
-                    if message_id is not None:
-                        deleted = self.backend.delete_messages([message_id], thread)
-                        if not deleted.messages:
-                            raise NotFound(f"no message {message_id!r} in scope {scope}")
-                    else:
-                        assert session is not None
-                        deleted = self.backend.delete_session(thread, session)
-                        if not deleted.messages and not deleted.sessions:
-                            raise NotFound(f"no session {session!r} in scope {scope}")
-                    self.grower.forgotten(thread, leaves)
-                # Summaries and trackers may quote what went. Background upkeep was
-                # drained before the deletion (it could otherwise re-save a summary
-                # made from the old messages); the reset happens outside the store's
-                # transaction because upkeep takes its locks in the other order.
-                if message_id is not None:
-                    for row in doomed:
-                        self.working.reset_derived(thread, row.message.session)
-                self._forgotten([thread], deleted)
-                return deleted.to_dict()
-            if user is None and agent is None:
-                raise InputError(
-                    "say what to forget: a message id, session=..., agent=... or user=...",
-                    field="forget",
-                )
-            threads = (
-                self.backend.threads(scope.user)
-                if agent is None
-                else self._threads(scope, False, wait=True)
+        if message_id is not None or session is not None:
+            return self._forgetter.messages(
+                scope, message_id=message_id, session=session, wait=wait
             )
-            if not threads:
-                raise NotFound(
-                    f"nothing stored for {'user ' + scope.user if agent is None else scope}"
-                )
-            if self._working is not None:
-                self._working.wait()  # no upkeep may save state for a deleted thread
-            total = Deleted()
-            for thread in threads:
-                deleted = self.backend.delete_thread(thread)
-                self._forgotten([thread], deleted)
-                total.messages += deleted.messages
-                total.sessions += deleted.sessions
-                total.threads += deleted.threads
-            return total.to_dict()
+        return self._forgetter.threads(scope, whole_user=agent is None, wait=wait)
 
-    def _forgotten(self, threads: Sequence[Thread], deleted: Deleted) -> None:
-        unused = self.backend.purge()
-        if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard([*deleted.chashes, *unused])
-        for thread in threads:
-            self.vectors.invalidate(thread)
-            self.vectors.discard_files(thread)
-            if self.deep is not None:
-                self.deep.forget(thread)
-            self.tree_recall.invalidate(thread)
-            self.tree_recall.discard_files(thread)
-            self.trees.forget_descriptions(thread)
-            self.retriever.forget(thread)
-            self.grower.forget_cursor(thread)
+    def purge(self, *, wait: float = 30.0, rewrite: bool | None = True) -> Purged:
+        """Finish taking forgotten text out of the store's files.
+
+        Merges the full-text indexes of any forget that a crash cut short, rewrites
+        the file when rows were deleted since it last was (``rewrite=None``: only a
+        store of at most 64 MiB, as ``forget`` does; False: never), and empties the
+        write-ahead log, waiting up to ``wait`` seconds for connections reading an
+        older snapshot. ``purge_pending`` is ``"readers"`` when such a reader
+        outlasted ``wait``, ``"rewrite"`` when the file was not rewritten.
+        """
+        wait = arguments.seconds(wait, "wait")
+        if rewrite is not None and not isinstance(rewrite, bool):
+            raise InputError(f"must be True, False or None, got {rewrite!r}", field="rewrite")
+        self.backend.writable()
+        return self._forgetter.purge(wait=wait, rewrite=rewrite)
 
     # -- working memory and context --------------------------------------------------------------
 
     @property
     def working(self) -> Any:
         """Per-session working memory (modes, tracked state, rolling summaries)."""
-        if self._working is None:
-            from arbormem.session import WorkingMemory
-
-            self._working = WorkingMemory(self.backend, self.llm)
-        return self._working
-
-    def _schedule_upkeep(self, thread: Thread, session: str) -> None:
-        from arbormem.modes import resolve_mode
-
-        def work() -> None:
-            self.backend.write_tail_windows(thread, session)
-            self.working.upkeep(thread, session, None, resolve_mode())
-
-        # While one upkeep of this session waits to start, replies arriving meanwhile
-        # need no other: it reads the session's new messages when it runs.
-        self.working.submit(work, key=(thread.id, session))
+        return self._engine.working
 
     def current_session(self, *, user: str | None = None, agent: str | None = None) -> str:
         """The session a new message would join now (the last one, unless it went quiet)."""
@@ -871,6 +683,20 @@ class Memory:
             n += 1
         return f"session-{n}"
 
+    def session_mode(
+        self, *, session: str | None = None, user: str | None = None, agent: str | None = None
+    ) -> str:
+        """The memory mode of a session (the current one by default): its own, else
+        the configured default."""
+        session = self._session(session)
+        scope = self._scope(user, agent)
+        thread = self._thread(scope, wait=False)
+        default = self.settings.memory_mode
+        if thread is None:
+            return default
+        key = session or self.current_session(user=scope.user, agent=scope.agent)
+        return str(self.working.load(thread, key, default).mode)
+
     def set_mode(
         self,
         mode: str,
@@ -880,7 +706,8 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """Switch a session's memory mode; its messages, summary and window are kept."""
-        session = _session_name(session)
+        mode = self._mode(mode)  # before the thread is made for it
+        session = self._session(session)
         scope = self._scope(user, agent)
         thread = self._thread(scope, create=True, wait=False)  # session state, not the tree
         assert thread is not None
@@ -902,7 +729,7 @@ class Memory:
         reply_tokens: int = 1024,
         user: str | None = None,
         agent: str | None = None,
-    ) -> Any:
+    ) -> Context:
         """The prompt for the next turn, within ``budget_tokens``: a :class:`Context`.
 
         Sections, in order: the system prompt with the mode's additions, the
@@ -912,21 +739,75 @@ class Memory:
         OpenAI-style chat call; ``context.max_tokens`` is the room left for the
         reply in the model's context window.
         """
-        from arbormem.session import build_context
-
+        self._query(query)
+        if budget_tokens is UNSET:
+            budget = self.settings.context_budget
+        elif budget_tokens is None:
+            raise InputError(
+                "must be a whole number of tokens, got None",
+                field="budget_tokens",
+                hint="leave it out for the configured budget",
+            )
+        else:
+            try:
+                budget = budget_of(budget_tokens)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise InputError(str(exc), field="budget_tokens") from None
+        if k is not None:
+            arguments.count(k, "k", 1, MAX_RESULTS)
+        arguments.count(paths, "paths", 0, MAX_RESULTS)
+        if system_prompt is not None:  # "" is the default prompt, as None is
+            arguments.text(
+                system_prompt, "system_prompt", max_bytes=self.limits.message_bytes, blank=True
+            )
+        smallest = MIN_BUDGET + REPLY_PRIMER + 1
+        for name, value, low in (
+            ("context_window", context_window, smallest),
+            ("reply_tokens", reply_tokens, 0),
+        ):
+            if value is None and name == "context_window":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputError(
+                    f"must be an integer of at least {low} tokens, got {value!r}", field=name
+                )
+        chosen = None if mode is None else self._mode(mode)
+        key_given = self._session(session)
+        scope = self._scope(user, agent)
+        if chosen is not None and self.read_only:
+            raise StoreError(
+                f"{self.path} is read-only, and mode= is stored with the session: "
+                "leave it out to use the session's stored mode"
+            )
+        # A read: no wait for the tree check, and no thread made for a scope that has
+        # none (unless a mode is to be stored for it).
+        thread = self._thread(scope, create=chosen is not None, wait=False)
+        key = key_given or self.current_session(user=scope.user, agent=scope.agent)
+        if chosen is not None:
+            assert thread is not None
+            self.working.set_mode(thread, key, chosen)
+        window = (
+            context_window
+            or (getattr(self.llm, "context_window", None) if self.llm is not None else None)
+            or self.settings.context_window
+        )
         return build_context(
-            self,
-            query,
-            budget_tokens=budget_tokens,
-            mode=mode,
-            session=_session_name(session),
+            store=self.backend,
+            working=self.working,
+            thread=thread,
+            session=key,
+            query=query,
+            budget=budget,
+            default_mode=self.settings.memory_mode,
             system_prompt=system_prompt,
             k=k,
             paths=paths,
-            context_window=context_window,
+            window_size=window,
             reply_tokens=reply_tokens,
-            user=user,
-            agent=agent,
+            search=lambda q, n: self.search(q, k=n, user=scope.user, agent=scope.agent),
+            topic_paths=lambda q, n: self.topic_paths(
+                q, k=n, user=scope.user, agent=scope.agent, drill=False
+            ),
         )
 
     # -- the topic tree -----------------------------------------------------------------------
@@ -935,7 +816,8 @@ class Memory:
         self, *, user: str | None = None, agent: str | None = None, messages: bool = True
     ) -> TopicNode:
         """The thread's topic tree under a virtual root (empty if nothing is stored)."""
-        return self.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
+        arguments.flag(messages, "messages")
+        return self._engine.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
 
     def render_tree(
         self,
@@ -949,7 +831,11 @@ class Memory:
         agent: str | None = None,
     ) -> str:
         """The tree as ``text``, ``json``, ``mermaid`` or ``dot``."""
-        return self.trees.render(
+        for field, value in (("summaries", summaries), ("messages", messages), ("leaves", leaves)):
+            arguments.flag(value, field)
+        if depth is not None:
+            arguments.count(depth, "depth", 0, MAX_POSITION)
+        return self._engine.trees.render(
             self._thread(self._scope(user, agent)),
             format,
             summaries=summaries,
@@ -965,9 +851,9 @@ class Memory:
         *,
         user: str | None = None,
         agent: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Reorganized:
         """Merge related branches of the thread's tree and optionally archive trivial
-        exchanges; returns ``{"merged", "pruned", "skipped", "duration_secs", "log_id"}``.
+        exchanges.
 
         Every run is logged and can be undone with :meth:`undo_reorganize`.
         Messages are never changed.
@@ -981,37 +867,51 @@ class Memory:
                 f"must be a cosine similarity from 0 to 1, got {similarity_threshold!r}",
                 field="similarity_threshold",
             )
+        arguments.flag(prune_trivial_leaves, "prune_trivial_leaves")
         thread = self._thread(self._scope(user, agent))
         if thread is None or not self.tree_config.enabled:
-            return {"merged": 0, "pruned": 0, "skipped": 0, "duration_secs": 0.0, "log_id": None}
-        return self.trees.reorganize(thread, similarity_threshold, prune_trivial_leaves)
+            return Reorganized()
+        return Reorganized.from_mapping(
+            self._engine.trees.reorganize(thread, similarity_threshold, prune_trivial_leaves)
+        )
 
     def undo_reorganize(
         self, log_id: int, *, user: str | None = None, agent: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Undone:
         """Put the tree back as it was before reorganisation ``log_id``."""
+        arguments.count(log_id, "log_id", 0, MAX_POSITION)
         thread = self._thread(self._scope(user, agent))
         if thread is None:
             raise NotFound(f"nothing stored for scope {self._scope(user, agent)}")
-        return self.trees.undo(thread, log_id)
+        done = self._engine.trees.undo(thread, log_id)
+        return Undone(undone=int(done.get("undone", 0)), already=bool(done.get("already")))
 
     def restore_archived(self, *, user: str | None = None, agent: str | None = None) -> int:
         """Bring every exchange archived by ``reorganize(prune_trivial_leaves=True)``
         back into recall; returns how many messages were restored. Unlike
         :meth:`undo_reorganize` it works after the tree was rebuilt."""
         thread = self._thread(self._scope(user, agent))
-        return self.trees.restore_archived(thread) if thread else 0
+        return self._engine.trees.restore_archived(thread) if thread else 0
 
-    def tree_log(
-        self, *, user: str | None = None, agent: str | None = None
-    ) -> list[dict[str, Any]]:
+    def tree_log(self, *, user: str | None = None, agent: str | None = None) -> list[TreeLogEntry]:
         """The thread's logged tree operations (reorganisations, rebuilds), newest first."""
         thread = self._thread(self._scope(user, agent))
-        return self.trees.log(thread) if thread else []
+        if thread is None:
+            return []
+        return [
+            TreeLogEntry(
+                id=e.id,
+                kind=e.kind,
+                at=format_timestamp(e.at),
+                stats=dict(e.stats),
+                undone_at=format_timestamp(e.undone_at) if e.undone_at else None,
+            )
+            for e in self.backend.tree_log(thread)
+        ]
 
     def tree_tools(self, *, user: str | None = None, agent: str | None = None) -> TreeNavigator:
         """Tool definitions and handlers that let an LLM walk this scope's tree."""
-        return self.trees.tools(self._thread(self._scope(user, agent)))
+        return self._engine.trees.tools(self._thread(self._scope(user, agent)))
 
     def topic_paths(
         self,
@@ -1030,8 +930,10 @@ class Memory:
         with ``drill``, a path whose summary does not cover the query carries the
         topic's best turns (multi-resolution).
         """
-        _query(query)
-        _count("k", k, 1)
+        self._query(query)
+        arguments.count(k, "k", 1, MAX_RESULTS)
+        arguments.flag(all_agents, "all_agents")
+        arguments.flag(drill, "drill")
         if (
             isinstance(threshold, bool)
             or not isinstance(threshold, (int, float))
@@ -1043,21 +945,11 @@ class Memory:
         threads = self._threads(self._scope(user, agent), all_agents)
         if not threads or not self.tree_config.enabled:
             return []
-        return self.trees.paths(
+        return self._engine.trees.paths(
             threads, query, self.embedder.embed(query), k=k, threshold=threshold, drill=drill
         )
 
     # -- export and import -------------------------------------------------------------------
-
-    def _store_file(self, path: Path) -> bool:
-        """Whether ``path`` is the database or one of its companions (WAL, index folder)."""
-        store = getattr(self.backend, "path", None)
-        if not isinstance(store, (str, os.PathLike)) or str(store) == ":memory:":
-            return False
-        base = Path(store).resolve()
-        target = path.resolve()
-        companions = {base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))}
-        return target in companions or base.with_name(base.name + ".ann") in target.parents
 
     def export(
         self,
@@ -1066,172 +958,98 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         everything: bool = False,
-    ) -> dict[str, Any]:
-        """Everything stored for the scope (or the whole store) as a JSON-ready dict.
-
-        With ``dest`` the JSON is also written there (atomically). Vectors are
-        not exported: they are derived, and recomputed on import.
-        """
-        if dest is not None and self._store_file(Path(dest).expanduser()):
+    ) -> Exported:
+        """Everything stored for the scope (a user's, with ``user`` alone; the whole
+        tenant's with ``everything``) in the export format. With ``dest`` it is also
+        written there (atomically). Vectors are not exported: they are derived, and
+        recomputed on import."""
+        target = None if dest is None else arguments.path(dest, "dest")
+        if target is not None and (target.is_dir() or not target.name):
+            raise InputError("is a folder", field="dest", hint="give a file path to write to")
+        arguments.flag(everything, "everything")
+        if target is not None and self.backend.owns_path(target):
             # Replacing the database with its own export destroyed the store.
             raise InputError(
-                "is this store's own file",
-                source=str(Path(dest).expanduser()),
-                hint="export to another file",
+                "is this store's own file", source=str(target), hint="export to another file"
             )
+        scope = self._scope(user, agent)  # a blank id is refused, not the default
         if everything:
-            threads = self.backend.threads()
+            threads = self.backend.threads(tenant=self.tenant)
         elif agent is None and user is not None:
-            threads = self.backend.threads(user)
+            threads = self.backend.threads(user, tenant=self.tenant)
         else:
-            threads = self._threads(self._scope(user, agent), False)
-        out: dict[str, Any] = {
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "exported_at": format_timestamp(utcnow()),
-            "threads": [export_thread(self.backend, t) for t in threads],
-        }
-        if dest is not None:
-            path = Path(dest).expanduser()
-            # A name of its own: a fixed '<dest>.tmp' overwrote any file of that name.
-            tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-            try:
-                tmp.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-                tmp.replace(path)
-            except OSError as exc:
-                if tmp.is_file():
-                    tmp.unlink()
-                raise InputError(
-                    f"cannot write the export there: {exc.strerror or exc}",
-                    source=str(path),
-                    hint="give a file path in a folder that exists and can be written",
-                ) from None
-        return out
+            threads = self._threads(scope, False)
+        document = export_document(self.backend, threads)
+        if target is not None:
+            write_export(document, target)
+        return Exported(
+            document=document,
+            threads=len(document["threads"]),
+            messages=sum(
+                len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
+            ),
+            path=None if target is None else str(target),
+        )
 
-    def import_(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, int]:
-        """Restore an export. All or nothing: on any error the store is unchanged.
+    def import_(self, source: str | os.PathLike[str] | Mapping[str, Any] | Exported) -> Imported:
+        """Restore an export (a file, its parsed JSON, or an :class:`Exported`). All or
+        nothing: on any error the store is unchanged.
 
-        Messages whose id is already stored with the same content are skipped,
-        so importing the same file twice is harmless; a different message under
-        an existing id is an error. Returns ``{"threads", "messages", "skipped",
-        "archived", "not_archived"}``: messages marked archived are archived again
-        by whole exchanges, and ``not_archived`` counts those that could not be
-        (the tree is off, or the first imported message joined this store's open
-        exchange), with a warning.
+        Messages whose id is already stored with the same content are skipped, so
+        importing the same file twice is harmless; a different message under an
+        existing id is an error. Messages marked archived are archived again by whole
+        exchanges (``not_archived`` counts those that could not be, with a warning),
+        and each session's memory mode, tracked state and summary are restored (a
+        session that already has one here keeps its own). Threads land in this
+        memory's tenant.
         """
+        if isinstance(source, Exported):
+            source = source.document
         if isinstance(source, Mapping):
             data: Any = source
             name = "<import>"
         else:
-            name = os.fspath(source)
-            data = parse_json(read_bytes_as_text(Path(name)), name)
-        plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
-        self.backend.writable()
-        vectors = self._embed_new([m for _, msgs, _ in plan for m in msgs])
-        added = archived_again = left_live = 0
-        # Threads that exist are checked before the transaction: a check running in the
-        # background must not wait for it (an in-memory store has a single connection).
-        for scope, _, _ in plan:
-            self._thread(scope)
-        with self._write_lock, self.grower.dropped_on_failure(), self.backend.transaction():
-            # Planned again where no other writer can come in between: another process
-            # importing the same file, or adding to one of its threads, since the plan
-            # above (its messages are then skipped, or the positions given up). A
-            # message embedded for neither plan is stored without a vector, and the
-            # first search embeds it.
-            plan, skipped = plan_import(self.backend, data, name, self.max_message_bytes)
-            for scope, msgs, archived in plan:
-                thread = self._thread(scope, create=True)
-                assert thread is not None
-                # Only this thread's vectors: passing all of them made every thread
-                # write the whole export's again (quadratic in the number of threads).
-                mine = (
-                    {m.chash: vectors[m.chash] for m in msgs if m.chash in vectors}
-                    if vectors is not None
-                    else None
-                )
-                rows = self.backend.append(thread, msgs, mine, self.embedder.model_id)
-                self._after_append(thread, rows, mine)
-                marked = [r.rowid for r in rows if r.message.id in archived]
-                if marked:
-                    done = self.trees.archive(thread, marked)
-                    archived_again += done
-                    left_live += len(marked) - done
-                added += len(rows)
-        for scope, _, _ in plan:
-            thread = self._thread(scope)
-            if thread:
-                self.vectors.invalidate(thread)
-        if left_live:
-            # An exchange is archived whole or not at all: the tree is off, or an
-            # imported message joined an exchange of this store (its open one).
-            log.warning(
-                "%s: %d message(s) marked archived are back in recall: their exchanges "
-                "could not be archived whole%s",
-                name,
-                left_live,
-                " (the topic tree is off)" if not self.tree_config.enabled else "",
-            )
-        return {
-            "threads": len(plan),
-            "messages": added,
-            "skipped": skipped,
-            "archived": archived_again,
-            "not_archived": left_live,
-        }
+            path = arguments.path(source, "source")
+            name = str(path)
+            data = parse_json(read_bytes_as_text(path), name)
+        return self._writer.import_(data, name, self.tenant)
 
     # -- maintenance ----------------------------------------------------------------------------
 
     def prepare_search(
         self, *, user: str | None = None, agent: str | None = None
-    ) -> dict[str, Any]:
+    ) -> PreparedSearch:
         """Build what the first search of a thread would otherwise build on the spot.
 
         A thread past ``ann_threshold`` turns searches an approximate vector index;
         after a large import, building it takes minutes (about 4.5 at a million
         turns on the reference machine), and the first search used to pay for it
-        silently. This builds it now, with the topics' summary vectors, and saves it
-        beside the database. Returns ``{"vectors", "approximate", "saved", "topics",
-        "duration_secs"}``; ``saved`` is False when the index could not be written (a
-        full disk: the next process builds it again). ``arbormem ingest`` calls it
-        after storing.
+        silently. This builds it now, with the topics' summary vectors, and keeps it
+        for the next process (``saved`` is False when it could not be: a full disk).
+        ``arbormem ingest`` calls it after storing.
         """
         start = time.perf_counter()
         thread = self._thread(self._scope(user, agent))
-        out: dict[str, Any] = {"vectors": 0, "approximate": False, "saved": True, "topics": 0}
-        if thread is not None:
-            index, out["saved"] = self.vectors.prepare(thread)
-            out["vectors"] = len(index)
-            out["approximate"] = isinstance(index, AnnIndex)
-            if self.tree_config.enabled:
-                out["topics"] = self.tree_recall.prepare(thread)
-        out["duration_secs"] = round(time.perf_counter() - start, 3)
-        return out
+        if thread is None:
+            return PreparedSearch(duration_secs=round(time.perf_counter() - start, 3))
+        built = self.backend.prepare_nearest(thread, self.embedder)
+        topics = self._engine.tree_recall.prepare(thread) if self.tree_config.enabled else 0
+        return PreparedSearch(
+            vectors=built.vectors,
+            approximate=built.approximate,
+            saved=built.saved,
+            topics=topics,
+            duration_secs=round(time.perf_counter() - start, 3),
+        )
 
     def reembed(
         self, *, prune: bool = True, progress: Callable[[int], None] | None = None
-    ) -> dict[str, int]:
+    ) -> Reembedded:
         """Embed every message lacking a vector of the current model; drop other models'.
 
         This also happens on its own, lazily, the first time a thread is searched
         after the embedder changed.
         """
-        self.backend.writable()
-        model = self.embedder.model_id
-        embedded = 0
-        for thread in self.backend.threads():
-            _, _, _, missing = self.backend.thread_vectors(
-                thread, model, dim=self.embedder.dimensions
-            )
-            for start in range(0, len(missing), 2048):
-                chunk = missing[start : start + 2048]
-                vecs = self.embedder.embed_many([r.message.text for r in chunk])
-                self.backend.put_vectors(model, {r.chash: v for r, v in zip(chunk, vecs)})
-                embedded += len(chunk)
-                if progress is not None:
-                    progress(len(chunk))
-            self.vectors.invalidate(thread)
-        # The deep embedder's vectors are the store's too (see arbormem.deep).
-        deep = [self.deep.model_id] if self.deep is not None else []
-        pruned = self.backend.prune_vectors(model, *deep) if prune else 0
-        return {"embedded": embedded, "pruned": pruned}
+        arguments.flag(prune, "prune")
+        arguments.callback(progress, "progress")
+        return self._writer.reembed(prune=prune, progress=progress)

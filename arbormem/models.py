@@ -8,7 +8,7 @@ changes. Messages are stored verbatim and never rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,13 +34,16 @@ DEFAULT_AGENT = "default"
 
 @dataclass(frozen=True)
 class Scope:
-    """One user with one agent. Queries never cross users."""
+    """One user with one agent (of one tenant). Queries never cross users."""
 
     user: str = DEFAULT_USER
     agent: str = DEFAULT_AGENT
+    #: The tenant ("" outside a server that keeps several in one store).
+    tenant: str = ""
 
     def __str__(self) -> str:
-        return f"{self.user}/{self.agent}"
+        base = f"{self.user}/{self.agent}"
+        return f"{self.tenant}:{base}" if self.tenant else base
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,13 @@ class Message:
     user: str = DEFAULT_USER
     agent: str = DEFAULT_AGENT
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The tenant of its scope ("" in a store of one tenant; not in :meth:`to_dict`:
+    #: a caller only ever sees its own tenant's messages).
+    tenant: str = ""
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.user, self.agent)
+        return Scope(self.user, self.agent, self.tenant)
 
     @property
     def text(self) -> str:
@@ -113,7 +119,7 @@ class Hit:
     ``signals`` holds the value of each ranking feature that counted for this
     hit (for example ``bm_t``, BM25 of the turn; ``bm_w``, of its window;
     ``de_t``, the query's cosine with the turn; ``bm_topic``, of its topic; the
-    full list is :data:`arbormem.features.FEATURES`); ``score`` is the weighted
+    full list is :data:`arbormem.recall.features.FEATURES`); ``score`` is the weighted
     sum the ranking used. ``neighbors`` holds the surrounding turns of the same session
     when they were asked for, in thread order, the hit itself excluded.
     """
@@ -155,8 +161,46 @@ class Hit:
         out["score"] = round(self.score, 6)
         out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
         out["message_ids"] = self.message_ids
-        if self.superseded_by:
-            out["superseded_by"] = self.superseded_by
-        if self.neighbors:
-            out["neighbors"] = [m.to_dict() for m in self.neighbors]
+        # Every key on every hit, null or empty when there is nothing: a key left out
+        # made each consumer test for its presence.
+        out["superseded_by"] = self.superseded_by
+        out["neighbors"] = [m.to_dict() for m in self.neighbors]
         return out
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What :meth:`Memory.ingest <arbormem.Memory.ingest>` did with the messages it was
+    given."""
+
+    #: One for each message given, in order: the message stored now, or the stored
+    #: message it repeats.
+    messages: tuple[Message, ...]
+    #: Positions (among the messages given) of those already stored, and so skipped.
+    skipped: tuple[int, ...] = ()
+
+    @property
+    def added(self) -> list[Message]:
+        """The messages stored by this call, in order."""
+        skipped = set(self.skipped)
+        return [m for i, m in enumerate(self.messages) if i not in skipped]
+
+
+class Hits(list[Hit]):
+    """What :meth:`Memory.search` returns: the hits, best first, as a list, with
+    word of the archived messages the search left out.
+
+    ``archived`` holds the ids of soft-archived messages (small talk archived by
+    ``reorganize(prune_trivial_leaves=True)``) of the same scope and filters that
+    hold any of the query's words, best match first, at most as many as the
+    hits asked for; ``archived_count`` counts them all. Search never returns
+    them as hits: ``Memory.get(id)`` reads one, ``restore_archived()`` brings
+    them back into recall.
+    """
+
+    def __init__(
+        self, hits: Iterable[Hit] = (), *, archived: Sequence[str] = (), archived_count: int = 0
+    ) -> None:
+        super().__init__(hits)
+        self.archived: list[str] = list(archived)
+        self.archived_count = max(archived_count, len(self.archived))

@@ -424,6 +424,22 @@ def find_ranges(text: str, now: datetime | None = None) -> list[DateRange]:
     return ranges
 
 
+def find_spans(text: str, now: datetime | None = None) -> list[tuple[int, int, DateRange]]:
+    """Every date range ``text`` mentions with where it is said: ``(start, end, range)``,
+    in text order. Relative expressions ("last week") need ``now``; offsets index
+    ``text`` itself (it is only lower-cased, never reshaped)."""
+    lower = text.lower()
+    found = _absolute(lower)
+    if now is not None:
+        today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+        for m in _RELATIVE.finditer(lower):
+            try:
+                found.extend((m.start(), m.end(), r) for r in _relative_ranges(m.groups(), today))
+            except (ValueError, OverflowError):
+                continue
+    return sorted(found, key=lambda f: f[0])
+
+
 def in_year(when: datetime, year: int) -> datetime:
     """``when`` moved to ``year``; 29 February becomes the 28th in a common year.
 

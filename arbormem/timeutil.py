@@ -52,6 +52,9 @@ _DATE_WORDS = re.compile(
     re.IGNORECASE,
 )
 
+#: The longest timestamp string read ("Wednesday, 1:56 pm on 8 September, 2023" is 40).
+MAX_TIMESTAMP_CHARS = 100
+
 _FORMATS_HINT = (
     "use ISO 8601 such as 2026-02-14T15:23:05Z, a Unix epoch number, or '1:56 pm on 8 May, 2023'"
 )
@@ -172,6 +175,15 @@ def parse_timestamp(
     raw = value.strip()
     if not raw:
         raise InputError("is empty", field=field, source=source, hint=_FORMATS_HINT)
+    if len(raw) > MAX_TIMESTAMP_CHARS:
+        # Every form is a few dozen characters; a long string was parsed whole (ten
+        # million digits read as a date) and echoed whole in the error.
+        raise InputError(
+            f"is {len(raw):,} characters long: no timestamp is over {MAX_TIMESTAMP_CHARS}",
+            field=field,
+            source=source,
+            hint=_FORMATS_HINT,
+        )
     iso = raw[:-1] + "+00:00" if raw[-1:] in ("Z", "z") else raw
     try:
         parsed = datetime.fromisoformat(iso)

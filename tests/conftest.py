@@ -12,6 +12,9 @@ import pytest
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 
+#: Fixtures for tests against a real PostgreSQL server (``pg_server``, ``pg_url``).
+pytest_plugins = ["tests.pg_fixtures"]
+
 LOCOMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo"
 
 
@@ -50,7 +53,7 @@ def locomo_dir() -> Path:
     return LOCOMO_DIR
 
 
-#: SQL that removes what schema versions 13 to 15 added, for tests that put a store
+#: SQL that removes what schema versions 13 to 16 added, for tests that put a store
 #: back at an older version (each such test adds what its own older versions remove).
 UNDO_SCHEMA_FROM_13 = """
 DROP TRIGGER threads_forgotten;
@@ -59,6 +62,7 @@ DROP TABLE store_clock;
 DROP INDEX messages_archived;
 DROP INDEX tree_nodes_archived;
 DROP INDEX tree_briefs;
+DROP TABLE pending_purges;
 """
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from arbormem import ConfigError, InputError, Memory, MessageTooLarge, StoreError
 from arbormem.embed import HashingEmbedder, get_embedder
-from arbormem.formats import read_conversation_file
+from arbormem.ingest.formats import read_conversation_file
 
 from .conftest import write_json
 
@@ -187,22 +187,23 @@ def test_failed_import_leaves_the_store_exactly_as_it_was(memory: Memory, tmp_pa
     memory.add("keep me", session="s1")
     before = memory.export()
     dump = memory.export()
-    dump["threads"][0]["user"] = "someone-else"
-    dump["threads"][0]["sessions"][0]["messages"][0]["id"] = "fresh-id"
-    dump["threads"][0]["sessions"][0]["messages"].append(
+    dump.document["threads"][0]["user"] = "someone-else"
+    dump.document["threads"][0]["sessions"][0]["messages"][0]["id"] = "fresh-id"
+    dump.document["threads"][0]["sessions"][0]["messages"].append(
         {"id": "bad", "role": "user", "content": "ok", "timestamp": "not a time"}
     )
     with pytest.raises(InputError) as err:
         memory.import_(dump)
     assert "timestamp" in str(err.value)
     after = memory.export()
-    assert before["threads"] == after["threads"]
+    assert before.document["threads"] == after.document["threads"]
     assert memory.scopes() == [memory.scope]
 
 
 def test_failed_add_after_validation_rolls_back(memory: Memory) -> None:
     memory.add("one", id="dup")
-    with pytest.raises(StoreError):
+    # The store refuses the stored id; the error then names the record that gave it.
+    with pytest.raises(InputError, match=r"'messages\[1\]\.id': message id 'dup' is already"):
         memory.add_many([{"content": "two"}, {"content": "three", "id": "dup"}])
     assert [m.content for m in memory.messages()] == ["one"]
 
@@ -347,13 +348,15 @@ def test_user_and_agent_ids_must_be_names(
     with Memory(db_path, embedder=HashingEmbedder(8), llm=None) as mem:
         with pytest.raises(InputError, match="'agent': must not be blank"):
             mem.add("x", agent=" ")
-        assert mem.search("x", agent=" ") == []  # reading creates nothing
+        # Not the default agent: a blank id is refused in every call (and creates nothing).
+        with pytest.raises(InputError, match="'agent': must not be blank"):
+            mem.search("x", agent=" ")
         # A thread an earlier version stored under a padded id stays readable and
         # can be forgotten.
         mem.backend.thread(" bob", "default", create=True)
         mem.add("kept under the old id", user=" bob")
         assert [m.content for m in mem.messages(user=" bob")] == ["kept under the old id"]
-        assert mem.forget(user=" bob")["messages"] == 1
+        assert mem.forget(user=" bob").messages == 1
     config = tmp_path / "config.toml"
     config.write_text("agent = true\n")
     with monkeypatch.context() as patched:
@@ -367,11 +370,13 @@ def test_user_and_agent_ids_must_be_names(
 
 
 def test_a_context_budget_setting_too_small_names_the_variable(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Settings are read when the memory opens: a bad one is refused there, no file made.
     monkeypatch.setenv("ARBORMEM_CONTEXT_BUDGET", "5")
     with pytest.raises(ConfigError, match=r"ARBORMEM_CONTEXT_BUDGET='5'.*at least 32"):
-        memory.context("anything")
+        Memory(tmp_path / "budget.db", embedder=HashingEmbedder(64))
+    assert not (tmp_path / "budget.db").exists()
 
 
 def test_an_id_given_twice_in_one_batch_names_the_record(memory: Memory, tmp_path: Path) -> None:
@@ -393,7 +398,7 @@ def test_an_id_given_twice_in_one_batch_names_the_record(memory: Memory, tmp_pat
 def test_an_import_index_past_the_integer_range_is_refused(memory: Memory) -> None:
     memory.add("Leo is allergic to peanuts.")
     data = memory.export()
-    data["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
+    data.document["threads"][0]["sessions"][0]["messages"][0]["index"] = 2**70
     with pytest.raises(InputError, match="index"):
         Memory(":memory:", embedder="hash").import_(data)
 
@@ -462,7 +467,7 @@ def test_numpy_numbers_are_taken_for_what_they_hold(tmp_path: Path) -> None:
     with Memory(
         tmp_path / "m.db", embedder=HashingEmbedder(16), ann_threshold=np.int64(500)
     ) as mem:
-        assert mem.vectors.ann_threshold == 500
+        assert mem.backend.dense_cache(mem.embedder).ann_threshold == 500
 
 
 def test_a_refused_synchronous_setting_creates_no_folder(tmp_path: Path) -> None:
@@ -485,7 +490,7 @@ def test_numpy_booleans_and_whole_strings_in_llm_and_store_settings(
     assert type(config.context_window) is int
     monkeypatch.setenv("ARBORMEM_ANN_THRESHOLD", "1200.0")  # as 1200.0 from TOML is
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(16)) as mem:
-        assert mem.vectors.ann_threshold == 1200
+        assert mem.backend.dense_cache(mem.embedder).ann_threshold == 1200
 
 
 @pytest.mark.parametrize("text", ["12.0000000000000001", "1e-400", "9007199254740993.5", "1e400"])

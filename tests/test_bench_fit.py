@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from arbormem.bench.fit import by_category
-from arbormem.ranker import Example, metrics
+from arbormem.recall.ranker import Example, metrics
 
 from .conftest import run_cli, tiny_locomo, write_json
 

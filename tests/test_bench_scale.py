@@ -12,7 +12,7 @@ import pytest
 from arbormem.bench.locomo import DISTRACTOR_SESSION_BASE, run, with_distractors
 from arbormem.bench.scale import check_plotting, parse_size, plot
 from arbormem.errors import ConfigError
-from arbormem.formats import parse_locomo
+from arbormem.ingest.formats import parse_locomo
 
 from .conftest import run_cli, tiny_locomo, write_json
 
@@ -188,7 +188,7 @@ def test_a_locomo_ingest_leaves_no_upkeep_running(tmp_path: Path) -> None:
     (conv,) = parse_locomo(tiny_locomo(), "conv-x.json")
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
         ingest_conversation(mem, conv)
-        assert mem.working._pending and all(f.done() for f in mem.working._pending)
+        assert not mem.pending()  # nothing queued, nothing running
         thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
         assert thread is not None
         assert mem.backend.session_state(thread, "session_2")  # its upkeep ran

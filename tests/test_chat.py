@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,8 @@ import pytest
 from arbormem import InputError, Memory
 from arbormem.bench.chat import ScriptedChatLLM, scripted_reply, user_turns
 from arbormem.chat import ChatSession
-from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
+from arbormem.cli.chat import DOCS_URL
+from arbormem.context.assemble import MESSAGE_OVERHEAD, REPLY_PRIMER
 from arbormem.embed import HashingEmbedder
 from arbormem.llm import LLMConfig, OpenAIChatClient
 from arbormem.tokens import default_counter
@@ -230,6 +232,13 @@ def test_no_llm_configured_prints_how_to_configure_one(tmp_path: Path) -> None:
     ):
         assert needle in out
     assert not db.exists()
+    # A pip-installed user has no docs folder: the pages are named by their address.
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    docs = re.search(r'^Documentation = "(.+)"$', pyproject, flags=re.M)
+    assert docs
+    assert f"{docs.group(1)}/chat.md" in out and f"{docs.group(1)}/llm.md" in out
+    assert not re.search(r"(?<![/\w])docs/", out)
+    assert docs.group(1) == DOCS_URL  # the address used where the metadata says none
 
 
 def test_chat_with_piped_input_is_plain_text(tmp_path: Path, server: FakeOpenAI) -> None:

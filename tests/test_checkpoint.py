@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from arbormem.store import SQLiteBackend
-from arbormem.store.checkpoint import Checkpointer
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.checkpoint import Checkpointer
+from arbormem.store.sqlite.driver import sqlite3
 
 from .test_store_contract import msg
 

@@ -62,6 +62,7 @@ def test_ingest_locomo_and_jsonl(tmp_path: Path, env: dict[str, str]) -> None:
         "format": "locomo",
         "messages": 6,
         "sessions": 2,
+        "skipped": 0,
     }
     hits = json.loads(run_cli("search", "marathon Lisbon", "--json", env=env).stdout)
     assert hits[0]["speaker"] == "Ben"
@@ -136,6 +137,7 @@ def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> No
         "skipped": 0,
         "archived": 0,
         "not_archived": 0,
+        "session_states": 0,
     }
     stdout_dump = json.loads(run_cli("export", env=other).stdout)
     assert stdout_dump["threads"] == json.loads(dump.read_text())["threads"]
@@ -396,3 +398,22 @@ def test_ingest_succeeds_when_the_vector_index_cannot_be_saved(
     assert "could not be saved" in out.stderr
     stats = run_cli("search", "note 33 topic 4", "-k", "1", "--json", env=env)
     assert json.loads(stats.stdout)[0]["content"] == "note 33 about topic 4"
+
+
+def test_search_json_writes_every_key_of_every_hit(tmp_path: Path, env: dict[str, str]) -> None:
+    # A key left out when it had no value made every consumer test for its presence.
+    chat = write_json(
+        tmp_path / "chat.json",
+        [
+            {"role": "user", "content": "Leo is allergic to peanuts."},
+            {"role": "assistant", "content": "Noted: nothing with peanuts."},
+        ],
+    )
+    assert run_cli("ingest", str(chat), env=env).returncode == 0
+    plain = json.loads(run_cli("search", "peanuts", "--json", env=env).stdout)
+    near = json.loads(run_cli("search", "peanuts", "-n", "1", "--json", env=env).stdout)
+    assert plain and near
+    for hit in plain:
+        assert hit["superseded_by"] is None and hit["neighbors"] == []
+    assert [set(h) for h in plain] == [set(h) for h in near]
+    assert any(h["neighbors"] for h in near)

@@ -11,8 +11,8 @@ from typing import ClassVar
 import pytest
 
 from arbormem import Memory
+from arbormem.context.summary import SummaryPolicy, SummaryState, gate, update
 from arbormem.embed import HashingEmbedder
-from arbormem.summary import SummaryPolicy, SummaryState, gate, update
 
 from .conftest import run_cli
 from .fake_openai import FakeOpenAI, Reply
@@ -43,7 +43,7 @@ def chat(
             session=session,
         )
     if wait:
-        mem.working.wait()
+        mem.engine.working.wait()
 
 
 @pytest.fixture
@@ -94,10 +94,12 @@ def test_window_size_follows_the_mode_and_modes_switch_without_losing_the_sessio
     assert mem.context("garden?", budget_tokens=20000, session="s1").mode == "reasoning"
 
 
-def test_mode_from_environment(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mode_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Settings are read once, when the memory opens.
     monkeypatch.setenv("ARBORMEM_MEMORY_MODE", "code")
-    chat(mem, 1, session="fresh")
-    assert mem.context("x?", session="fresh").mode == "code"
+    with Memory(tmp_path / "env.db", embedder=HashingEmbedder(64), llm=None) as mem:
+        chat(mem, 1, session="fresh")
+        assert mem.context("x?", session="fresh").mode == "code"
 
 
 def test_the_code_tracker_reaches_the_prompt(mem: Memory) -> None:
@@ -113,7 +115,7 @@ def test_the_code_tracker_reaches_the_prompt(mem: Memory) -> None:
         ],
         session="dev",
     )
-    mem.working.wait()
+    mem.engine.working.wait()
     state = mem.context("what now?", session="dev").section("state").text
     assert "src/auth.py" in state and "TypeError" in state
 
@@ -168,15 +170,17 @@ def test_summary_builds_after_replies_and_survives_a_restart(tmp_path: Path) -> 
         ctx = mem.context("what about compost?", session="s1")
         assert ctx.section("summary").text
         mem.set_mode("reasoning", session="s1")
-        before = mem.working.load(mem.backend.thread("default", "default"), "s1", "conversation")
+        before = mem.engine.working.load(
+            mem.backend.thread("default", "default"), "s1", "conversation"
+        )
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         thread = mem.backend.thread("default", "default")
-        after = mem.working.load(thread, "s1", "conversation")
+        after = mem.engine.working.load(thread, "s1", "conversation")
         assert after.summary == before.summary and after.mode == "reasoning"
         # A history that shrank clamps the covered index.
         for m in mem.messages(session="s1")[30:]:
             mem.forget(m.id)
-        clamped = mem.working.load(thread, "s1", "conversation")
+        clamped = mem.engine.working.load(thread, "s1", "conversation")
         assert clamped.summary.upto <= mem.backend.state(thread).next_index
 
 
@@ -193,10 +197,10 @@ def test_forgetting_a_message_drops_summaries_that_may_quote_it(mem: Memory) -> 
 def test_pressure_on_the_model_window_compresses_the_oldest_turns(mem: Memory) -> None:
     chat(mem, 12, words=60)
     thread = mem.backend.thread("default", "default")
-    assert mem.working.load(thread, "s1", "conversation").floor == 0
+    assert mem.engine.working.load(thread, "s1", "conversation").floor == 0
     # Past 90% of a small model window the turn waits for compression first.
     ctx = mem.context("and the compost?", session="s1", context_window=1200, budget_tokens=1100)
-    state = mem.working.load(thread, "s1", "conversation")
+    state = mem.engine.working.load(thread, "s1", "conversation")
     assert state.floor > 0 and state.summary.text
     assert ctx.prompt_tokens <= 1100
 
@@ -212,7 +216,7 @@ def test_llm_summary_failures_fall_back_to_the_extractive_summary(tmp_path: Path
             server.default = Reply('{"summary": "- The user plans a vegetable garden."}')
             chat(mem, 20)
             thread = mem.backend.thread("default", "default")
-            state = mem.working.load(thread, "s1", "conversation")
+            state = mem.engine.working.load(thread, "s1", "conversation")
             assert state.summary.text == "- The user plans a vegetable garden."
             covered = state.summary.upto
             for bad in (
@@ -223,7 +227,7 @@ def test_llm_summary_failures_fall_back_to_the_extractive_summary(tmp_path: Path
             ):
                 server.default = bad
                 chat(mem, 6, start=100 + len(server.requests))
-                after = mem.working.load(thread, "s1", "conversation")
+                after = mem.engine.working.load(thread, "s1", "conversation")
                 # The model's summary stays, and the messages that left the window are
                 # folded in without it: a model that is down used to freeze the summary.
                 assert after.summary.text.startswith("- The user plans a vegetable garden.")
@@ -271,7 +275,7 @@ def test_context_cli_json(tmp_path: Path) -> None:
 def test_upkeep_of_a_session_waits_and_is_coalesced(tmp_path: Path) -> None:
     import time
 
-    from arbormem.session import WorkingMemory
+    from arbormem.context.working import WorkingMemory
     from arbormem.store import SQLiteBackend
 
     working = WorkingMemory(SQLiteBackend(tmp_path / "w.db"))
@@ -303,20 +307,20 @@ def test_upkeep_of_a_session_waits_and_is_coalesced(tmp_path: Path) -> None:
 def test_upkeep_of_a_long_session_reads_only_what_changed(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
     chat(mem, 60)
-    mem.working.wait()
-    mem.working.interval = 60.0  # the next upkeep waits: what it will read can be seen
+    mem.engine.working.wait()
+    mem.engine.working.interval = 60.0  # the next upkeep waits: what it will read can be seen
     chat(mem, 2, start=60, wait=False)
     thread = mem._thread(mem._scope(None, None))
     assert thread is not None
-    state = mem.working.load(thread, "s1", "conversation")
-    pending = mem.working.pending(thread, "s1", state)
+    state = mem.engine.working.load(thread, "s1", "conversation")
+    pending = mem.engine.working.pending(thread, "s1", state)
     # Of 124 messages: the four new ones, the window before them (20 in conversation
     # mode), and those that left it since the summary last took a batch (fewer than 10).
     assert len(pending) < 34 and [m.index for m in pending] == sorted(m.index for m in pending)
     assert pending[-1].index == 123 and state.seen == 120
     everything = [r.message for r in mem.backend.messages(thread, session="s1")]
-    expected = mem.working.upkeep(thread, "s1", everything, "conversation")
-    mem.working.save(thread, "s1", state)  # back to before, for the upkeep close() starts
+    expected = mem.engine.working.upkeep(thread, "s1", everything, "conversation")
+    mem.engine.working.save(thread, "s1", state)  # back to before, for the upkeep close() starts
     mem.close()
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder()) as again:
         got = again.working.load(thread, "s1", "conversation")
@@ -326,12 +330,12 @@ def test_upkeep_of_a_long_session_reads_only_what_changed(tmp_path: Path) -> Non
 
 def test_a_live_exchanges_newest_windows_are_written_by_the_upkeep(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
-    mem.working.interval = 60.0  # nothing runs until it is waited for
+    mem.engine.working.interval = 60.0  # nothing runs until it is waited for
     chat(mem, 5, wait=False)
     assert mem.backend.lexical_stats("window")[0] == 8  # the newest two wait
     found = mem.search("Answer 4 water the tomatoes", k=3)
     assert found and found[0].message.content.startswith("Answer 4")  # by its own words
-    mem.working.wait()
+    mem.engine.working.wait()
     assert mem.backend.lexical_stats("window")[0] == 10
     mem.close()
 
@@ -346,10 +350,10 @@ def test_a_burst_of_replies_is_caught_up_by_upkeep(tmp_path: Path) -> None:
             ],
             session="s",
         )
-    mem.working.wait()
+    mem.engine.working.wait()
     thread = mem._thread(mem._scope(None, None))
     assert thread is not None
-    assert mem.working.load(thread, "s", "conversation").seen == 40
+    assert mem.engine.working.load(thread, "s", "conversation").seen == 40
     mem.close()
 
 
@@ -359,7 +363,7 @@ def test_context_for_a_scope_with_nothing_stored_creates_nothing(tmp_path: Path)
         ctx = mem.context("peanuts?", user="ghost")
         assert ctx.section("recall").text == "" and ctx.mode == "conversation"
         assert [s.user for s in mem.scopes()] == ["maya"]
-        assert mem.export(user="ghost")["threads"] == []
+        assert mem.export(user="ghost").document["threads"] == []
 
 
 def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
@@ -373,8 +377,8 @@ def test_recalled_turns_say_who_said_them(tmp_path: Path) -> None:
 
 
 def test_an_llm_summary_call_gets_the_newest_messages_of_a_long_backlog() -> None:
+    from arbormem.context.summary import LLM_INPUT_CHARS, llm_merge
     from arbormem.models import Message
-    from arbormem.summary import LLM_INPUT_CHARS, llm_merge
 
     # 200 messages of about 300 characters left the window at once (a bulk import
     # followed by live chat): sent whole, the prompt was 60,000 characters.
@@ -410,8 +414,8 @@ def test_an_llm_summary_call_gets_the_newest_messages_of_a_long_backlog() -> Non
 
 
 def test_a_summary_stays_within_its_words_and_characters() -> None:
+    from arbormem.context.summary import CHARS_PER_WORD, llm_merge
     from arbormem.models import Message
-    from arbormem.summary import CHARS_PER_WORD, llm_merge
 
     batch = [
         Message(

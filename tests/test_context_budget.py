@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arbormem.context import MIN_BUDGET, TRUNCATED, ContextBuilder, RecallItem
+from arbormem.context.assemble import MIN_BUDGET, TRUNCATED, ContextBuilder, RecallItem
 from arbormem.models import Message
 from arbormem.tokens import default_counter
 
@@ -36,7 +36,7 @@ def messages(pairs: list[tuple[str, str]]) -> list[Message]:
 
 
 def count_messages(chat: list[dict[str, str]]) -> int:
-    from arbormem.context import MESSAGE_OVERHEAD, REPLY_PRIMER
+    from arbormem.context.assemble import MESSAGE_OVERHEAD, REPLY_PRIMER
 
     return REPLY_PRIMER + sum(COUNTER.count(m["content"]) + MESSAGE_OVERHEAD for m in chat)
 

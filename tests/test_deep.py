@@ -54,7 +54,7 @@ def fill(mem: Memory, n: int, start: int = 0) -> None:
 def deep_used(mem: Memory, query: str) -> bool:
     thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
     assert thread is not None
-    question, *_ = mem.retriever.candidates([thread], query)
+    question, *_ = mem.engine.retriever.candidates([thread], query)
     return question.deep
 
 
@@ -72,32 +72,32 @@ def gated(db_path: Path) -> Iterator[tuple[Memory, Gated]]:
 def test_add_does_not_wait_and_search_waits_for_nothing(gated: tuple[Memory, Gated]) -> None:
     mem, deep = gated
     fill(mem, READY_LAG + 10)  # acknowledged with the gate shut
-    assert mem.deep is not None
+    assert mem.engine.deep is not None
     model = deep.model_id
     assert mem.backend.vector_models().get(model, 0) == 0
     # Until the worker has embedded the thread, recall reads the store's own vectors.
     assert not deep_used(mem, "the orchard visit")
     assert mem.search("orchard visit", k=3)
     deep.gate.set()
-    assert mem.deep.wait(timeout=60)
+    assert mem.engine.deep.wait(timeout=60)
     assert mem.backend.vector_models()[model] == READY_LAG + 10
     assert deep_used(mem, "the orchard visit")
     assert any("orchard" in h.message.content for h in mem.search("orchard", k=3))
 
 
 def test_the_weights_follow_the_dense_source(gated: tuple[Memory, Gated]) -> None:
-    from arbormem.ranker import DEEP_TREE_WEIGHTS, TREE_WEIGHTS
+    from arbormem.recall.ranker import DEEP_TREE_WEIGHTS, TREE_WEIGHTS
 
     mem, _ = gated
-    assert mem.retriever.weights(deep=True) == dict(DEEP_TREE_WEIGHTS)
-    assert mem.retriever.weights(deep=False) == dict(TREE_WEIGHTS)
+    assert mem.engine.retriever.weights(deep=True) == dict(DEEP_TREE_WEIGHTS)
+    assert mem.engine.retriever.weights(deep=False) == dict(TREE_WEIGHTS)
 
 
 def test_the_newest_turns_may_lag(gated: tuple[Memory, Gated]) -> None:
     mem, deep = gated
     deep.gate.set()
     fill(mem, READY_LAG + 20)
-    assert mem.deep is not None and mem.deep.wait(timeout=60)
+    assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
     deep.gate.clear()
     fill(mem, READY_LAG, start=READY_LAG + 20)  # a live chat's last replies
     assert deep_used(mem, "violin")
@@ -111,7 +111,7 @@ def test_forgotten_messages_get_no_deep_vector(gated: tuple[Memory, Gated]) -> N
     doomed = mem.messages()[2]
     mem.forget(doomed.id)
     deep.gate.set()
-    assert mem.deep is not None and mem.deep.wait(timeout=60)
+    assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
     with mem.backend._reading() as conn:  # type: ignore[attr-defined]
         stored = {
             r[0]
@@ -128,14 +128,14 @@ def test_a_reopened_store_is_not_embedded_again(db_path: Path) -> None:
     first.gate.set()
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
         fill(mem, 40)
-        assert mem.deep is not None and mem.deep.wait(timeout=60)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
     second = Gated()
     second.gate.set()
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
         assert not deep_used(mem, "violin")  # the first search starts the catch-up ...
-        assert mem.deep is not None and mem.deep.wait(timeout=60)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
         assert deep_used(mem, "violin")  # ... which read the stored vectors
-        assert mem.deep.embedded == 0
+        assert mem.engine.deep.embedded == 0
         # Re-embedding with the store's embedder keeps the deep vectors.
         mem.reembed()
         assert mem.backend.vector_models()[second.model_id] == 40
@@ -148,7 +148,7 @@ def test_a_failing_deep_embedder_leaves_search_to_the_stores_vectors(
     deep.fail = "model missing"
     deep.gate.set()
     fill(mem, READY_LAG + 5)
-    assert mem.deep is not None and mem.deep.wait(timeout=60)
+    assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
     assert "model missing" in caplog.text
     assert not deep_used(mem, "lighthouse")
     assert mem.search("lighthouse", k=2)
@@ -160,8 +160,8 @@ def test_close_stops_the_worker(db_path: Path) -> None:
     fill(mem, 3 * 64)
     deep.gate.set()  # it finishes the chunk it holds, then stops
     mem.close()
-    assert mem.deep is not None and mem.deep.wait(timeout=0)
-    worker = mem.deep._worker
+    assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=0)
+    worker = mem.engine.deep._worker
     assert worker is None or not worker.is_alive()
 
 

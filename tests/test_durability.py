@@ -83,7 +83,7 @@ from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.store import SQLiteBackend
 mem = Memory(sys.argv[1], embedder=HashingEmbedder(32))
-mem.working.interval = 60.0  # the upkeep is still waiting when the script ends
+mem.engine.working.interval = 60.0  # the upkeep is still waiting when the script ends
 for i in range(3):
     mem.add_many([{"role": "user", "content": f"question {i} about kites"},
                   {"role": "assistant", "content": f"answer {i} about kites"}], session="s1")
@@ -205,7 +205,7 @@ def _watching_writes(mem: Memory, watch: Callable[[str], object]) -> Iterator[No
 
 
 def _levels(mem: Memory) -> dict[str, int]:
-    from arbormem.store.sqlite import fts_levels
+    from arbormem.store.sqlite.common import fts_levels
 
     conn = mem.backend._writer  # type: ignore[attr-defined]
     return {t: fts_levels(conn, t) for t in ("turn_fts", "window_fts", "topic_fts", "segment_fts")}
@@ -215,7 +215,7 @@ def test_forgetting_keeps_the_full_text_indexes_shallow(tmp_path: Path, monkeypa
     """Each forget merges the full-text indexes ('optimize'). SQLite 3.40 puts each
     merge one level above the last, and 2,000 levels make an index unreadable for
     good: past the limit an index is rebuilt, which starts it at one level again."""
-    monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+    monkeypatch.setattr("arbormem.store.sqlite.messages.FTS_LEVEL_LIMIT", 20)
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
         deepest = 0
@@ -235,7 +235,7 @@ def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeyp
             mem.forget(mem.add(f"a passing remark {n} about apples").id)
         deep = {t for t, n in _levels(mem).items() if n > 20}
         assert "turn_fts" in deep
-        monkeypatch.setattr("arbormem.store.sqlite.FTS_LEVEL_LIMIT", 20)
+        monkeypatch.setattr("arbormem.store.sqlite.messages.FTS_LEVEL_LIMIT", 20)
         merged: list[str] = []
         with _watching_writes(
             mem, lambda sql: "'optimize'" in sql and merged.append(sql.split()[2])
@@ -245,10 +245,13 @@ def test_an_index_already_too_deep_is_rebuilt_not_merged(tmp_path: Path, monkeyp
         assert all(n <= 20 for n in _levels(mem).values())
 
 
-def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path) -> None:
+def test_a_thousand_forgets_leave_the_store_readable(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The real thing, on whatever SQLite this Python has: on 3.40 the 1,000th
     add-and-forget failed ("database disk image is malformed") and the store could
     not be searched again."""
+    # Rewriting the file after each forget leaves the indexes' levels as they are, and
+    # would add a fifth to this test's minutes.
+    monkeypatch.setattr("arbormem.store.sqlite.messages.REWRITE_LIMIT_BYTES", 0)
     db = tmp_path / "m.db"
     with Memory(db, embedder=HashingEmbedder(64), llm=None) as mem:
         mem.add_many([{"content": f"note {n} about apples and pears"} for n in range(300)])
@@ -274,4 +277,4 @@ def test_the_checkpoint_after_a_forget_holds_the_write_lock(tmp_path: Path) -> N
             mem, lambda sql: "wal_checkpoint" in sql and seen.append(lock._is_owned())
         ):
             mem.forget(mem.messages()[0].id)
-        assert seen == [True]
+        assert seen and all(seen)  # a try that met another checkpoint is made again

@@ -208,7 +208,7 @@ def test_an_endpoint_whose_vectors_changed_length_is_embedded_again(
             assert mem.get(m.id).content == "a new note about volcanoes"
             hits = mem.search("volcanoes")  # the stored 24-d vectors are embedded again
             assert hits and any(k.startswith("de_") for k in hits[0].signals)
-            assert mem.reembed()["embedded"] == 0  # nothing of the old length is left
+            assert mem.reembed().embedded == 0  # nothing of the old length is left
     finally:
         fake_server.embedding_dim = 24
 
@@ -224,6 +224,52 @@ def test_an_openai_embedders_patience_is_a_setting(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("ARBORMEM_EMBEDDER_TIMEOUT", "0")
     with pytest.raises(ConfigError, match="ARBORMEM_EMBEDDER_TIMEOUT"):
         get_embedder("openai:fake-embed")
+
+
+def test_a_long_text_is_embedded_a_window_at_a_time() -> None:
+    # A 1 MiB message made WordLlama gather one 256-float row per token at once: 1 GB
+    # (12 GB for a 12 MB message). Numpy reports its buffers to tracemalloc.
+    import tracemalloc
+
+    from arbormem.embed.wordllama import WINDOW_CHARS, windows
+
+    emb = WordLlamaEmbedder()
+    emb.embed("warm up")
+    digits = ("1 2 3 4 5 6 7 8 9 0 " * 15_000)[: 1 << 18]  # a token per character
+    tracemalloc.start()
+    try:
+        emb.embed(digits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB"  # was 268 MiB for these 256 KiB
+    # Cut at spaces, the windows hold exactly the tokens of the whole text, so the
+    # vector is the whole text's mean.
+    text = "Leo is allergic to peanuts and Maya keeps a list of safe snacks. " * 400
+    assert len(windows(text)) > 1 and all(len(w) <= WINDOW_CHARS for w in windows(text))
+    tokenizer = emb.tokenizer()
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    assert [
+        i for w in windows(text) for i in tokenizer.encode(w, add_special_tokens=False).ids
+    ] == ids
+    table = emb._load()[0]
+    whole = table[ids].mean(axis=0)
+    assert float(emb.embed(text) @ (whole / np.linalg.norm(whole))) > 0.99999
+
+
+def test_max_chars_bounds_what_a_model_is_given() -> None:
+    seen: list[int] = []
+
+    class Short(HashingEmbedder):
+        max_chars = 10
+
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            seen.extend(len(t) for t in texts)
+            return super().embed_batch(texts)
+
+    Short(16).embed_many(["x" * 1000, "short"])
+    CachedEmbedder(Short(16)).embed_many(["y" * 50])
+    assert seen == [10, 5, 10]
 
 
 needs_bge = pytest.mark.skipif(

@@ -9,7 +9,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.recall import RecallConfig
+from arbormem.recall.retriever import RecallConfig
 
 
 def _open(path: Path, **kw: object) -> Memory:
@@ -83,7 +83,9 @@ def test_a_new_thread_in_a_forgotten_threads_place_starts_clean(tmp_path: Path) 
     assert m.topic_paths("swordfish password") == []
     new = m.backend.thread("alice", "bot")
     assert new is not None
-    question = m.retriever._question([new], [m.backend.state(new)], "what did Jonas do last week?")
+    question = m.engine.retriever._question(
+        [new], [m.backend.state(new)], "what did Jonas do last week?"
+    )
     assert set(question.names) == {"Jonas"}
     assert question.ranges[0].start.year == 2025
     m.close()
@@ -143,7 +145,7 @@ def test_a_second_memory_on_the_file_never_brings_a_forgotten_thread_back(
 def test_an_upkeep_running_across_a_forget_does_not_save_what_it_quoted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.session as session_module
+    import arbormem.context.working as session_module
 
     path = tmp_path / "m.db"
     a, b = _open(path), _open(path)  # as two processes would
@@ -163,7 +165,7 @@ def test_an_upkeep_running_across_a_forget_does_not_save_what_it_quoted(
         return out
 
     monkeypatch.setattr(session_module, "update", slow_summary)
-    b.working.upkeep(thread, "s", None, "conversation", force=True)
+    b.engine.working.upkeep(thread, "s", None, "conversation", force=True)
     assert "Quokkaberry" not in str(a.backend.session_state(thread, "s"))
     assert "Quokkaberry" not in a.context("shed roof", session="s").text
     a.close()

@@ -10,7 +10,7 @@ import pytest
 from arbormem import Memory
 from arbormem.bench.locomo import questions_of
 from arbormem.errors import InputError
-from arbormem.formats import evidence_ids, parse_locomo, read_conversation_file
+from arbormem.ingest.formats import evidence_ids, parse_locomo, read_conversation_file
 
 from .conftest import tiny_locomo, write_json
 
@@ -197,3 +197,69 @@ def test_jsonl_lines_end_only_at_newlines(tmp_path: Path, memory: Memory) -> Non
     assert [r.content for r in conv.records] == texts
     memory.add_many(conv.records)
     assert [m.content for m in memory.messages()] == texts
+
+
+def test_a_json_file_holding_one_message_object_is_that_message(
+    tmp_path: Path, memory: Memory
+) -> None:
+    path = write_json(tmp_path / "one.json", {"role": "user", "content": "Leo likes chess."})
+    conv = read_conversation_file(path)
+    assert conv.format == "message"
+    assert [m.content for m in memory.add_many(conv.records)] == ["Leo likes chess."]
+    # Checked like any message, and the error says where.
+    write_json(path, {"role": "wizard", "content": "hi"})
+    with pytest.raises(InputError, match=r"one\.json: 'role': unknown role"):
+        memory.add_many(read_conversation_file(path).records)
+
+
+def test_a_json_list_of_conversations_is_one_session_each(tmp_path: Path, memory: Memory) -> None:
+    # As in JSONL: an object with a 'messages' list and no 'content' is a conversation.
+    path = write_json(
+        tmp_path / "convs.json",
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": "q1"},
+                    {"role": "assistant", "content": "a1"},
+                ]
+            },
+            {"messages": [{"role": "user", "content": "q2"}]},
+        ],
+    )
+    conv = read_conversation_file(path)
+    assert conv.format == "conversations"
+    assert [r.session for r in conv.records] == ["convs-1", "convs-1", "convs-2"]
+    memory.add_many(conv.records)
+    assert [(s.id, s.message_count) for s in memory.sessions()] == [("convs-1", 2), ("convs-2", 1)]
+    # A bad message is named by its conversation, not as a message missing 'content'.
+    write_json(path, [{"messages": [{"role": "user", "content": "q"}]}, {"messages": [{"x": 1}]}])
+    with pytest.raises(InputError, match=r"'\[1\]\.messages\[0\]\.content': missing"):
+        read_conversation_file(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n", "\ufeff"])
+def test_an_empty_json_file_holds_no_message_as_an_empty_jsonl_file_does(
+    tmp_path: Path, text: str
+) -> None:
+    for name in ("empty.json", "empty.jsonl"):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        conv = read_conversation_file(tmp_path / name)
+        assert conv.records == [], name
+
+
+def test_a_bad_turn_of_a_locomo_list_names_its_conversation(tmp_path: Path) -> None:
+    items = [
+        {"sample_id": f"conv-{n}", "conversation": tiny_locomo(f"conv-{n}"), "qa": []}
+        for n in range(3)
+    ]
+    items[2]["conversation"]["session_2"][1]["text"] = 7
+    path = write_json(tmp_path / "locomo10.json", items)
+    with pytest.raises(InputError) as err:
+        read_conversation_file(path)
+    assert "'[2].conversation.session_2[1].text'" in str(err.value)
+    assert "conv-2" in str(err.value)
+    # A single conversation's fields keep their plain names.
+    single = tiny_locomo()
+    single["session_2"][1]["text"] = 7
+    with pytest.raises(InputError, match=r"locomo\.json: 'session_2\[1\]\.text': must be a string"):
+        read_conversation_file(write_json(tmp_path / "locomo.json", single))

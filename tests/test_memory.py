@@ -58,7 +58,7 @@ def test_search_finds_the_buried_fact(memory: Memory) -> None:
 
 
 def test_a_term_past_the_posting_budget_is_searched_in_the_newest_rows(db_path: Path) -> None:
-    from arbormem.recall import RecallConfig
+    from arbormem.recall.retriever import RecallConfig
 
     # Lexical search only (no vectors, no tree): each of its searches may read about
     # 10 postings, and "pancakes" has 80.
@@ -152,7 +152,7 @@ def test_a_month_named_without_a_year_shares_its_date_candidates_among_the_years
     limits = _date_limits(memory, monkeypatch)
     hits = memory.search("what did we plant in the garden in May?", k=10)
     assert hits and all("tomatoes" in h.message.content for h in hits)
-    pool = memory.retriever.config.date_candidates
+    pool = memory.engine.retriever.config.date_candidates
     assert limits == [(-(-pool // 3), 3)]
 
 
@@ -210,16 +210,22 @@ def test_forget_message_session_thread_and_user(memory: Memory) -> None:
     keep = memory.add("keep this about rivers", session="s1")
     gone = memory.add("forget this about mountains", session="s1")
     memory.add("whole session about oceans", session="s2")
-    assert memory.forget(gone.id)["messages"] == 1
+    assert memory.forget(gone.id).messages == 1
     with pytest.raises(NotFound):
         memory.get(gone.id)
     assert not [h for h in memory.search("mountains") if h.message.id == gone.id]
-    assert memory.forget(session="s2") == {"messages": 1, "sessions": 1, "threads": 0}
+    assert memory.forget(session="s2").to_dict() == {
+        "messages": 1,
+        "sessions": 1,
+        "threads": 0,
+        "purged": True,
+        "purge_pending": None,
+    }
     assert [s.id for s in memory.sessions()] == ["s1"]
     memory.add("other agent", agent="x")
     memory.add("other user", user="carol")
-    assert memory.forget(user="default", agent="x")["threads"] == 1
-    assert memory.forget(user="default")["messages"] == 1
+    assert memory.forget(user="default", agent="x").threads == 1
+    assert memory.forget(user="default").messages == 1
     with pytest.raises(NotFound):
         memory.get(keep.id)
     assert memory.scopes() == [memory.scope.__class__("carol", "default")]
@@ -246,7 +252,7 @@ def test_forget_removes_derived_data(db_path: Path) -> None:
 
 def test_forgetting_a_thread_leaves_no_session_state_behind(db_path: Path) -> None:
     with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
-        mem.working.interval = 60.0  # the exchange's upkeep is still waiting
+        mem.engine.working.interval = 60.0  # the exchange's upkeep is still waiting
         mem.add_many(
             [
                 {"role": "user", "content": "what is the vault code?"},
@@ -254,7 +260,7 @@ def test_forgetting_a_thread_leaves_no_session_state_behind(db_path: Path) -> No
             ],
             session="s1",
         )
-        assert mem.working.busy
+        assert mem.engine.working.busy
         mem.forget(user="default", agent="default")
         again = mem.backend.thread("default", "default", create=True)  # the id, reused
         assert again is not None
@@ -300,19 +306,20 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
     dump = memory.export(tmp_path / "dump.json", everything=True)
     with Memory(tmp_path / "other.db", embedder=HashingEmbedder(64)) as other:
         counts = other.import_(tmp_path / "dump.json")
-        assert counts == {
+        assert counts.to_dict() == {
             "threads": 2,
             "messages": 3,
             "skipped": 0,
             "archived": 0,
             "not_archived": 0,
+            "session_states": 0,
         }
         again = other.export(everything=True)
-        assert again["threads"] == dump["threads"]
+        assert again.document["threads"] == dump.document["threads"]
         assert other.search("hello")[0].message.speaker == "Ann"
         # Importing twice is harmless.
-        assert other.import_(dump)["skipped"] == 3
-        assert other.export(everything=True)["threads"] == dump["threads"]
+        assert other.import_(dump).skipped == 3
+        assert other.export(everything=True).document["threads"] == dump.document["threads"]
 
 
 def test_an_export_is_of_the_thread_as_it_was_when_it_began(
@@ -333,7 +340,7 @@ def test_an_export_is_of_the_thread_as_it_was_when_it_began(
 
     monkeypatch.setattr(backend, "iter_rows", meanwhile)
     data = memory.export()
-    (thread,) = data["threads"]
+    (thread,) = data.document["threads"]
     assert [m["content"] for s in thread["sessions"] for m in s["messages"]] == [
         "note 0",
         "note 1",
@@ -357,7 +364,7 @@ def test_session_names_are_ones_an_export_can_bring_back(memory: Memory, tmp_pat
     assert [m.session for m in memory.messages()] == ["trip", "7"]
     with Memory(tmp_path / "back.db", embedder=HashingEmbedder(64)) as other:
         other.import_(memory.export())
-        assert other.export()["threads"] == memory.export()["threads"]
+        assert other.export().document["threads"] == memory.export().document["threads"]
 
 
 def test_one_file_may_list_a_scope_twice(memory: Memory, tmp_path: Path) -> None:
@@ -368,10 +375,10 @@ def test_one_file_may_list_a_scope_twice(memory: Memory, tmp_path: Path) -> None
     with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64)) as other:
         other.add("second", session="b", timestamp=T0)
         second = other.export()
-    merged = {**first, "threads": first["threads"] + second["threads"]}
+    merged = {**first.document, "threads": first.document["threads"] + second.document["threads"]}
     with Memory(tmp_path / "c.db", embedder=HashingEmbedder(64)) as target:
         counts = target.import_(merged)
-        assert (counts["threads"], counts["messages"], counts["skipped"]) == (2, 2, 0)
+        assert (counts.threads, counts.messages, counts.skipped) == (2, 2, 0)
         assert [(m.content, m.index) for m in target.messages()] == [("first", 0), ("second", 1)]
 
 
@@ -385,7 +392,7 @@ def test_a_padded_session_name_finds_what_add_stored_under_it(memory: Memory) ->
     assert memory.set_mode("code", session=" trip ") == "trip"
     with pytest.raises(InputError, match="session"):
         memory.search("Lisbon", session=["trip", "  "])
-    assert memory.forget(session=" trip ")["messages"] == 2 and memory.messages() == []
+    assert memory.forget(session=" trip ").messages == 2 and memory.messages() == []
 
 
 def test_import_keeps_positions_after_forgetting(memory: Memory, tmp_path: Path) -> None:
@@ -408,7 +415,7 @@ def test_embedder_change_never_mixes_models(db_path: Path) -> None:
         hits = mem.search("lighthouse poems")
         assert hits and hits[0].signals.get("de_t", 0) > 0
         assert mem.backend.vector_models() == {"hash/32": 1, "hash/48": 1}
-        assert mem.reembed() == {"embedded": 0, "pruned": 1}
+        assert mem.reembed().to_dict() == {"embedded": 0, "pruned": 1}
         assert mem.backend.vector_models() == {"hash/48": 1}
 
 
@@ -416,7 +423,7 @@ def test_reembed_embeds_what_is_missing(db_path: Path) -> None:
     with Memory(db_path, embedder=HashingEmbedder(32)) as mem:
         mem.add_many([{"content": f"fact {i}"} for i in range(5)])
     with Memory(db_path, embedder=HashingEmbedder(16)) as mem:
-        assert mem.reembed(prune=False) == {"embedded": 5, "pruned": 0}
+        assert mem.reembed(prune=False).to_dict() == {"embedded": 5, "pruned": 0}
         assert mem.backend.vector_models() == {"hash/32": 5, "hash/16": 5}
 
 
@@ -537,7 +544,7 @@ def _conversation(mem: Memory) -> None:
 @pytest.fixture
 def pooled(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
     """A memory of a short conversation whose searches use the worker pool."""
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
@@ -548,7 +555,7 @@ def pooled(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
 def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
         _conversation(mem)
@@ -556,7 +563,7 @@ def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
         threads = [mem.backend.thread(mem.scope.user, mem.scope.agent)]
 
         def candidates(q: str) -> tuple[list[int], list[list[float]]]:
-            _, rowids, X, _, _ = mem.retriever.candidates(threads, q)  # type: ignore[arg-type]
+            _, rowids, X, _, _ = mem.engine.retriever.candidates(threads, q)  # type: ignore[arg-type]
             return rowids, X.tolist()
 
         monkeypatch.setattr(recall, "PARALLEL_FROM", 10**12)
@@ -574,7 +581,7 @@ def test_candidate_sources_side_by_side_rank_exactly_as_one_after_another(
 
             return wrapped
 
-        monkeypatch.setattr(mem.retriever, "_dense", spy(mem.retriever._dense))
+        monkeypatch.setattr(mem.engine.retriever, "_dense", spy(mem.engine.retriever._dense))
         monkeypatch.setattr(mem.backend, "lexical_search", spy(mem.backend.lexical_search))
         together = [[(h.message.id, h.score) for h in mem.search(q, k=10)] for q in queries]
         assert together == alone
@@ -608,7 +615,7 @@ def test_a_failing_source_fails_the_search_after_the_others_finish(
 
 
 def test_a_search_inside_a_write_transaction_sees_its_uncommitted_rows(db_path: Path) -> None:
-    import arbormem.recall as recall
+    import arbormem.recall.retriever as recall
 
     with Memory(db_path, embedder=HashingEmbedder(64)) as mem:
         _conversation(mem)
@@ -638,7 +645,7 @@ def _bulk(n: int) -> list[dict[str, object]]:
 def test_a_progress_callback_sees_a_bulk_add_part_by_part_and_changes_nothing_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.memory as memory_module
+    import arbormem.ingest.pipeline as pipeline_module
     from arbormem.bench.synth import generate_turns
 
     turns = [
@@ -648,7 +655,7 @@ def test_a_progress_callback_sees_a_bulk_add_part_by_part_and_changes_nothing_st
     with Memory(tmp_path / "whole.db", embedder=HashingEmbedder(64)) as mem:
         mem.add_many(turns)
         whole = (mem.tree(messages=False).to_dict(), mem.search("the vet and the dog", k=10))
-    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 100)
+    monkeypatch.setattr(pipeline_module, "PROGRESS_STEP", 100)
     seen: list[int] = []
     with Memory(tmp_path / "parts.db", embedder=HashingEmbedder(64)) as mem:
         mem.add_many(turns, progress=seen.append)
@@ -664,11 +671,11 @@ def test_a_progress_callback_sees_a_bulk_add_part_by_part_and_changes_nothing_st
 def test_a_bulk_add_failing_part_way_stores_no_part(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arbormem.memory as memory_module
+    import arbormem.ingest.pipeline as pipeline_module
     from arbormem.errors import StoreError
 
-    monkeypatch.setattr(memory_module, "PROGRESS_STEP", 25)
-    grow = memory.grower.grow
+    monkeypatch.setattr(pipeline_module, "PROGRESS_STEP", 25)
+    grow = memory.engine.grower.grow
     calls = []
 
     def failing(*args: object, **kwargs: object) -> object:
@@ -677,7 +684,7 @@ def test_a_bulk_add_failing_part_way_stores_no_part(
             raise StoreError("disk full")
         return grow(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory.grower, "grow", failing)
+    monkeypatch.setattr(memory.engine.grower, "grow", failing)
     with pytest.raises(StoreError, match="disk full"):
         memory.add_many(_bulk(130), progress=lambda n: None)
     monkeypatch.undo()
@@ -687,7 +694,7 @@ def test_a_bulk_add_failing_part_way_stores_no_part(
 
 def test_prepare_search_on_a_scope_with_nothing_stored(memory: Memory) -> None:
     out = memory.prepare_search(user="nobody")
-    assert {k: out[k] for k in ("vectors", "approximate", "topics")} == {
+    assert {k: out.to_dict()[k] for k in ("vectors", "approximate", "topics")} == {
         "vectors": 0,
         "approximate": False,
         "topics": 0,
@@ -708,17 +715,17 @@ def test_the_first_failing_source_in_order_is_the_error_raised(
         raise KeyError("dense search failed")
 
     monkeypatch.setattr(mem.backend, "lexical_search", turn_fails)
-    monkeypatch.setattr(mem.retriever, "_dense", dense_fails)
+    monkeypatch.setattr(mem.engine.retriever, "_dense", dense_fails)
     with pytest.raises(ValueError, match="turn search failed"):
         mem.search("peanut allergy", k=5)
 
 
 _RACE = """
 import os, sys, tempfile, threading, time
-import arbormem.recall as recall
+import arbormem.recall.retriever as recall
 from arbormem import Memory, StoreError
 from arbormem.embed import HashingEmbedder
-import arbormem.store.sqlite as sqlite_store
+import arbormem.store.sqlite.connection as sqlite_store
 recall.PARALLEL_FROM = int(sys.argv[1])
 sqlite_store.CLOSE_WAIT = float(sys.argv[2])  # 0: as if a read outlasted the wait
 tmp = tempfile.mkdtemp()
@@ -774,7 +781,7 @@ def test_a_search_on_a_thread_outliving_the_main_thread_still_runs(tmp_path: Pat
 
     script = """
 import sys, threading, time
-import arbormem.recall as recall
+import arbormem.recall.retriever as recall
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 recall.PARALLEL_FROM = 0
@@ -804,7 +811,7 @@ def test_an_interrupt_is_never_swallowed_by_a_failing_source(
         raise KeyboardInterrupt  # Ctrl-C while this thread runs its source
 
     monkeypatch.setattr(mem.backend, "lexical_search", failing)
-    monkeypatch.setattr(mem.retriever, "_dense", interrupted)
+    monkeypatch.setattr(mem.engine.retriever, "_dense", interrupted)
     # The turn search comes first in job order, but an interrupt is not a failure
     # to rank: it used to be logged at debug level and the ValueError raised.
     with pytest.raises(KeyboardInterrupt):
@@ -820,7 +827,7 @@ def test_an_interrupt_does_not_wait_for_the_query_embedding(
     # to wait for the whole embedding (a remote model, a re-embedding catch-up).
     mem = pooled
     release = threading.Event()
-    dense = mem.retriever._dense
+    dense = mem.engine.retriever._dense
     running: list[bool] = []
     finished: list[bool] = []
 
@@ -835,7 +842,7 @@ def test_an_interrupt_does_not_wait_for_the_query_embedding(
             time.sleep(0.001)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mem.retriever, "_dense", slow_dense)
+    monkeypatch.setattr(mem.engine.retriever, "_dense", slow_dense)
     monkeypatch.setattr(mem.backend, "lexical_search", interrupted)
     with pytest.raises(KeyboardInterrupt):
         mem.search("peanut allergy", k=5)
@@ -850,7 +857,7 @@ def test_a_search_embeds_on_its_own_thread_while_the_worker_is_busy(
     # behind the first one's embedding.
     mem = pooled
     release = threading.Event()
-    dense = mem.retriever._dense
+    dense = mem.engine.retriever._dense
     where: list[str] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -859,7 +866,7 @@ def test_a_search_embeds_on_its_own_thread_while_the_worker_is_busy(
             release.wait(30)
         return dense(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(mem.retriever, "_dense", spy)
+    monkeypatch.setattr(mem.engine.retriever, "_dense", spy)
     first = threading.Thread(target=mem.search, args=("peanut allergy",), name="first")
     first.start()
     while not where:
@@ -887,7 +894,7 @@ def test_a_named_month_shares_its_pool_only_among_years_the_thread_lived(
     )
     limits = _date_limits(memory, monkeypatch)
     assert memory.search("what did we plant in the garden in May?", k=10)
-    assert limits == [(memory.retriever.config.date_candidates, 1)]
+    assert limits == [(memory.engine.retriever.config.date_candidates, 1)]
 
 
 def test_two_imports_of_one_file_at_once(tmp_path: Path) -> None:
@@ -906,11 +913,11 @@ def test_two_imports_of_one_file_at_once(tmp_path: Path) -> None:
             if Meanwhile.armed:
                 Meanwhile.armed = False
                 with Memory(db, embedder=HashingEmbedder(64)) as other:
-                    assert other.import_(data)["messages"] == 5
+                    assert other.import_(data).messages == 5
             return super().embed_batch(texts)
 
     with Memory(db, embedder=Meanwhile(64)) as mem:
         counts = mem.import_(data)
         assert not Meanwhile.armed
-        assert (counts["messages"], counts["skipped"]) == (0, 5)
+        assert (counts.messages, counts.skipped) == (0, 5)
         assert [m.content for m in mem.messages()] == [f"note {n}" for n in range(5)]

@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 
-from arbormem.errors import ConfigError, InputError, LLMError
-from arbormem.models import Message
-from arbormem.modes import (
-    MODES,
-    ModeSpec,
+from arbormem.context.modes import MODES, ModeSpec, get_mode, resolve_mode
+from arbormem.context.trackers import (
+    CodeTracker,
+    ConversationTracker,
+    ReasoningTracker,
     Tracker,
-    get_mode,
     new_tracker,
-    resolve_mode,
     tracker_from_dict,
 )
-from arbormem.trackers import CodeTracker, ConversationTracker, ReasoningTracker
+from arbormem.errors import ConfigError, InputError, LLMError
+from arbormem.models import Message
 
 from .fake_openai import ScriptedLLM
 
@@ -894,7 +893,7 @@ def test_a_mode_named_in_another_case_is_the_same_mode(memory: Any) -> None:
     memory.set_mode("code", session="s")
     memory.add("Fix the login crash in src/auth.py", session="s")
     memory.add("I fixed src/auth.py and added tests/test_auth.py", role="assistant", session="s")
-    memory.working.wait()
+    memory.engine.working.wait()
     before = memory.context("next?", session="s", mode="code").section("state").text
     assert "src/auth.py" in before
     again = memory.context("next?", session="s", mode=" CODE ")

@@ -10,23 +10,45 @@ def test_exported_names_are_deliberate() -> None:
         "ArbormemError",
         "AsyncMemory",
         "ConfigError",
+        "Context",
         "Embedder",
         "EmbedderError",
+        "Exported",
+        "Forgotten",
         "Hit",
+        "Hits",
+        "Imported",
+        "Ingested",
         "InputError",
         "LLMError",
-        "TreeError",
         "Memory",
         "Message",
         "MessageTooLarge",
         "NotFound",
+        "PathNode",
+        "PendingJob",
+        "PreparedSearch",
+        "Purged",
+        "RankingFeatures",
         "RecallConfig",
+        "Reembedded",
+        "Reorganized",
         "Reranker",
         "RerankerError",
         "SchemaError",
         "Scope",
+        "Section",
         "Session",
+        "Settings",
+        "Stats",
         "StoreError",
+        "TopicNode",
+        "TopicPath",
+        "TreeError",
+        "TreeLogEntry",
+        "TreeNavigator",
+        "TreeProblem",
+        "Undone",
         "__version__",
         "get_embedder",
     }
@@ -83,3 +105,55 @@ def test_every_source_folder_is_a_package() -> None:
     root = Path(arbormem.__file__).parent
     folders = [p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.py"))]
     assert folders and all((p / "__init__.py").exists() for p in folders), folders
+
+
+def test_async_memory_offers_every_public_method_of_memory() -> None:
+    import inspect
+
+    from arbormem import AsyncMemory, Memory
+
+    public = {
+        name
+        for name, member in inspect.getmembers(Memory)
+        if not name.startswith("_") and (callable(member) or isinstance(member, property))
+    }
+    offered = {name for name in dir(AsyncMemory) if not name.startswith("_")}
+    # Parts for tests and tools that look inside are reached through .memory.
+    inside = {"backend", "embedder", "engine", "llm", "limits", "working", "path"}
+    inside |= {"max_message_bytes", "session_gap", "tree_config", "recall_config"}
+    inside |= {"check_writable", "ranking_features"}
+    assert public - inside - offered == set()
+    for name in public - inside:
+        member = getattr(AsyncMemory, name)
+        if callable(member) and name not in ("for_tenant",):
+            assert inspect.iscoroutinefunction(member), name
+
+
+def test_every_public_result_is_a_dataclass_with_to_dict() -> None:
+    import dataclasses
+    import inspect
+    import typing
+
+    from arbormem import Memory
+
+    hints = {
+        name: typing.get_type_hints(member).get("return")
+        for name, member in inspect.getmembers(Memory, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    for name, returned in hints.items():
+        assert returned is not None, name
+        assert returned is not dict and typing.get_origin(returned) is not dict, name
+    for cls in (
+        arbormem.Forgotten,
+        arbormem.Stats,
+        arbormem.Reorganized,
+        arbormem.Imported,
+        arbormem.Exported,
+        arbormem.PreparedSearch,
+        arbormem.Reembedded,
+        arbormem.TreeLogEntry,
+        arbormem.Undone,
+        arbormem.Purged,
+    ):
+        assert dataclasses.is_dataclass(cls) and hasattr(cls, "to_dict"), cls

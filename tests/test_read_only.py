@@ -196,7 +196,7 @@ def test_a_folder_that_refuses_writes_opens_read_only(locked: Path) -> None:
     with Memory(db, embedder=EMBEDDER) as mem:
         assert mem.read_only
         assert "Porto" in mem.search("where are we driving?", k=1)[0].message.content
-        assert mem.export()["threads"]
+        assert mem.export().document["threads"]
         with pytest.raises(StoreError, match="refuses writes"):
             mem.add("Ida can eat hazelnuts now.")
     assert _files(locked) == before
@@ -240,11 +240,11 @@ def test_caches_are_built_but_not_saved(tmp_path: Path, monkeypatch: pytest.Monk
     before = _files(tmp_path)
     with Memory(db, embedder=EMBEDDER, ann_threshold=0, read_only=True) as mem:
         ready = mem.prepare_search()
-        assert ready["approximate"] and ready["topics"] and not ready["saved"]
+        assert ready.approximate and ready.topics and not ready.saved
         assert "chess" in mem.search("chess club", k=1)[0].message.content
     assert _files(tmp_path) == before
     with Memory(db, embedder=EMBEDDER, ann_threshold=0) as mem:
-        assert mem.prepare_search()["saved"]
+        assert mem.prepare_search().saved
     saved = tmp_path / "memory.db.ann"
     assert any(saved.glob("*.usearch")) and any(saved.glob("topics-*.npz"))
 
@@ -255,7 +255,7 @@ def test_vectors_of_another_embedder_are_made_in_memory(tmp_path: Path) -> None:
     with Memory(db, embedder=HashingEmbedder(32), read_only=True) as mem:
         assert "hazelnuts" in mem.search("hazelnuts", k=1)[0].message.content
     with Memory(db, embedder=EMBEDDER) as mem:
-        assert mem.stats()["vector_models"] == {EMBEDDER.model_id: len(EXCHANGES)}
+        assert mem.stats().vector_models == {EMBEDDER.model_id: len(EXCHANGES)}
 
 
 def test_a_wal_that_cannot_be_read_is_named(tmp_path: Path) -> None:
@@ -305,7 +305,7 @@ def test_an_unsound_tree_is_used_as_stored(
         assert mem.tree().kind == "root"
         assert '"kind": "root"' in mem.render_tree("json")
         assert mem.context("hazelnuts").messages
-        assert mem.prepare_search()["vectors"] == len(EXCHANGES)
+        assert mem.prepare_search().vectors == len(EXCHANGES)
         assert [p.reason for p in mem.tree_problems] == ["the thread has messages but no tree"]
     assert sum("is unsound" in r.getMessage() for r in caplog.records) == 1
     with Memory(db, embedder=EMBEDDER) as mem:  # writable: rebuilt

@@ -15,7 +15,7 @@ import pytest
 from arbormem import Hit, Memory, RecallConfig
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import ConfigError, InputError, RerankerError
-from arbormem.rerank import OnnxCrossEncoder, Reranker, blend, get_reranker
+from arbormem.recall.rerank import OnnxCrossEncoder, Reranker, blend, get_reranker
 
 from .conftest import run_cli, tiny_locomo, write_json
 
@@ -166,7 +166,7 @@ def test_specs_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert not (tmp_path / "never.db").exists()
     # Explicit None switches off what the environment asks for.
     with Memory(tmp_path / "off.db", embedder=HashingEmbedder(8), reranker=None) as mem:
-        assert mem.retriever.reranker is None
+        assert mem.engine.retriever.reranker is None
 
 
 def test_the_cross_encoder_spec_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -427,11 +427,11 @@ def test_the_chat_command_takes_the_global_reranker(tmp_path: Path) -> None:
     from arbormem.cli.common import StoreOptions
 
     opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="bert")
-    with pytest.raises(ConfigError, match="unknown reranker"):
+    with pytest.raises(InputError, match="unknown reranker"):
         _open(opts, None)
     opts = StoreOptions(str(tmp_path / "c.db"), None, None, "hash", reranker="none")
     with _open(opts, None) as mem:
-        assert mem.retriever.reranker is None
+        assert mem.engine.retriever.reranker is None
 
 
 def test_the_speed_benchmarks_measure_the_default_pipeline(tmp_path: Path) -> None:
@@ -446,3 +446,34 @@ def test_the_speed_benchmarks_measure_the_default_pipeline(tmp_path: Path) -> No
     path = write_json(tmp_path / "conv.json", tiny_locomo())
     locomo = run_cli("bench", "locomo", str(path), "--systems", "arbormem", env=env)
     assert locomo.returncode == 1 and "unknown reranker" in locomo.stderr
+
+
+_ANN_THEN_RERANK = """
+import sys
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+
+with Memory(sys.argv[1], embedder=HashingEmbedder(64), ann_threshold=0, reranker="cross-encoder",
+            llm=None) as mem:
+    for i in range(40):
+        mem.add(f"note {i}: the kite festival moved to the north beach", speaker="Ana")
+    hits = mem.search("where is the kite festival?")  # approximate index, then the reranker
+    print(len(hits), "rerank" in hits[0].signals)
+"""
+
+
+@needs_model
+def test_an_approximate_index_and_the_reranker_live_in_one_process(tmp_path: Path) -> None:
+    # usearch 2.26.2 to 2.26.6 crashed the process (SIGSEGV) when onnxruntime loaded
+    # after it: a large thread's first search, then its reranking.
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _ANN_THEN_RERANK, str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["10", "True"]

@@ -152,7 +152,7 @@ def test_one_entity_across_ten_branches_ends_up_under_one_parent(mem: Memory) ->
         when += timedelta(days=2)
     say(mem, "Let's take a break from work talk.", "Sure.", when, "end")
     result = mem.reorganize()
-    assert result["merged"] >= 9
+    assert result.merged >= 9
 
     root = mem.tree()
     leaves = [n for n in root.walk() if n.kind == "leaf"]

@@ -17,7 +17,7 @@ import pytest
 from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
-from arbormem.store.schema import LATEST
+from arbormem.store.sqlite.schema import LATEST
 from arbormem.text import analyze
 
 from .conftest import UNDO_SCHEMA_FROM_13
@@ -76,6 +76,23 @@ def test_append_assigns_positions_and_sessions(backend: Backend) -> None:
         "one",
         "two",
     ]
+
+
+def test_messages_by_content_hash_stay_in_their_thread_and_order(backend: Backend) -> None:
+    a = backend.thread("alice", "bot", create=True)
+    b = backend.thread("bob", "bot", create=True)
+    assert a is not None and b is not None
+    backend.append(a, [msg("ok", i=0), msg("hello", i=1), msg("ok", "s2", i=2), msg("bye", i=3)])
+    backend.append(b, [msg("ok", i=0, uid="bob-ok")])
+    found = backend.with_hashes(a, [content_hash("ok"), content_hash("bye"), content_hash("x")])
+    assert [(r.message.content, r.message.index) for r in found] == [
+        ("ok", 0),
+        ("ok", 2),
+        ("bye", 3),
+    ]
+    # The reference version every back-end inherits gives the same answer.
+    assert Backend.with_hashes(backend, a, [content_hash("ok"), content_hash("bye")]) == found
+    assert backend.with_hashes(b, []) == []
 
 
 def test_time_span_is_by_time_not_position(backend: Backend) -> None:
@@ -637,7 +654,7 @@ def test_wal_mode_on_disk(tmp_path: Path) -> None:
 
 
 def test_a_migration_another_process_applied_meanwhile_is_skipped(tmp_path: Path) -> None:
-    from arbormem.store.schema import _apply
+    from arbormem.store.sqlite.schema import _apply
 
     store = SQLiteBackend(tmp_path / "m.db")
     store.close()
@@ -695,7 +712,7 @@ def test_the_sqlite351_driver_is_opt_in_and_reads_the_same_files(tmp_path: Path)
 import sys
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.driver import sqlite3
 print(sqlite3.__name__)
 with Memory(sys.argv[1], embedder=HashingEmbedder(64)) as mem:
     if sys.argv[2] == "write":
@@ -720,7 +737,7 @@ with Memory(sys.argv[1], embedder=HashingEmbedder(64)) as mem:
             "the spare key is under the blue flowerpot",
         ]
     bad = subprocess.run(
-        [sys.executable, "-c", "import arbormem.store"],
+        [sys.executable, "-c", "import arbormem.store.sqlite"],
         capture_output=True,
         text=True,
         env={**os.environ, "ARBORMEM_SQLITE_DRIVER": "sqlite4"},
@@ -750,7 +767,7 @@ def test_the_change_mark_moves_with_every_add_and_forget_and_not_otherwise(
 
 
 def test_migration_scripts_split_around_trigger_bodies() -> None:
-    from arbormem.store.schema import _statements
+    from arbormem.store.sqlite.schema import _statements
 
     script = """
     CREATE TABLE t (x INTEGER);

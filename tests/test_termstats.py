@@ -1,4 +1,4 @@
-"""Document frequencies kept between searches (arbormem.termstats)."""
+"""Document frequencies kept between searches (arbormem.recall.termstats)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from arbormem import termstats
+import arbormem.recall.termstats as termstats
 from arbormem.ids import content_hash
+from arbormem.recall.termstats import TermStats
 from arbormem.store import NewMessage, SQLiteBackend
-from arbormem.termstats import TermStats
 from arbormem.text import analyze
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -140,28 +140,36 @@ def test_a_large_store_preloads_on_its_first_search_and_close_stops_it(
     import threading
     import time
 
-    from arbormem import Memory, recall
+    import arbormem.recall.retriever as recall
+    from arbormem import Memory
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
     notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(40)]
+    before = set(threading.enumerate())
     with Memory(tmp_path / "m.db", user="u", agent="a") as mem:
         mem.add_many(notes)
         mem.search("kite repair")
-        assert not mem.retriever._terms_started  # 40 turns: below the mark
+        assert not mem.engine.retriever._terms_started  # 40 turns: below the mark
         mem.add_many(notes)
         mem.search("kite repair")
-        assert mem.retriever._terms_started
+        assert mem.engine.retriever._terms_started
         deadline = time.monotonic() + 30
-        while ("turn", "kite") not in mem.retriever.stats._df and time.monotonic() < deadline:
+        while (
+            "turn",
+            "kite",
+        ) not in mem.engine.retriever.stats._df and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert ("turn", "kite") in mem.retriever.stats._df
-        while any(t.name == "arbormem-preload" for t in threading.enumerate()):
-            time.sleep(0.01)
+        assert ("turn", "kite") in mem.engine.retriever.stats._df
+        assert mem.wait(timeout=30)
         gc.collect()
         mem.search("kite repair")
-        # The loader's connection went with it: only this thread's is left.
-        assert [t for _, t in mem.backend._readers.values()] == [threading.get_ident()]
-    assert not any(t.name == "arbormem-preload" for t in threading.enumerate())
+        # Readers are this thread's and, at most, one per background worker.
+        workers = {t.ident for t in threading.enumerate() if t.name.startswith("arbormem")}
+        readers = [t for _, t in mem.backend._readers.values()]
+        assert threading.get_ident() in readers
+        assert set(readers) <= workers | {threading.get_ident()}
+    left = [t.name for t in set(threading.enumerate()) - before if t.name.startswith("arbormem")]
+    assert not left, left
 
 
 def test_no_preload_for_an_in_memory_store_or_without_a_thread(
@@ -172,14 +180,15 @@ def test_no_preload_for_an_in_memory_store_or_without_a_thread(
     # nothing, and close() still closes the store.
     import threading
 
-    from arbormem import Memory, recall
+    import arbormem.recall.retriever as recall
+    from arbormem import Memory
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 10)
     notes = [{"role": "user", "content": f"kite repair note {i}"} for i in range(20)]
     with Memory(":memory:", user="u", agent="a") as mem:
         mem.add_many(notes)
         assert mem.search("kite repair")
-        assert not mem.retriever._terms_started
+        assert not mem.engine.retriever._terms_started
     start = threading.Thread.start
 
     def refuse(self: threading.Thread) -> None:

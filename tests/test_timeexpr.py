@@ -72,7 +72,7 @@ def test_before_and_after_reach_a_month_to_their_side_of_the_date() -> None:
 
 
 def test_a_range_with_no_year_keeps_its_shape_in_every_year() -> None:
-    from arbormem.recall import _spans
+    from arbormem.recall.retriever import _spans
 
     # "before January 5" starts in December: moved to 2024 it began in December 2024.
     ((start, end),) = _spans(only("before January 5"), 7, range(2024, 2025))

@@ -13,7 +13,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
-from arbormem.vectors import AnnIndex, ExactIndex
+from arbormem.store.sqlite.dense import AnnIndex, ExactIndex
 
 from .conftest import UNDO_SCHEMA_FROM_13
 
@@ -83,20 +83,20 @@ def test_large_threads_switch_to_a_saved_approximate_index(tmp_path: Path) -> No
         fill(mem, 300)
         hits = mem.search("lisbon trip hotel", k=5)
         thread = mem.backend.thread("default", "default")
-        assert isinstance(mem.vectors.index(thread), AnnIndex)
+        assert isinstance(mem.backend.dense_cache(mem.embedder).index(thread), AnnIndex)
         assert all("lisbon" in h.message.content for h in hits)
     assert saved_index(db).exists()
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         thread = mem.backend.thread("default", "default")
-        entry_index = mem.vectors.index(thread)
+        entry_index = mem.backend.dense_cache(mem.embedder).index(thread)
         assert isinstance(entry_index, AnnIndex) and len(entry_index) == 300
         mem.add("one more note about chess openings", session="s99")
-        assert len(mem.vectors.index(thread)) == 301
+        assert len(mem.backend.dense_cache(mem.embedder).index(thread)) == 301
         assert "chess" in mem.search("chess openings", k=1)[0].message.content
     # The reopened index was a read-only map until the add; the copy it became is saved.
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         thread = mem.backend.thread("default", "default")
-        assert len(mem.vectors.index(thread)) == 301
+        assert len(mem.backend.dense_cache(mem.embedder).index(thread)) == 301
         assert "chess" in mem.search("chess openings", k=1)[0].message.content
 
 
@@ -108,7 +108,14 @@ def test_a_stale_or_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
     saved_index(db).write_bytes(b"not an index")
     with Memory(db, embedder=HashingEmbedder(64), ann_threshold=100, tree=False, llm=None) as mem:
         assert "guitar" in mem.search("guitar chords", k=1)[0].message.content
-        assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 200
+        assert (
+            len(
+                mem.backend.dense_cache(mem.embedder).index(
+                    mem.backend.thread("default", "default")
+                )
+            )
+            == 200
+        )
 
 
 def test_a_saved_index_of_another_store_at_the_same_path_is_not_used(tmp_path: Path) -> None:
@@ -123,7 +130,9 @@ def test_a_saved_index_of_another_store_at_the_same_path_is_not_used(tmp_path: P
         mem.add_many([{"content": f"other note {i} about sailing boats"} for i in range(200)])
         top = mem.search("sailing boats", k=1)
         assert top and "sailing" in top[0].message.content
-        index = mem.vectors.index(mem.backend.thread("default", "default"))
+        index = mem.backend.dense_cache(mem.embedder).index(
+            mem.backend.thread("default", "default")
+        )
         rows = mem.backend.rows([1])
         found, vec = index.get(np.asarray([1]))
         expected = mem.embedder.embed(rows[1].message.text)
@@ -156,10 +165,10 @@ def test_stored_session_sums_give_the_centroids_the_index_gives(tmp_path: Path) 
         keys = [f"s{i}" for i in range(5)]
         stored = mem.backend.session_vector_sums(thread, keys, mem.embedder.model_id)
         assert sorted(stored) == keys
-        kept = mem.vectors.session_centroids(thread, keys)
-        mem.vectors.invalidate(thread)
+        kept = mem.backend.dense_cache(mem.embedder).session_centroids(thread, keys)
+        mem.backend.dense_cache(mem.embedder).invalidate(thread)
         mem.backend.session_vector_sums = lambda *a: {}  # type: ignore[method-assign]
-        summed = mem.vectors.session_centroids(thread, keys)
+        summed = mem.backend.dense_cache(mem.embedder).session_centroids(thread, keys)
         assert all(np.allclose(kept[k], summed[k], atol=1e-5) for k in keys)
     # A store from before the sums gets them on upgrade, but not for a session with a
     # message that has no vector.
@@ -198,7 +207,14 @@ def test_a_saved_index_out_of_step_with_its_description_is_rebuilt(tmp_path: Pat
     described.write_text(json.dumps({**json.loads(old_meta), "file": newer["file"]}))
     with Memory(db, **settings) as mem:  # type: ignore[arg-type]
         assert "violins" in mem.search("late note violins", k=1)[0].message.content
-        assert len(mem.vectors.index(mem.backend.thread("default", "default"))) == 250
+        assert (
+            len(
+                mem.backend.dense_cache(mem.embedder).index(
+                    mem.backend.thread("default", "default")
+                )
+            )
+            == 250
+        )
     for damage in (b"\0" * 100, None):  # appended bytes; a description that is no object
         if damage is None:
             described.write_text("[1, 2]")
@@ -293,7 +309,7 @@ def test_exact_search_while_another_thread_adds() -> None:
 
 
 def test_preloaded_session_sums_stay_current_as_the_thread_changes(tmp_path: Path) -> None:
-    from arbormem.vectors import VectorCache
+    from arbormem.store.sqlite.dense import VectorCache
 
     with Memory(tmp_path / "p.db", embedder=HashingEmbedder(64), llm=None) as mem:
         fill(mem, 100)  # five sessions
@@ -310,11 +326,11 @@ def test_preloaded_session_sums_stay_current_as_the_thread_changes(tmp_path: Pat
         def check() -> None:
             fresh = VectorCache(mem.backend, mem.embedder).session_centroids(thread, keys)
             asked.clear()
-            got = mem.vectors.session_centroids(thread, keys)
+            got = mem.backend.dense_cache(mem.embedder).session_centroids(thread, keys)
             assert sorted(got) == sorted(fresh)
             assert all(np.allclose(got[k], fresh[k], atol=1e-5) for k in fresh)
 
-        assert mem.vectors.preload_sums(thread) == 5
+        assert mem.backend.dense_cache(mem.embedder).preload_sums(thread) == 5
         mem.backend.session_vector_sums = spy  # type: ignore[method-assign]
         check()
         assert asked == [["s5", "later"]]  # only the sessions the store had no sum for
@@ -324,15 +340,15 @@ def test_preloaded_session_sums_stay_current_as_the_thread_changes(tmp_path: Pat
         mem.add("a new session begins", session="later")
         check()
         assert sorted(asked[0]) == ["later", "s0", "s1", "s5"]
-        assert "later" in mem.vectors.session_centroids(thread, ["later"])
+        assert "later" in mem.backend.dense_cache(mem.embedder).session_centroids(thread, ["later"])
         # A deletion drops the preload, made here or by another process.
         with Memory(tmp_path / "p.db", embedder=HashingEmbedder(64), llm=None) as other:
             other.forget(other.messages(session="s2")[0].id)
         check()
-        assert thread.id not in mem.vectors._sums
+        assert thread.id not in mem.backend.dense_cache(mem.embedder)._sums
         stop = threading.Event()
         stop.set()
-        assert mem.vectors.preload_sums(thread, stop) == 0
+        assert mem.backend.dense_cache(mem.embedder).preload_sums(thread, stop) == 0
 
 
 def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
@@ -340,16 +356,19 @@ def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
 ) -> None:
     import time
 
-    from arbormem import recall
+    import arbormem.recall.retriever as recall
 
     monkeypatch.setattr(recall, "PRELOAD_FROM", 50)
     path = tmp_path / "r.db"
 
     def wait(mem: Memory, thread) -> bool:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + 30
-        while not mem.vectors.holds_sums(thread) and time.monotonic() < deadline:
+        while (
+            not mem.backend.dense_cache(mem.embedder).holds_sums(thread)
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.01)
-        return mem.vectors.holds_sums(thread)
+        return mem.backend.dense_cache(mem.embedder).holds_sums(thread)
 
     with Memory(path, embedder=HashingEmbedder(64), llm=None) as mem:
         fill(mem, 60)
@@ -360,13 +379,15 @@ def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
         with Memory(path, embedder=HashingEmbedder(64), llm=None) as other:
             other.forget(other.messages(session="s1")[0].id)
         mem.search("baking bread")  # finds them stale and drops them
-        assert not mem.vectors.holds_sums(thread)
+        assert not mem.backend.dense_cache(mem.embedder).holds_sums(thread)
         mem.search("baking bread")  # and starts reading them again
         assert wait(mem, thread)
         # A back-end that keeps no sums is asked once, not on every search.
         monkeypatch.setattr(mem.backend, "every_session_vector_sum", lambda *a, **k: None)
-        mem.vectors.invalidate(thread)
-        assert mem.vectors.preload_sums(thread) == 0 and mem.vectors.holds_sums(thread)
+        mem.backend.dense_cache(mem.embedder).invalidate(thread)
+        assert mem.backend.dense_cache(mem.embedder).preload_sums(
+            thread
+        ) == 0 and mem.backend.dense_cache(mem.embedder).holds_sums(thread)
 
 
 def test_onnxruntime_can_load_after_the_approximate_index() -> None:
@@ -379,7 +400,7 @@ def test_onnxruntime_can_load_after_the_approximate_index() -> None:
         pytest.skip("onnxruntime is not installed")
     script = (
         "import numpy as np\n"
-        "from arbormem.vectors import AnnIndex\n"
+        "from arbormem.store.sqlite.dense import AnnIndex\n"
         "index = AnnIndex(8)\n"
         "index.add(np.arange(1, 11), np.eye(10, 8, dtype=np.float32) + 0.1)\n"
         "import onnxruntime\n"

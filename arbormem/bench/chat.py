@@ -757,7 +757,7 @@ def run(
             turn = chat.turn(user.text)
             # Upkeep (tracker, summary) runs in the background; waiting for it after
             # each turn keeps runs reproducible. It is not part of the context latency.
-            mem.working.wait()
+            mem.wait()
             rows.append(turn)
             if progress is not None and (i % 25 == 0 or i == len(script)):
                 progress(f"turn {i}/{len(script)}")

@@ -33,10 +33,10 @@ import numpy as np
 from arbormem.bench.locomo import HEADLINE_CATEGORIES, ingest_conversation, load_paths, questions_of
 from arbormem.config import UNSET
 from arbormem.deep import resolve_deep
-from arbormem.embed import Embedder, get_embedder
-from arbormem.features import FEATURES, TREE_FEATURES
+from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.memory import Memory
-from arbormem.ranker import (
+from arbormem.recall.features import FEATURES, TREE_FEATURES
+from arbormem.recall.ranker import (
     DEEP_FLAT_WEIGHTS,
     DEEP_TREE_WEIGHTS,
     FLAT_WEIGHTS,
@@ -70,16 +70,14 @@ def examples(
                 Path(tmp) / f"fit-{n}.db", embedder=emb, tree=tree, llm=None, deep_embedder=deep
             ) as mem:
                 dia_of = ingest_conversation(mem, conv)
-                if mem.deep is not None:
-                    mem.deep.wait()
+                mem.wait()  # the deep embedder's indexing, when there is one
                 session_of = {t.dia_id: t.session for t in conv.turns}
-                thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
-                assert thread is not None
                 for q in questions_of(conv):
                     if q.category not in HEADLINE_CATEGORIES:
                         continue
-                    _, rowids, X, _, rows = mem.retriever.candidates([thread], q.text)
-                    dias = [dia_of[rows[r].message.id] for r in rowids]
+                    found = mem.ranking_features(q.text)
+                    X = found.matrix
+                    dias = [dia_of[m.id] for m in found.messages]
                     out.append(
                         Example(
                             X=X,
@@ -114,7 +112,9 @@ def run(
     vectors when there is one (``deep_embedder``: a spec, unset for the configured)."""
     result: dict[str, Any] = {"features": list(FEATURES)}
     emb = get_embedder(embedder)
-    deep = resolve_deep(deep_embedder, emb)
+    found = resolve_deep(deep_embedder, emb)
+    # One cache across the pipelines: the tree off reads the vectors the tree on made.
+    deep = CachedEmbedder(found) if found is not None else None
     shipped_sets = {
         "tree": TREE_WEIGHTS,
         "flat": FLAT_WEIGHTS,

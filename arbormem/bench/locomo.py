@@ -34,7 +34,7 @@ from arbormem.config import UNSET
 from arbormem.deep import resolve_deep
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import InputError
-from arbormem.formats import (
+from arbormem.ingest.formats import (
     LocomoConversation,
     LocomoTurn,
     evidence_ids,
@@ -45,8 +45,8 @@ from arbormem.formats import (
 )
 from arbormem.memory import Memory
 from arbormem.models import Message
-from arbormem.recall import RecallConfig
-from arbormem.rerank import Reranker, get_reranker
+from arbormem.recall.rerank import Reranker, get_reranker
+from arbormem.recall.retriever import RecallConfig
 from arbormem.timeutil import display
 from arbormem.tokens import TokenCounter, default_counter
 
@@ -223,7 +223,7 @@ def ingest_conversation(memory: Memory, conv: LocomoConversation) -> dict[str, s
             dia_of[m.id] = t.dia_id
     # A short session's batch counts as a live exchange, whose upkeep runs a moment
     # later in the background: it belongs to the ingest, not to the first questions.
-    memory.working.wait()
+    memory.wait()
     return dia_of
 
 
@@ -309,9 +309,9 @@ class ArbormemSystem(System):
 
     def finish_indexing(self) -> bool:
         assert self.memory is not None
-        if self.memory.deep is None:
+        if self.deep is None:
             return False
-        self.memory.deep.wait()
+        self.memory.wait()
         return True
 
     def rank(self, question: str) -> list[str]:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.errors import ArbormemError, ConfigError
-from arbormem.store.driver import sqlite3
+from arbormem.store.sqlite.driver import sqlite3
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DEFAULT_QUERIES = 300
@@ -152,7 +152,7 @@ def build(
             t0 = time.perf_counter()
             mem.search(q, k=K)
             times.append((time.perf_counter() - t0) * 1000)
-        recall = mem.retriever.config.to_dict()
+        recall = mem.recall_config.to_dict()
         model = mem.embedder.model_id
         tree = mem.tree_config.enabled
     ms = np.asarray(times or [0.0])

@@ -3,7 +3,8 @@
 The store is ``--db``, else ``ARBORMEM_DB``, else the config file's ``db``,
 else a per-user default path; the scope is ``--user`` and ``--agent``
 (``ARBORMEM_USER`` / ``ARBORMEM_AGENT``), ``default``/``default`` when none is
-given. Commands that return data take ``--json``.
+given. These global options go before or after the command name. Commands
+that return data take ``--json``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from arbormem.cli.common import (
     progress_bar,
     status,
 )
+from arbormem.cli.group import StoreGroup
+from arbormem.cli.scopes import hint_if_empty
 from arbormem.errors import ArbormemError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=StoreGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--db", envvar="ARBORMEM_DB", help="Store file (default: per-user data folder).")
 @click.option(
     "--user", "-u", envvar="ARBORMEM_USER", help="User id of the scope [default: default]."
@@ -69,12 +72,17 @@ def cli(
 ) -> None:
     """Long-term memory for LLM agents: store conversations, recall what matters.
 
+    The options below go before or after the command: 'arbormem --user alice
+    sessions' and 'arbormem sessions --user alice' are the same.
+
     \b
     Examples:
-      arbormem ingest chat.jsonl
+      arbormem example && arbormem ingest conversation.json
+      arbormem add "Sarah is allergic to peanuts." --speaker Tom
       arbormem search "what is Sarah allergic to?"
       arbormem --user alice sessions
-      arbormem bench locomo ../shared/datasets/locomo
+      arbormem search "tea" --user alice --agent support
+      arbormem bench locomo locomo10.json
     """
     ctx.obj = StoreOptions(
         db,
@@ -108,18 +116,25 @@ def _named(value: str | None, option: str) -> str | None:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
     "--session",
     "-s",
     callback=lambda ctx, param, value: _named(value, "--session"),
-    help="Session for messages that do not name one [default: a new session after an idle gap].",
+    help="Session for messages that do not name one [default: by the idle gap; a file "
+    "without timestamps gets a new one].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_obj
 @handle_errors
 def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_json: bool) -> None:
-    """Add conversations from JSON, JSONL, OpenAI chat or LoCoMo files.
+    """Add what is new in conversation files: JSON, JSONL, OpenAI chat or LoCoMo
+    (a FILES of - is standard input).
+
+    Messages already stored are skipped, so a file can be ingested again, or a
+    log that has grown: by id, else by time, role, speaker and content (and
+    session, when they name one). A file without timestamps becomes a session
+    of its own; name one with --session to add to it later.
 
     Every file is checked completely, then all of them are stored in one
     transaction: a bad record in any file stores nothing from any file. Then
@@ -131,20 +146,22 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
       arbormem ingest chat.json
       arbormem ingest --session standup notes.jsonl
       arbormem --user bob ingest conv-26.json
+      tail -n 50 chat.jsonl | arbormem ingest -
     """
-    from arbormem.formats import read_conversation_file
+    from arbormem.cli.common import read_conversations
 
-    parsed = [read_conversation_file(f) for f in files]
+    parsed = read_conversations(files)
     records = [r for conv in parsed for r in conv.records]
     label = parsed[0].path.name if len(parsed) == 1 else f"{len(parsed)} files"
     # One call: a record that fails a check (or clashes with the store) in the last
     # file must not leave the earlier files stored.
     with opts.removed_if_failed(), opts.open() as mem:
         with progress_bar(len(records), f"ingesting {label}") as advance:
-            stored = mem.add_many(records, session=session, progress=advance)
+            result = mem.ingest(records, session=session, progress=advance)
+        stored = result.added
         # What the first search would build on the spot (minutes for a big import).
         # The messages are stored by now: a failure here only costs the first search.
-        prepared: dict[str, Any] | None = None
+        prepared = None
         with status("preparing the search indexes"):
             try:
                 prepared = mem.prepare_search()
@@ -158,33 +175,104 @@ def ingest(opts: StoreOptions, files: tuple[str, ...], session: str | None, as_j
                     "indexes were not prepared, so the first search builds them",
                     err=True,
                 )
-        if prepared is not None and not prepared["saved"]:
+        if prepared is not None and not prepared.saved:
             click.echo(
                 "warning: the vector index could not be saved beside the database "
                 "(see the log); the next process to search builds it again",
                 err=True,
             )
     summary = []
+    skipped = set(result.skipped)
     start = 0
     for conv in parsed:
-        mine = stored[start : start + len(conv.records)]
-        start += len(conv.records)
+        span = range(start, start + len(conv.records))
+        start = span.stop
+        mine = [result.messages[i] for i in span if i not in skipped]
         summary.append(
             {
                 "file": str(conv.path),
                 "format": conv.format,
                 "messages": len(mine),
                 "sessions": len({m.session for m in mine}),
+                "skipped": sum(i in skipped for i in span),
             }
         )
+        undated = all(r.timestamp is None and r.session is None for r in conv.records)
+        if mine and undated and session is None:
+            names = list(dict.fromkeys(m.session for m in mine))
+            click.echo(
+                f"note: {conv.path} has no timestamps: its messages are dated now, in a "
+                f"session of their own ({', '.join(names)}). To add to that session later "
+                f"without duplicates: arbormem ingest --session {names[0]} FILE",
+                err=True,
+            )
     if as_json:
         echo_json({"files": summary, "search_index": prepared})
     else:
         for s in summary:
-            click.echo(
+            line = (
                 f"{s['file']}: {s['messages']} messages in {s['sessions']} session(s) "
                 f"({s['format']})"
             )
+            if s["skipped"]:
+                line += f", {s['skipped']} already stored (skipped)"
+            click.echo(line)
+
+
+@cli.command()
+@click.argument("text")
+@click.option(
+    "--role",
+    "-r",
+    default="user",
+    show_default=True,
+    help="user, assistant, system or tool (human, ai... are read as those).",
+)
+@click.option("--speaker", help="Who said it, when the role is not enough (a group chat).")
+@click.option(
+    "--session",
+    "-s",
+    callback=lambda ctx, param, value: _named(value, "--session"),
+    help="Session to add it to [default: the current one, or a new one after an idle gap].",
+)
+@click.option(
+    "--timestamp",
+    "-t",
+    help="When it was said: ISO 8601, Unix seconds, '1:56 pm on 8 May, 2023' [default: now].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the stored message as JSON.")
+@click.pass_obj
+@handle_errors
+def add(
+    opts: StoreOptions,
+    text: str,
+    role: str,
+    speaker: str | None,
+    session: str | None,
+    timestamp: str | None,
+    as_json: bool,
+) -> None:
+    """Store one message: TEXT, or - to read it from standard input.
+
+    \b
+    Examples:
+      arbormem add "Leo is allergic to peanuts." --speaker Maya
+      arbormem add "Noted: a nut-free menu." --role assistant
+      arbormem add "Deployed 2.4 to production." -s deploys -t 2026-03-02T18:05:00Z --json
+      git log -1 --format=%B | arbormem add - --session commits
+    """
+    if text == "-":
+        from arbormem.cli.common import STDIN
+        from arbormem.ingest.formats import decode_text
+
+        # Without the newline echo or a here-string ends it with: it is the shell's.
+        text = decode_text(sys.stdin.buffer.read(), STDIN).rstrip("\r\n")
+    with opts.removed_if_failed(), opts.open() as mem:
+        message = mem.add(text, role=role, speaker=speaker, session=session, timestamp=timestamp)
+    if as_json:
+        echo_json(message.to_dict())
+    else:
+        click.echo(f"Stored {message.id} in {message.session} (#{message.index}).")
 
 
 # -- search ------------------------------------------------------------------------------
@@ -223,6 +311,9 @@ def search(
 ) -> None:
     """Recall the messages that best answer QUERY.
 
+    Messages archived by 'reorganize --prune-trivial' are never hits; a note
+    on stderr names those that hold the query's words.
+
     \b
     Examples:
       arbormem search "when is the party?"
@@ -239,6 +330,21 @@ def search(
             role=list(role) or None,
             neighbors=neighbors,
             all_agents=all_agents,
+        )
+        if not hits:
+            hint_if_empty(mem, all_agents=all_agents)
+    if hits.archived_count:
+        # On stderr: stdout may be --json for a program, and stays a list of hits.
+        shown = ", ".join(hits.archived) + (
+            f" and {hits.archived_count - len(hits.archived)} more"
+            if hits.archived_count > len(hits.archived)
+            else ""
+        )
+        click.echo(
+            f"note: {hits.archived_count} archived message(s) also hold these words and are "
+            f"left out of search: {shown} ('arbormem show ID' reads one; "
+            "'arbormem reorganize --undo LOG_ID' brings a run's back)",
+            err=True,
         )
     if as_json:
         echo_json([h.to_dict() for h in hits])
@@ -281,6 +387,8 @@ def sessions(opts: StoreOptions, as_json: bool) -> None:
     """
     with opts.open(existing=True) as mem:
         found = mem.sessions()
+        if not found:
+            hint_if_empty(mem)
     if as_json:
         echo_json([s.to_dict() for s in found])
         return
@@ -318,6 +426,7 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
             try:
                 messages = [mem.get(target)]
             except NotFound:
+                hint_if_empty(mem)
                 raise NotFound(
                     f"no session or message {target!r} in scope {mem.scope}"
                     " (list sessions with 'arbormem sessions')"
@@ -345,6 +454,14 @@ def show(opts: StoreOptions, target: str, as_json: bool) -> None:
     help="Forget everything of this user, across agents.",
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=86400),
+    default=2.0,
+    show_default=True,
+    help="Seconds to wait at most for other processes reading the store, whose snapshots "
+    "keep old copies of the text in its files.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @click.pass_obj
 @handle_errors
@@ -355,6 +472,7 @@ def forget(
     whole_thread: bool,
     whole_user: bool,
     yes: bool,
+    wait: float,
     as_json: bool,
 ) -> None:
     """Delete a message, a session, a thread or a user, with all derived data.
@@ -365,6 +483,7 @@ def forget(
       arbormem forget --session session-2 --yes
       arbormem --user alice forget --everything-of-user --yes
     """
+    from arbormem.errors import NotFound
 
     chosen = sum([message_id is not None, session is not None, whole_thread, whole_user])
     if chosen != 1:
@@ -385,19 +504,74 @@ def forget(
         if not yes and not click.confirm(f"Forget {what} for good?", default=False, err=True):
             click.echo("Nothing forgotten.", err=True)
             return
-        if whole_user:
-            counts = mem.forget(user=mem.scope.user)
-        elif whole_thread:
-            counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent)
-        else:
-            counts = mem.forget(message_id, session=session)
+        try:
+            if whole_user:
+                counts = mem.forget(user=mem.scope.user, wait=wait)
+            elif whole_thread:
+                counts = mem.forget(user=mem.scope.user, agent=mem.scope.agent, wait=wait)
+            else:
+                counts = mem.forget(message_id, session=session, wait=wait)
+        except NotFound:
+            hint_if_empty(mem, all_agents=whole_user)
+            raise
     if as_json:
         echo_json(counts)
     else:
         click.echo(
-            f"Forgot {counts['messages']} message(s), {counts['sessions']} session(s), "
-            f"{counts['threads']} thread(s)."
+            f"Forgot {counts.messages} message(s), {counts.sessions} session(s), "
+            f"{counts.threads} thread(s)."
         )
+    _say_pending(counts.purge_pending)
+
+
+def _say_pending(pending: str | None) -> None:
+    """Say on stderr what keeps forgotten text in the files, and what to run."""
+    if pending == "readers":
+        click.echo(
+            "Deleted, but old copies of the text stay in the store's files while another "
+            "process reads an older snapshot of it: run 'arbormem purge' once it is done.",
+            err=True,
+        )
+    elif pending == "rewrite":
+        click.echo(
+            "Deleted, but fragments of the text may stay in unused space of the store file "
+            "until it is rewritten (it is over 64 MiB, so forget does not): run 'arbormem purge'.",
+            err=True,
+        )
+
+
+@cli.command()
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=86400),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait at most for other processes reading an older snapshot.",
+)
+@click.option(
+    "--no-rewrite", is_flag=True, help="Do not rewrite the file (it takes a while when large)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+@handle_errors
+def purge(opts: StoreOptions, wait: float, no_rewrite: bool, as_json: bool) -> None:
+    """Finish taking forgotten text out of the store's files.
+
+    Merges the indexes of a forget a crash cut short, rewrites the file if rows were
+    deleted since it last was, and empties the write-ahead log.
+
+    \b
+    Examples:
+      arbormem purge
+      arbormem purge --wait 300 --json
+    """
+    with opts.open(existing=True) as mem:
+        result = mem.purge(wait=wait, rewrite=not no_rewrite)
+    if as_json:
+        echo_json(result)
+    elif result.purged:
+        click.echo("Purged: no copy of forgotten text is left in the store's files.")
+    _say_pending(result.purge_pending)
 
 
 # -- export, import, reembed ----------------------------------------------------------------
@@ -422,14 +596,15 @@ def export_cmd(opts: StoreOptions, dest: str, everything: bool, all_agents: bool
         kwargs: dict[str, Any] = {"everything": everything}
         if all_agents:
             kwargs["user"] = user
+        exported = mem.export(None if dest == "-" else dest, **kwargs)
+        if not exported.threads:
+            hint_if_empty(mem, all_agents=all_agents)
         if dest == "-":
-            data = mem.export(**kwargs)
-            echo_json(data)
+            echo_json(exported.document)
         else:
-            data = mem.export(dest, **kwargs)
-            n = sum(len(s["messages"]) for t in data["threads"] for s in t["sessions"])
             click.echo(
-                f"Exported {n} messages in {len(data['threads'])} thread(s) to {dest}", err=True
+                f"Exported {exported.messages} messages in {exported.threads} thread(s) to {dest}",
+                err=True,
             )
 
 
@@ -448,7 +623,7 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
       arbormem --db old.db export - | arbormem --db new.db import -
     """
     from arbormem.errors import InputError
-    from arbormem.formats import parse_json
+    from arbormem.ingest.formats import parse_json
 
     data: Any = source
     if source == "-":
@@ -463,12 +638,12 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
         echo_json(counts)
     else:
         click.echo(
-            f"Imported {counts['messages']} message(s) into {counts['threads']} thread(s)"
-            f" ({counts['skipped']} already present)."
+            f"Imported {counts.messages} message(s) into {counts.threads} thread(s)"
+            f" ({counts.skipped} already present)."
         )
-        if counts["not_archived"]:
+        if counts.not_archived:
             click.echo(
-                f"{counts['not_archived']} message(s) marked archived could not be archived"
+                f"{counts.not_archived} message(s) marked archived could not be archived"
                 " again and are back in recall.",
                 err=True,
             )
@@ -497,8 +672,8 @@ def reembed(opts: StoreOptions, keep_other_models: bool, as_json: bool) -> None:
         echo_json(counts)
     else:
         click.echo(
-            f"Embedded {counts['embedded']} message(s); "
-            f"deleted {counts['pruned']} vector(s) of other models."
+            f"Embedded {counts.embedded} message(s); "
+            f"deleted {counts.pruned} vector(s) of other models."
         )
 
 
@@ -514,8 +689,10 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
       arbormem stats --json
     """
     with opts.open(existing=True) as mem:
-        info = mem.stats()
-        info["db"] = str(mem.path)
+        found = mem.stats()
+        info = {**found.to_dict(), "db": str(mem.path)}
+        if not found.messages:
+            hint_if_empty(mem)
     if as_json:
         echo_json(info)
     else:
@@ -526,11 +703,13 @@ def stats(opts: StoreOptions, as_json: bool) -> None:
 from arbormem.cli.bench import bench  # noqa: E402  (registered below)
 from arbormem.cli.chat import chat  # noqa: E402
 from arbormem.cli.context import context  # noqa: E402
+from arbormem.cli.example import example  # noqa: E402
 from arbormem.cli.tree import reorganize, tree  # noqa: E402
 
 cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(context)
+cli.add_command(example)
 cli.add_command(tree)
 cli.add_command(reorganize)
 

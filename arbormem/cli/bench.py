@@ -139,16 +139,18 @@ def locomo(
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
 
+    LoCoMo is published by its authors at https://github.com/snap-research/locomo
+    (data/locomo10.json, CC BY-NC 4.0); a folder is searched for .json files.
     With a deep embedder, each conversation's questions are asked once its
     background indexing is done; "indexed in s" is how long that took in all.
 
     \b
     Examples:
-      arbormem bench locomo ../shared/datasets/locomo
+      arbormem bench locomo locomo10.json
       arbormem bench locomo conv-26.json --systems arbormem,bm25 --json
       arbormem bench locomo locomo10.json --budget 2000
-      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --distractors 10000
-      arbormem bench locomo ../shared/datasets/locomo --systems arbormem --reranker cross-encoder
+      arbormem bench locomo locomo10.json --systems arbormem --distractors 10000
+      arbormem bench locomo locomo10.json --systems arbormem --reranker cross-encoder
     """
     import sys
 
@@ -313,11 +315,181 @@ def scale(
         click.echo(f"wrote {plot_path}", err=True)
 
 
+def _segment_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for source, figures in result["files"].items():
+        table = Table(
+            title=f"{source}: {figures['dialogues']} dialogues, {figures['utterances']} utterances"
+        )
+        table.add_column("system", no_wrap=True)
+        for label in ("Pk", "WD", "F1", "P", "R", "pred", "gold", "utt/s"):
+            table.add_column(label, justify="right", no_wrap=True)
+        for name, s in figures["systems"].items():
+            speed = s["utterances_per_s"]
+            table.add_row(
+                name,
+                f"{s['pk']:.3f}",
+                f"{s['windowdiff']:.3f}",
+                f"{s['f1']:.3f}",
+                f"{s['precision']:.3f}",
+                f"{s['recall']:.3f}",
+                str(s["boundaries_predicted"]),
+                str(s["boundaries_gold"]),
+                f"{speed:,.0f}" if speed and name == "arbormem" else "-",
+            )
+        console.print(table)
+    for key, text in result["conventions"].items():
+        console.print(f"{key}: {text}", highlight=False)
+    console.print(f"embedder: {result['config']['embedder']}, llm: none", highlight=False)
+
+
+@bench.command("segment")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--embedder", help=EMBEDDER_HELP)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Score only the first N dialogues of each file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+@handle_errors
+def segment_cmd(
+    opts: StoreOptions,
+    paths: tuple[str, ...],
+    embedder: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Topic segmentation: the tree against gold boundaries, with two baselines.
+
+    Each dialogue is fed one utterance per add() into a fresh store (one
+    session, default tree, no LLM); a boundary falls wherever consecutive
+    utterances sit in different innermost topics. Reports Pk, WindowDiff,
+    boundary F1 and boundary counts for arbormem, no_boundary and a causal
+    texttiling, per file.
+
+    \b
+    Examples:
+      arbormem bench segment ../shared/datasets/segmentation/tiage-dev.json
+      arbormem bench segment a.json b.json --json
+      arbormem bench segment dialogues.json --limit 50 --embedder hash
+    """
+    import sys
+
+    from arbormem.bench.segment import run, to_json
+
+    def progress(msg: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(f"  {msg}", err=True)
+
+    result = run(paths, embedder=embedder or opts.embedder, limit=limit, progress=progress)
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        _segment_table(result)
+
+
 from arbormem.bench.chat import click_command  # noqa: E402  (arbormem bench chat)
 from arbormem.bench.context import click_command as context_command  # noqa: E402
 
 bench.add_command(click_command())
 bench.add_command(context_command())
+
+
+@bench.command("updates")
+@click.option(
+    "--conversations",
+    "-n",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Generated conversations to score (0: only --file).",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the generated conversations.")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Hand-written conversations (JSON, see arbormem.bench.updates) scored separately; repeatable.",
+)
+@click.option(
+    "--locomo",
+    "locomo_paths",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Also run the extractor alone over LoCoMo files or folders: turns/s and records.",
+)
+@click.option("--show-records", is_flag=True, help="With --locomo: print every record extracted.")
+@click.option("--misses", is_flag=True, help="List the questions answered wrongly.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def updates_cmd(
+    conversations: int,
+    seed: int,
+    files: tuple[str, ...],
+    locomo_paths: tuple[str, ...],
+    show_records: bool,
+    misses: bool,
+    as_json: bool,
+) -> None:
+    """Changed facts: current-value and as-of accuracy of records search, no LLM.
+
+    Conversations where people's home, employer, diet, phone, partner, pets,
+    allergies and meeting times change zero to three times among chatter; for
+    each person and attribute, the current value and the value in a past month
+    are asked. Targets: current-value accuracy@1 >= 0.95, as-of >= 0.90.
+
+    \b
+    Examples:
+      arbormem bench updates
+      arbormem bench updates -n 200 --seed 1 --json
+      arbormem bench updates -n 0 --file tests/data/updates_handwritten.json --misses
+      arbormem bench updates -n 0 --locomo ../shared/datasets/locomo/conv-26.json --show-records
+    """
+    from arbormem.bench.updates import extract_locomo, run
+
+    result = run(conversations=conversations, seed=seed, files=files, show_misses=misses)
+    if conversations == 0:
+        result.pop("generated", None)
+    if locomo_paths:
+        result["locomo_extraction"] = extract_locomo(locomo_paths, keep=show_records)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    for name, r in result.items():
+        if not isinstance(r, dict) or "questions" not in r:
+            continue
+        q = r["questions"]
+        click.echo(
+            f"{name}: {r['conversations']} conversations, {q['current']} current and "
+            f"{q['as_of']} as-of questions; current-value accuracy@1 {r['current_accuracy@1']}, "
+            f"as-of accuracy {r['as_of_accuracy']}, context@300 {r['context_holds_current@300']}; "
+            f"{r['records_messages_per_s']} messages/s through the record book"
+        )
+        for attribute, figures in r["by_attribute"].items():
+            click.echo(f"  {attribute}: current {figures['current']}, as of {figures['as_of']}")
+        for miss in r.get("misses", []):
+            click.echo(
+                f"  miss: {miss['question']} (expected {miss['expect']!r}, got {miss['got']!r})"
+            )
+    extraction = result.get("locomo_extraction")
+    if extraction:
+        click.echo(
+            f"LoCoMo extraction: {extraction['turns']} turns in {extraction['seconds']} s "
+            f"({extraction['turns_per_s']} turns/s wall, {extraction['turns_per_cpu_s']} per CPU "
+            f"second, {extraction['ms_per_turn']} ms/turn), "
+            f"{extraction['records']} records {extraction['by_kind']}"
+        )
+        for item in extraction.get("listed", []):
+            shown = f"  [{item['kind']}] {item['text']}  <- {', '.join(item['sources'])}"
+            if item["superseded_by"]:
+                shown += f" (until {item['valid_to']}, superseded)"
+            click.echo(shown)
 
 
 @bench.command("fit")
@@ -342,8 +514,8 @@ def fit_cmd(
 
     \b
     Examples:
-      arbormem bench fit ../shared/datasets/locomo ../shared/datasets/realtalk
-      arbormem bench fit ../shared/datasets/locomo --json > fit.json
+      arbormem bench fit locomo/ realtalk/
+      arbormem bench fit locomo10.json --json > fit.json
     """
     import json
     import sys

@@ -36,7 +36,27 @@ run arbormem from:
     OPENAI_BASE_URL=http://localhost:11434/v1
 
 or give them to this command: arbormem chat --model gpt-4o-mini
-Then run arbormem chat again. More in docs/chat.md and docs/llm.md."""
+Then run arbormem chat again. More in {docs}/chat.md and {docs}/llm.md."""
+
+#: Where the documentation is published, when the installed package does not say.
+DOCS_URL = "https://github.com/arbormem/arbormem/tree/main/docs"
+
+
+def docs_url() -> str:
+    """The published documentation's address, from the package's ``project.urls``: a
+    pip-installed user has no docs folder to be pointed at."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("arbormem").get_all("Project-URL") or []
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return DOCS_URL
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip():
+            return url.strip().rstrip("/")
+    return DOCS_URL
+
 
 PROMPT = "you> "
 
@@ -100,13 +120,7 @@ class Terminal:
         chat = self.chat
         mem = chat.memory
         if chat.budget is None:
-            from arbormem.config import UNSET, resolve
-            from arbormem.memory import DEFAULT_CONTEXT_BUDGET
-
-            default = resolve(
-                UNSET, "ARBORMEM_CONTEXT_BUDGET", "context_budget", DEFAULT_CONTEXT_BUDGET, int
-            )
-            budget = f"{default} tokens (default)"
+            budget = f"{mem.settings.context_budget} tokens (default)"
         else:
             budget = f"{chat.budget} tokens"
         self.say(
@@ -202,12 +216,12 @@ class Terminal:
 
     def wait_for_upkeep(self) -> None:
         """Let the session's tracked state and summary catch up, showing that it runs."""
-        working = self.chat.memory.working
-        if not working.busy:
+        memory = self.chat.memory
+        if not any(job.kind == "upkeep" for job in memory.pending()):
             return
         try:
             with self.spinning("updating memory: tracked state and summary"):
-                working.wait()
+                memory.wait()
         except KeyboardInterrupt:
             click.echo()
 
@@ -276,7 +290,7 @@ def chat(
     llm = get_llm(config)
     if llm is None:
         # A chat cannot run without a model: scripts must see it failed.
-        click.echo(NO_LLM, err=True)
+        click.echo(NO_LLM.format(docs=docs_url()), err=True)
         raise SystemExit(1)
     with _open(opts, llm) as mem:
         Terminal(ChatSession(mem, llm, session=session, mode=mode, budget=budget)).run()

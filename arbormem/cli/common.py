@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class StoreOptions:
-    """Global options given before the command (``--db``, ``--user``...)."""
+    """Global options (``--db``, ``--user``...), given before or after the command."""
 
     def __init__(
         self,
@@ -44,20 +44,45 @@ class StoreOptions:
         #: ``--read-only``: True, else None (read-only only when it cannot be written).
         self.read_only: bool | None = True if read_only else None
 
+    def given_after_command(self, name: str, value: Any) -> None:
+        """A global option given after the command name (see :mod:`arbormem.cli.group`)."""
+        if name == "read_only":
+            self.read_only = True if value else None
+        elif name in ("db", "user", "agent", "embedder", "reranker", "deep_embedder"):
+            setattr(self, name, value)
+        else:  # a new global option must be taught here
+            raise AssertionError(f"unknown global option {name!r}")
+
     def open(self, *, existing: bool = False) -> Any:
         """The store; with ``existing`` (commands that only read) an error when there
         is none yet, instead of creating an empty one (and its folders) at a mistyped
         ``--db``."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
         from arbormem.errors import StoreError
         from arbormem.memory import Memory
+        from arbormem.settings import resolve_store
 
-        if existing:
-            db = store_settings(self.db if self.db is not None else UNSET).db
-            if db != ":memory:" and not Path(db).expanduser().exists():
+        db = resolve_store(self.db if self.db is not None else UNSET)
+        path = Path(db).expanduser()
+        if db != ":memory:" and path.is_dir():
+            raise StoreError(
+                f"{db} is a folder: --db (or ARBORMEM_DB) names the store's file, "
+                f"for example {Path(db) / 'memory.db'}"
+            )
+        if existing and db != ":memory:":
+            if not path.exists():
                 raise StoreError(
                     f"no store at {db}: nothing has been stored there yet "
                     "('arbormem ingest' or 'import' creates it; check --db or ARBORMEM_DB)"
+                )
+            if _empty_file(path):
+                # SQLite takes an empty file for an empty database: opened to be read,
+                # it silently became an empty store (often a mistyped --db, or a file
+                # made by `touch` or a failed copy).
+                raise StoreError(
+                    f"{db} is an empty file (0 bytes), not an arbormem store "
+                    "('arbormem ingest' or 'import' makes a store of it; check --db or "
+                    "ARBORMEM_DB)"
                 )
         return Memory(
             self.db if self.db is not None else UNSET,
@@ -75,9 +100,10 @@ class StoreOptions:
         the store it created holds no message, the store's files and the folders made
         for it go again. A failed ingest at a mistyped --db left an empty store there,
         and later read commands on that path found it instead of saying "no store"."""
-        from arbormem.config import UNSET, store_settings
+        from arbormem.config import UNSET
+        from arbormem.settings import resolve_store
 
-        db = store_settings(self.db if self.db is not None else UNSET).db
+        db = resolve_store(self.db if self.db is not None else UNSET)
         path = Path(db).expanduser()
         # lexists: a link to a store not made yet is the user's, and so is its target.
         if db == ":memory:" or os.path.lexists(path):
@@ -99,6 +125,17 @@ class StoreOptions:
             raise
 
 
+def _empty_file(path: Path) -> bool:
+    """A 0-byte file with no write-ahead log holding pages for it."""
+    try:
+        if not path.is_file() or path.stat().st_size:
+            return False
+        wal = Path(f"{path}-wal")
+        return not (wal.is_file() and wal.stat().st_size)
+    except OSError:  # unreadable: opening it says why
+        return False
+
+
 def _holds_no_message(path: Path) -> bool:
     """Whether an arbormem store is empty (False when it cannot be read: keep it)."""
     import sqlite3
@@ -115,6 +152,27 @@ def _holds_no_message(path: Path) -> bool:
         return False
 
 
+#: The name standard input goes by in messages and summaries.
+STDIN = "<stdin>"
+
+
+def read_conversations(files: Sequence[str]) -> list[Any]:
+    """The :class:`~arbormem.ingest.formats.ConversationFile` of each file, ``-`` being
+    standard input (told JSON or JSON Lines from its text)."""
+    from arbormem.ingest.formats import decode_text, read_conversation_file, read_conversation_text
+
+    if list(files).count("-") > 1:
+        raise click.UsageError("'-' (standard input) can be read once")
+    return [
+        read_conversation_text(
+            decode_text(sys.stdin.buffer.read(), STDIN), STDIN, stem="stdin", jsonl=None
+        )
+        if f == "-"
+        else read_conversation_file(f)
+        for f in files
+    ]
+
+
 def handle_errors(fn: F) -> F:
     """Turn library errors into one clean line on stderr and exit code 1."""
 
@@ -129,8 +187,14 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _jsonable(value: Any) -> Any:
+    """A result of the library as JSON: its ``to_dict()``, else its text."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else str(value)
+
+
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=_jsonable))
 
 
 def echo_jsonl(value: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+from arbormem.cli.scopes import hint_if_empty
 
 
 @click.command()
@@ -54,6 +55,7 @@ def context(
             session=session,
             context_window=context_window,
         )
+        hint_if_empty(mem)  # an empty prompt otherwise looks like a working recall
     if as_json:
         echo_json(ctx.to_dict())
         return

@@ -14,11 +14,15 @@ HEADER = """# CLI reference
 
 Generated from the code by `python -m arbormem.cli.docs`; do not edit by hand.
 
-Global options (`--db`, `--user`, `--agent`, `--embedder`) go before the command:
-`arbormem --user alice search "..."`. The store is `--db`, else `ARBORMEM_DB`, else
+Global options (`--db`, `--user`, `--agent`, `--embedder`, `--reranker`, `--read-only`)
+go before or after the command: `arbormem --user alice search "..."` and
+`arbormem search "..." --user alice` are the same (given on both sides with different
+values, it is an error). The store is `--db`, else `ARBORMEM_DB`, else
 the config file's `db`, else the per-user default (`~/.local/share/arbormem/memory.db`
-on Linux). Only `ingest`, `import` and `chat` create a store; the other commands report
+on Linux). Only `ingest`, `add`, `import` and `chat` create a store; the other commands report
 that there is none at that path (a mistyped `--db`) instead of making an empty one.
+A command that finds its scope empty (a mistyped `--user` or `--agent`) says so on
+stderr, naming the users (or the user's agents) the store holds, nearest first.
 """
 
 

@@ -6,6 +6,7 @@ import click
 from click.core import ParameterSource
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+from arbormem.cli.scopes import hint_if_empty
 
 
 @click.command()
@@ -44,6 +45,7 @@ def tree(
         raise click.UsageError(f"choose one export: --{' or --'.join(chosen)}")
     fmt = chosen[0] if chosen else None
     with opts.open(existing=True) as mem:
+        hint_if_empty(mem)
         if fmt:
             click.echo(
                 mem.render_tree(
@@ -84,7 +86,8 @@ def tree(
 @click.option(
     "--prune-trivial",
     is_flag=True,
-    help="Soft-archive exchanges whose messages are all under 20 words.",
+    help="Soft-archive small talk: exchanges whose messages are all under 20 words and "
+    "carry no name, number, date or personal statement.",
 )
 @click.option("--undo", "undo_id", type=int, help="Undo the logged reorganisation with this id.")
 @click.option("--log", "show_log", is_flag=True, help="List past reorganisations and rebuilds.")
@@ -127,8 +130,8 @@ def reorganize(
             if as_json:
                 echo_json(entries)
             for e in [] if as_json else entries:
-                undone = f" (undone {e['undone_at']})" if e["undone_at"] else ""
-                click.echo(f"{e['id']}\t{e['at']}\t{e['kind']}\t{e['stats']}{undone}")
+                undone = f" (undone {e.undone_at})" if e.undone_at else ""
+                click.echo(f"{e.id}\t{e.at}\t{e.kind}\t{dict(e.stats)}{undone}")
             return
         if undo_id is not None:
             result = mem.undo_reorganize(undo_id)
@@ -137,10 +140,10 @@ def reorganize(
     if as_json:
         echo_json(result)
     elif undo_id is not None:
-        click.echo("Already undone." if result["already"] else f"Undid reorganisation {undo_id}.")
+        click.echo("Already undone." if result.already else f"Undid reorganisation {undo_id}.")
     else:
         click.echo(
-            f"Merged {result['merged']} topic(s), archived {result['pruned']} exchange(s), "
-            f"skipped {result['skipped']} pair(s) in {result['duration_secs']} s"
-            + (f" (log id {result['log_id']})." if result.get("log_id") else ".")
+            f"Merged {result.merged} topic(s), archived {result.pruned} exchange(s), "
+            f"skipped {result.skipped} pair(s) in {result.duration_secs} s"
+            + (f" (log id {result.log_id})." if result.log_id else ".")
         )

@@ -25,8 +25,11 @@ from arbormem.embed.wordllama import WordLlamaEmbedder
 from arbormem.errors import ConfigError
 
 DEFAULT_EMBEDDER = "wordllama"
+#: The background embedder when none is configured (see :mod:`arbormem.deep`).
+DEFAULT_DEEP = "none"
 
 __all__ = [
+    "DEFAULT_DEEP",
     "DEFAULT_EMBEDDER",
     "CachedEmbedder",
     "Embedder",
@@ -40,11 +43,18 @@ __all__ = [
 ]
 
 
-def get_embedder(spec: str | Embedder | None = None) -> Embedder:
+def get_embedder(
+    spec: str | Embedder | None = None,
+    *,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> Embedder:
     """Build an embedder from a spec string (see the module docstring).
 
     With no spec, the configured one: ``ARBORMEM_EMBEDDER``, else ``embedder``
-    in the config file, else ``wordllama``, as :class:`~arbormem.Memory` does.
+    in the config file, else ``wordllama``. ``timeout`` and ``max_retries`` apply
+    to a remote endpoint (``openai:``); left out, they are configured the same way.
+    A :class:`~arbormem.Memory` passes its resolved settings for all three.
     """
     if isinstance(spec, Embedder):
         return spec
@@ -90,8 +100,12 @@ def get_embedder(spec: str | Embedder | None = None) -> Embedder:
         # A remote endpoint that hangs holds each add for timeout x (retries + 1).
         return OpenAIEmbedder(
             arg,
-            timeout=resolve(UNSET, "ARBORMEM_EMBEDDER_TIMEOUT", "embedder_timeout", 30.0, seconds),
-            max_retries=resolve(
+            timeout=timeout
+            if timeout is not None
+            else resolve(UNSET, "ARBORMEM_EMBEDDER_TIMEOUT", "embedder_timeout", 30.0, seconds),
+            max_retries=max_retries
+            if max_retries is not None
+            else resolve(
                 UNSET, "ARBORMEM_EMBEDDER_MAX_RETRIES", "embedder_max_retries", 2, retries
             ),
         )

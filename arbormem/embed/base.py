@@ -34,6 +34,10 @@ class Embedder(abc.ABC):
     dimensions: int
     #: Texts per call to :meth:`embed_batch`.
     batch_size: int = 256
+    #: Characters of a text that reach :meth:`embed_batch` (None: all of them). For a
+    #: model that reads a fixed number of tokens: it never sees the rest, and
+    #: tokenising all of a 12 MB message only to drop it took memory in proportion.
+    max_chars: int | None = None
 
     @abc.abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -49,9 +53,12 @@ class Embedder(abc.ABC):
         """Vectors for any number of texts, in batches of ``batch_size``."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        most = self.max_chars
         parts = []
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
+            if most is not None:
+                chunk = [t[:most] for t in chunk]
             parts.append(l2_normalize(self.embed_batch(chunk)))
             if progress is not None:
                 progress(len(chunk))

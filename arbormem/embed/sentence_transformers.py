@@ -36,6 +36,9 @@ class SentenceTransformerEmbedder(Embedder):
     """Any sentence-transformers model, loaded lazily on first use, on the CPU."""
 
     batch_size = 64
+    #: Far more than any of these models reads (all-MiniLM-L6-v2: 256 tokens, about
+    #: 1,000 characters; the longest: 8,192 tokens): the vector is unchanged.
+    max_chars = 100_000
 
     def __init__(self, name_or_path: str, *, model_id: str | None = None) -> None:
         self.name_or_path = name_or_path

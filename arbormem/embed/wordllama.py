@@ -29,6 +29,33 @@ FULL_DIM = 256
 #: Chunks of at least this many texts are tokenised on all cores at once.
 PARALLEL_FROM = 32
 
+#: A text longer than this many characters is tokenised a window at a time, and its
+#: vector is the mean over all its tokens all the same. Whole, a 1 MiB message made
+#: the tokenizer's output and a matrix of every token's row (1 GB) at once.
+WINDOW_CHARS = 4096
+#: Windows of one long text tokenised together (on all cores).
+WINDOWS_AT_ONCE = 32
+
+
+def windows(text: str, size: int = WINDOW_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, each cut at a space where
+    one is in its second half. The space is left out: the tokenizer marks the start
+    of the next piece's first word as it marked it after the space, so the pieces
+    give the tokens of the whole (a cut with no space may split one word)."""
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = text.rfind(" ", start + size // 2, end)
+        if cut == -1:
+            pieces.append(text[start:end])
+            start = end
+        else:
+            pieces.append(text[start:cut])
+            start = cut + 1
+    pieces.append(text[start:])
+    return pieces
+
 
 def package_folder() -> Path:
     """Where the ``wordllama`` package is installed (without importing it)."""
@@ -79,7 +106,9 @@ class WordLlamaEmbedder(Embedder):
         table, tokenizer = self._load()
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
-            chunk = list(texts[start : start + self.batch_size])
+            rows = range(start, min(start + self.batch_size, len(texts)))
+            short = [row for row in rows if len(texts[row]) <= WINDOW_CHARS]
+            chunk = [texts[row] for row in short]
             # The batch call spreads a large chunk over the cores; for a few texts its
             # thread pool costs more than the tokenising itself.
             if len(chunk) < PARALLEL_FROM:
@@ -88,11 +117,27 @@ class WordLlamaEmbedder(Embedder):
                 ids = [e.ids for e in tokenizer.encode_batch(chunk, add_special_tokens=False)]
             # The mean of each text's token rows. One small sum per text is faster than
             # one segmented sum (np.add.reduceat) over the gathered rows of the chunk.
-            for row, tokens in enumerate(ids, start):
+            for row, tokens in zip(short, ids):
                 if tokens:
-                    rows = table[np.clip(tokens, 0, len(table) - 1)]
-                    out[row] = rows.sum(axis=0) / len(tokens)
+                    out[row] = table[np.clip(tokens, 0, len(table) - 1)].sum(axis=0) / len(tokens)
+            for row in rows:
+                if len(texts[row]) > WINDOW_CHARS:
+                    out[row] = self._long_mean(texts[row], table, tokenizer)
         return l2_normalize(out)
+
+    def _long_mean(self, text: str, table: np.ndarray, tokenizer: Any) -> np.ndarray:
+        """The mean token row of a long text, tokenised :data:`WINDOW_CHARS` at a time:
+        memory in proportion to the window, not to the text."""
+        total = np.zeros(self.dimensions, dtype=np.float64)
+        count = 0
+        pieces = windows(text)
+        for first in range(0, len(pieces), WINDOWS_AT_ONCE):
+            group = pieces[first : first + WINDOWS_AT_ONCE]
+            for encoding in tokenizer.encode_batch(group, add_special_tokens=False):
+                if encoding.ids:
+                    total += table[np.clip(encoding.ids, 0, len(table) - 1)].sum(axis=0)
+                    count += len(encoding.ids)
+        return (total / count if count else total).astype(np.float32)
 
     def tokenizer(self) -> Any:
         """The model's Hugging Face tokenizer (a LLaMA-2 BPE)."""

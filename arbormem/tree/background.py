@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from arbormem.store.base import Thread
+from arbormem.store.types import Thread
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
-from arbormem.store.base import Row, Thread, TreeState
+from arbormem.jobs import Jobs
+from arbormem.store.types import Row, Thread, TreeState
 from arbormem.tree.grow import TreeGrower
 
 log = logging.getLogger(__name__)
@@ -127,14 +128,17 @@ class OpenChecks:
     next use of the thread.
     """
 
-    def __init__(self, grower: TreeGrower, write_lock: threading.RLock) -> None:
+    def __init__(
+        self, grower: TreeGrower, write_lock: threading.RLock, jobs: Jobs | None = None
+    ) -> None:
         self.grower = grower
         self.write_lock = write_lock
+        #: Where background checks run (see :mod:`arbormem.jobs`).
+        self.jobs = jobs if jobs is not None else Jobs()
         #: Problems found (and repaired) so far.
         self.problems: list[TreeProblem] = []
         self._checks: dict[int, _Check] = {}
         self._lock = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
 
     def ensure(self, thread: Thread, *, wait: bool) -> None:
         with self._lock:
@@ -143,11 +147,7 @@ class OpenChecks:
             if job is None:
                 job = self._checks[thread.id] = _Check(thread)
                 if not wait:
-                    if self._worker is None:
-                        self._worker = ThreadPoolExecutor(
-                            max_workers=1, thread_name_prefix="arbormem-tree-check"
-                        )
-                    self._worker.submit(self._run, job, True)
+                    self.jobs.submit("tree-check", partial(self._run, job, True))
         if new and wait:
             self._run(job, False)
         elif wait:
@@ -202,7 +202,7 @@ class OpenChecks:
                 job.repaired = True
                 self.problems.extend(job.found)
                 return
-            if self.grower.backend.thread(thread.user, thread.agent) is None:
+            if self.grower.backend.thread(thread.user, thread.agent, tenant=thread.tenant) is None:
                 job.repaired = True  # forgotten meanwhile: nothing left to rebuild
                 return
             try:
@@ -227,15 +227,11 @@ class OpenChecks:
             self._repair(job)
 
     def close(self) -> None:
-        """Wait for the background worker and stop it."""
+        """Wait for the checks under way (the job runner is closed by its owner)."""
         try:
             self.wait()
         except Exception as exc:  # already logged where it failed; closing goes on
             log.warning("closing with a topic tree left unrepaired: %s", exc)
-        with self._lock:
-            worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.shutdown(wait=True)
 
 
 def _scope(thread: Thread) -> str:

@@ -30,21 +30,25 @@ _WHOLE = ("max_children", "min_exchanges", "max_exchanges", "summary_words")
 class TreeConfig:
     """How the tree grows and how much it weighs in recall.
 
-    The defaults are one configuration chosen on the LoCoMo development
-    conversations and used for every thread (see ``docs/benchmarks.md``).
+    The defaults are one configuration used for every thread: the boundary
+    settings (``split_threshold``, ``dense_weight``) were fitted on the dialogue
+    segmentation development data, the rest chosen on the LoCoMo development
+    conversations (see ``docs/benchmarks.md``).
     """
 
     #: Grow a tree at all. Off, arbormem ranks turns without topic signals ("flat").
     enabled: bool = True
     #: No node has more children than this; older consecutive children are grouped.
     max_children: int = 10
-    #: An exchange whose similarity to the active topic falls below this opens a new topic.
-    split_threshold: float = 0.35
-    #: Exchanges a topic holds before drift may split it.
-    min_exchanges: int = 2
+    #: A message whose continuity with the active topic (1 - the boundary model's
+    #: probability, see :mod:`arbormem.tree.segment`) falls below this opens a new topic.
+    split_threshold: float = 0.40
+    #: Exchanges a topic holds before a message may open the next one.
+    min_exchanges: int = 1
     #: Exchanges after which a topic is closed whatever the drift.
     max_exchanges: int = 24
-    #: Share of embedding cosine (against word overlap) in the drift similarity.
+    #: Weight of the embedding features against the word features in the boundary
+    #: model (0.5: as fitted; 0: words only; 1: embeddings only).
     dense_weight: float = 0.5
     #: Silence (minutes) inside one session that opens a new topic.
     gap_minutes: float = 30.0

@@ -6,12 +6,15 @@ exchange (a ``user`` message opens an exchange once the previous one has a
 reply; everything else joins the open exchange). New topics always hang from
 the active topic or one of its ancestors, so time runs down the tree.
 
-Each new exchange either continues the active topic or opens a new one. With
-no LLM the decision weighs the drift between the exchange and the active
-topic (cosine to the topic's mean vector and IDF-weighted word overlap), the
-silence since the last message and the topic's size. With an LLM configured
-the LLM may decide instead; its JSON answer is validated and the heuristic
-decides whenever the call fails or the answer is unusable.
+Each new message either continues the active topic or opens a new one. With
+no LLM the boundary decision of :mod:`arbormem.tree.segment` weighs the
+message against the active topic's last messages and the whole topic, with
+the dialogue's shape (questions and their answers, greetings, farewells);
+silence and the topic's size can also close a topic. Any user or assistant
+message may open a topic, a reply included: it then starts a leaf of its
+own. With an LLM configured the LLM decides at each new exchange instead
+(and replies stay with their exchange); its JSON answer is validated and the
+heuristic decides whenever the call fails or the answer is unusable.
 
 Width control: before a node gets a child beyond ``max_children``, its
 oldest run of frozen children of the same kind and level is moved under a
@@ -30,8 +33,6 @@ it can always be rebuilt from the messages.
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,9 +46,11 @@ from arbormem.embed.base import Embedder
 from arbormem.errors import LLMError
 from arbormem.ids import content_hash
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeRow, Row, Thread, TreeState
+from arbormem.store.base import Backend
+from arbormem.store.types import NodeRow, Row, Thread, TreeState
 from arbormem.text import analyze, analyze_message
 from arbormem.tree.config import TreeConfig
+from arbormem.tree.segment import TopicState, opens_topic
 from arbormem.tree.summarize import (
     LLM_SUMMARY_PROMPT,
     Digest,
@@ -101,10 +104,8 @@ class Cursor:
     last_at: datetime | None = None
     root_children: int = 0
     next_seq: int = 0
-    #: The active topic's running mean vector, its terms and its exchange count.
-    centroid: np.ndarray | None = None
-    n_vectors: int = 0
-    terms: Counter[str] = field(default_factory=Counter)
+    #: What the boundary decision knows of the active topic, and its exchange count.
+    topic: TopicState = field(default_factory=TopicState)
     exchanges: int = 0
     #: Indexed terms of every message under each node of the active path (its documents).
     docs: dict[int, list[str]] = field(default_factory=dict)
@@ -212,13 +213,11 @@ class TreeGrower:
             )
         cur.exchanges = len(self.backend.tree_nodes(thread, parent=active.id, kinds=["leaf"]))
         mine = self.node_messages(thread, active)
+        ids = {m.id for m in mine}
         vectors = self.backend.vectors(self.embedder.model_id, [r.chash for r in rows])
-        for r in rows:
-            vec = vectors.get(r.chash)
-            if vec is not None:
-                self._add_to_centroid(cur, vec)
-        for m in mine:
-            cur.terms.update(analyze(m.content))
+        cur.topic = TopicState.of(
+            (r.message.content, vectors.get(r.chash)) for r in rows if r.message.id in ids
+        )
         for node in cur.path:
             assert node.id is not None
             cur.docs[node.id] = [
@@ -227,15 +226,6 @@ class TreeGrower:
                 for t in analyze_message(m.content, m.speaker)
             ]
         return cur
-
-    @staticmethod
-    def _add_to_centroid(cur: Cursor, vec: np.ndarray) -> None:
-        vec = np.asarray(vec, dtype=np.float32)
-        if cur.centroid is None or cur.centroid.shape != vec.shape:
-            cur.centroid, cur.n_vectors = vec.copy(), 1
-        else:
-            cur.n_vectors += 1
-            cur.centroid += (vec - cur.centroid) / cur.n_vectors
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -262,34 +252,30 @@ class TreeGrower:
             scale[t] = round(df * n_now / n_then) if n_then else df
         return scale, n_now
 
-    def _similarity(self, cur: Cursor, message: Message, vec: np.ndarray | None) -> float | None:
-        terms = [t for t in analyze(message.content) if not t.isdigit()]
-        if len(set(terms)) < 3:
-            return None  # too little to judge: stay in the topic
-        df, n_docs = self.frequencies(terms)
-        idf = {t: math.log((n_docs + 1) / (df.get(t, 0) + 1)) + 1.0 for t in set(terms)}
-        total = sum(idf.values())
-        lexical = sum(w for t, w in idf.items() if t in cur.terms) / total if total else 0.0
-        if vec is None or cur.centroid is None:
-            return lexical
-        norm = float(np.linalg.norm(cur.centroid)) or 1.0
-        dense = max(0.0, float(np.dot(vec, cur.centroid)) / norm)
-        w = self.config.dense_weight
-        return w * dense + (1 - w) * lexical
-
-    def heuristic_decision(self, cur: Cursor, message: Message, vec: np.ndarray | None) -> Decision:
+    def heuristic_decision(
+        self, cur: Cursor, message: Message, vec: np.ndarray | None, *, opening: bool = True
+    ) -> Decision:
+        """Continue the active topic or start a sibling of it. ``opening``: the message
+        opens an exchange; a reply is judged on its content alone (silence and size
+        never part a question from its answer)."""
         cfg = self.config
-        if cur.exchanges >= cfg.max_exchanges:
-            return Decision(True, len(cur.path) - 2)
-        if cur.last_at is not None and message.timestamp - cur.last_at > timedelta(
-            minutes=cfg.gap_minutes
-        ):
-            return Decision(True, len(cur.path) - 2)
+        sibling = Decision(True, len(cur.path) - 2)
+        if opening:
+            if cur.exchanges >= cfg.max_exchanges:
+                return sibling
+            silence = message.timestamp - cur.last_at if cur.last_at is not None else None
+            if silence is not None and silence > timedelta(minutes=cfg.gap_minutes):
+                return sibling
         if cur.exchanges < cfg.min_exchanges:
             return Decision(False)
-        sim = self._similarity(cur, message, vec)
-        if sim is not None and sim < cfg.split_threshold:
-            return Decision(True, len(cur.path) - 2)
+        if opens_topic(
+            cur.topic,
+            message.content,
+            vec,
+            split_threshold=cfg.split_threshold,
+            dense_weight=cfg.dense_weight,
+        ):
+            return sibling
         return Decision(False)
 
     def llm_decision(self, thread: Thread, message: Message) -> Decision | None:
@@ -442,10 +428,18 @@ class TreeGrower:
                 cur.path.append(self._new_topic(thread, cur, session_topic, m, dirty))
                 self._reset_active(cur)
                 self._open_leaf(thread, cur, m, dirty)
-            elif cur.leaf is None or (m.role == "user" and cur.leaf_has_reply):
-                decision = (decisions or {}).get(m.id) or self.heuristic_decision(cur, m, vec)
-                if decision.parent is not None and decision.parent >= len(cur.path):
-                    decision = self.heuristic_decision(cur, m, vec)
+            else:
+                opening = cur.leaf is None or (m.role == "user" and cur.leaf_has_reply)
+                if opening:
+                    decision = (decisions or {}).get(m.id) or self.heuristic_decision(cur, m, vec)
+                    if decision.parent is not None and decision.parent >= len(cur.path):
+                        decision = self.heuristic_decision(cur, m, vec)
+                elif m.role in ("user", "assistant") and not self._llm_decides():
+                    # A reply (or a second user message) can change the subject too: it
+                    # then opens a leaf of its own in the new topic.
+                    decision = self.heuristic_decision(cur, m, vec, opening=False)
+                else:
+                    decision = Decision(False)
                 if decision.new_topic:
                     keep = decision.parent + 1 if decision.parent is not None else len(cur.path) - 1
                     # At most MAX_DEPTH topics deep: a model that always answers "under
@@ -465,10 +459,15 @@ class TreeGrower:
                     )
                     cur.path.append(topic)
                     self._reset_active(cur)
-                self._open_leaf(thread, cur, m, dirty)
+                if opening or decision.new_topic:
+                    self._open_leaf(thread, cur, m, dirty)
             self._attach(cur, row, vec, dirty)
             assert cur.leaf is not None and cur.leaf.id is not None
             self._unplaced.setdefault(cur.leaf.id, []).append(row.rowid)
+
+    def _llm_decides(self) -> bool:
+        """With an LLM deciding topics, a topic changes only where an exchange opens."""
+        return self.llm is not None and self.config.llm_decisions
 
     def _place_messages(self) -> None:
         """Write the leaf of the messages placed so far (before anything reads them back)."""
@@ -477,7 +476,8 @@ class TreeGrower:
         self._unplaced = {}
 
     def _reset_active(self, cur: Cursor) -> None:
-        cur.centroid, cur.n_vectors, cur.terms, cur.exchanges = None, 0, Counter(), 0
+        cur.topic.reset()
+        cur.exchanges = 0
         cur.leaf, cur.leaf_has_reply = None, False
 
     def _new_node(
@@ -553,13 +553,11 @@ class TreeGrower:
         if m.role == "assistant":
             cur.leaf_has_reply = True
         cur.session, cur.last_at = m.session, m.timestamp
-        cur.terms.update(analyze(m.content))
+        cur.topic.add(m.content, vec)
         indexed = analyze_message(m.content, m.speaker)
         for node in cur.path:
             assert node.id is not None
             cur.docs.setdefault(node.id, []).extend(indexed)
-        if vec is not None:
-            self._add_to_centroid(cur, vec)
 
     # -- width control ------------------------------------------------------------------------
 

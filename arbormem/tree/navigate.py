@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from arbormem.arguments import shown
 from arbormem.models import Message
 from arbormem.timeutil import format_timestamp
 from arbormem.tree.view import TopicNode, find
@@ -140,9 +141,14 @@ class TreeNavigator:
             return {"error": "arguments are not usable JSON (too deep or too long)"}
         if not isinstance(args, dict):
             return {"error": "arguments must be a JSON object"}
-        allowed = {"view_node": {"path"}, "get_messages": {"start", "end"}}.get(name)
+        # A name that is not a string (a list, say) is not a key a dict can look up.
+        allowed = (
+            {"view_node": {"path"}, "get_messages": {"start", "end"}}.get(name)
+            if isinstance(name, str)
+            else None
+        )
         if allowed is None:
-            return {"error": f"unknown tool {name!r}; use view_node or get_messages"}
+            return {"error": f"unknown tool {shown(name)}; use view_node or get_messages"}
         extra = sorted(str(k) for k in args if k not in allowed)
         if extra:
             return {"error": f"unknown arguments {extra}; {name} takes {sorted(allowed)}"}

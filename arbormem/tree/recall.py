@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,9 @@ import numpy as np
 
 from arbormem.embed.base import Embedder
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeBrief, NodeRow, NodeShapes, Thread
+from arbormem.store.base import Backend
+from arbormem.store.sidecar import Sidecar
+from arbormem.store.types import NodeBrief, NodeRow, NodeShapes, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import display
 
@@ -288,6 +291,8 @@ class TreeRecall:
         self.embedder = embedder
         #: Where topic vectors are saved between processes (None: not saved).
         self.folder = folder
+        #: The folder's lock, shared with other processes (see arbormem.store.sidecar).
+        self.files = Sidecar(folder)
         #: Provisional (name, summary, keyphrases) of a topic that is still growing.
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
@@ -354,7 +359,7 @@ class TreeRecall:
         if path is None or not path.exists():
             return SummaryVectors()
         try:
-            with np.load(path, allow_pickle=False) as saved:
+            with self.files.shared(), np.load(path, allow_pickle=False) as saved:
                 if str(saved["model"]) != self.embedder.model_id:
                     return SummaryVectors()
                 keys, matrix = saved["chash"], saved["matrix"]
@@ -373,16 +378,17 @@ class TreeRecall:
         if path is None or not len(vectors) or self.backend.read_only:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npz")
+            # A name of its own: two processes saving at once wrote into one file.
+            tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex[:12]}.tmp.npz")
             keys = sorted(vectors.rows, key=vectors.rows.__getitem__)
-            np.savez(
-                tmp,
-                model=np.asarray(self.embedder.model_id),
-                chash=np.asarray(keys),
-                matrix=vectors.matrix[[vectors.rows[k] for k in keys]].astype(np.float32),
-            )
-            tmp.replace(path)
+            with self.files.shared():  # no sweep takes the file before it is in place
+                np.savez(
+                    tmp,
+                    model=np.asarray(self.embedder.model_id),
+                    chash=np.asarray(keys),
+                    matrix=vectors.matrix[[vectors.rows[k] for k in keys]].astype(np.float32),
+                )
+                tmp.replace(path)
         except OSError as exc:  # a read-only folder: recall still works, only slower
             log.warning("could not save topic vectors to %s: %s", path, exc)
 

@@ -12,8 +12,9 @@ Phases:
    path; the similarity clears the threshold; and a veto passes: the LLM's
    when one is configured, otherwise a stricter check that the two share key
    entities and at least two key terms;
-5. on request, soft-archive trivial leaves (user and assistant messages both
-   under 20 words): kept and restorable, left out of recall.
+5. on request, soft-archive trivial leaves (user and assistant messages all
+   under 20 words and stating no fact: see :mod:`arbormem.tree.trivial`): kept
+   and restorable, left out of recall.
 
 Planning happens outside the write lock; the changes land in one transaction
 and only if the tree did not change in between, so a concurrent ``add`` is
@@ -32,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from arbormem.errors import LLMError, NotFound, TreeError
-from arbormem.store.base import NodeRow, Thread, TreeState
+from arbormem.models import Message
+from arbormem.store.types import NodeRow, Thread, TreeState
 from arbormem.text import term_of
 from arbormem.tree.grow import TreeGrower
+from arbormem.tree.trivial import is_trivial
 
 log = logging.getLogger(__name__)
-
-TRIVIAL_WORDS = 20
 
 
 @dataclass
@@ -233,19 +234,16 @@ class Reorganizer:
             for n in self.backend.tree_nodes(thread, kinds=["leaf"])
             if not n.archived and n.id not in active
         ]
-        by_leaf: dict[int, list[tuple[str, str]]] = {}
+        by_leaf: dict[int, list[Message]] = {}
         rows = list(self.backend.iter_rows(thread))
         owner = self.backend.message_leaves([r.rowid for r in rows])
         for r in rows:
             leaf_id = owner.get(r.rowid)
             if leaf_id is not None:
-                by_leaf.setdefault(leaf_id, []).append((r.message.role, r.message.content))
+                by_leaf.setdefault(leaf_id, []).append(r.message)
         for leaf in leaves:
             assert leaf.id is not None
-            msgs = by_leaf.get(leaf.id, [])
-            users = [c for role, c in msgs if role == "user"]
-            replies = [c for role, c in msgs if role == "assistant"]
-            if users and replies and all(len(c.split()) < TRIVIAL_WORDS for c in users + replies):
+            if is_trivial(by_leaf.get(leaf.id, [])):
                 out.append(leaf.id)
         return out
 
@@ -265,7 +263,7 @@ class Reorganizer:
         merged = 0
         with self.backend.transaction():
             state = self.backend.tree_state(thread)
-            current = self.backend.thread(thread.user, thread.agent)
+            current = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
             changed = None
             if current is None or current.id != thread.id:
                 changed = "the thread was forgotten"

@@ -10,12 +10,13 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from arbormem.errors import InputError
+from arbormem.jobs import Jobs
 from arbormem.models import Message
-from arbormem.store.base import Backend, Filters, NodeRow, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import Filters, NodeRow, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import format_timestamp
 from arbormem.tree.grow import TOPIC_KINDS, TreeGrower
@@ -24,7 +25,6 @@ from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.reorganize import Reorganizer
 from arbormem.tree.summarize import digest_children
 from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
-from arbormem.vectors import VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +39,19 @@ class Trees:
         backend: Backend,
         grower: TreeGrower,
         recall: TreeRecall,
-        vectors: VectorCache,
         retriever: Any,
         write_lock: threading.RLock,
+        jobs: Jobs | None = None,
     ) -> None:
         self.backend = backend
         self.grower = grower
         self.recall = recall
-        self.vectors = vectors
         self.retriever = retriever
         self.reorganizer = Reorganizer(grower)
         self._write_lock = write_lock
-        self._naming: ThreadPoolExecutor | None = None
+        #: Where LLM naming runs (see :mod:`arbormem.jobs`).
+        self.jobs = jobs if jobs is not None else Jobs()
+        self._naming_lock = threading.Lock()
         #: (thread id, generation, node id, message count, last index) -> description.
         self._provisional: dict[
             tuple[int, int, int | None, int, int], tuple[str, str, list[str]]
@@ -113,15 +114,12 @@ class Trees:
             prune_trivial_leaves=prune_trivial_leaves,
         )
         self.recall.invalidate(thread)
-        if result.get("pruned"):
-            self.vectors.invalidate(thread)
         return result
 
     def undo(self, thread: Thread, log_id: int) -> dict[str, Any]:
         with self._write_lock:
             result = self.reorganizer.undo(thread, log_id)
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return result
 
     def archive(self, thread: Thread, rowids: Sequence[int]) -> int:
@@ -141,7 +139,6 @@ class Trees:
         # written back by the next add, they undid this.
         self.grower.forget_cursor(thread)
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return archived
 
     def restore_archived(self, thread: Thread) -> int:
@@ -153,7 +150,6 @@ class Trees:
             self.grower.reindex_above(thread, leaves)
         self.grower.forget_cursor(thread)  # see archive()
         self.recall.invalidate(thread)
-        self.vectors.invalidate(thread)
         return restored
 
     def log(self, thread: Thread) -> list[dict[str, Any]]:
@@ -197,7 +193,7 @@ class Trees:
         # another scope's new thread (see Retriever.candidates): such paths are dropped.
         gone = set()
         for t in threads:
-            now = self.backend.thread(t.user, t.agent)
+            now = self.backend.thread(t.user, t.agent, tenant=t.tenant)
             if now is None or now.id != t.id:
                 gone.add((t.user, t.agent))
         paths = [p for p in paths if (p.user, p.agent) not in gone]
@@ -261,10 +257,12 @@ class Trees:
             return
         pending = self.grower.frozen_since_naming
         self.grower.frozen_since_naming = []
-        if self._naming is None:
-            self._naming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-names")
 
         def work() -> None:
+            with self._naming_lock:  # one at a time: each reads what the last one named
+                name(pending)
+
+        def name(pending: list[int]) -> None:
             renamed = 0
             for node in self.backend.tree_nodes(thread, ids=pending):
                 if not node.frozen or node.origin == "llm":
@@ -278,17 +276,14 @@ class Trees:
                     self.backend.set_tree_state(thread, self.backend.tree_state(thread))
                 self.recall.invalidate(thread)
 
-        self._naming.submit(work)
+        self.jobs.submit("tree-naming", work)
 
     def drain(self) -> None:
         """Wait for background naming submitted so far."""
-        if self._naming is not None:
-            self._naming.submit(lambda: None).result()
+        self.jobs.wait(kind="tree-naming")
 
     def close(self) -> None:
-        if self._naming is not None:
-            self._naming.shutdown(wait=True)
-            self._naming = None
+        self.drain()
         if self.enabled:
             with self._write_lock:
                 try:

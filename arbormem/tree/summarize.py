@@ -359,7 +359,10 @@ def digest_messages(
         hit = {t for _, t in pairs if t in keyset}
         if not hit:
             continue
-        score = sum(weights[t] for t in hit) / math.sqrt(len(pairs) + 4)
+        # fsum: the exact sum whatever the order. A set of strings iterates in an order
+        # that changes with each process's string hashing, and a plain float sum with
+        # it: two sentences of equal weight swapped places, and with them the summary.
+        score = math.fsum(weights[t] for t in hit) / math.sqrt(len(pairs) + 4)
         if sentence.lstrip().startswith("["):
             score *= 0.5  # an attachment's caption says less than what was said
         m = messages[i]

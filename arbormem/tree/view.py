@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from arbormem.models import Message
-from arbormem.store.base import Backend, NodeRow, Thread
+from arbormem.store.base import Backend
+from arbormem.store.types import NodeRow, Thread
 from arbormem.timeutil import display, format_timestamp
 
 

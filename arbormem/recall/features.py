@@ -1,0 +1,384 @@
+"""The evidence recall weighs for each candidate turn.
+
+For a question, :class:`Question` holds what the question itself says: its
+terms, the names of the thread's speakers it mentions, the date ranges it
+refers to, and its type (when, how many, who/where). For a set of candidate
+turns, :func:`compute` returns one value per candidate for each feature in
+:data:`FEATURES`:
+
+==============  ==================================================================
+``bm_t``        BM25 of the turn (k1 0.9, b 0.4; SQLite FTS5 only finds candidates)
+``bm_w``        BM25 of the turn with two neighbours on each side (same session)
+``bm_prev``     BM25 of the turn before, and ``bm_next`` of the one after
+``sess_max``    the best ``bm_t`` among the candidates of the same session
+``cov_t``       IDF-weighted share of the question's terms the turn contains
+``cov_w``       the same for the turn's window
+``de_t``        cosine of the question with the turn's vector
+``de_w``        ... with the turn's window vector (itself plus half its neighbours)
+``de_s``        ... with its session's mean vector
+``spk``         1 when the turn's speaker is named in the question
+``temp``        closeness of the turn's date to a date range the question names
+``when_time``   a "when" question and a turn that states a time
+``num_count``   a "how many/much/long/often" question and a turn with a number
+``cap_who``     a "who/where/which" question and a turn with a proper name
+``first``       the turn opens its session
+``len``         log(1 + number of terms) of the turn
+``bm_pair``     BM25 of the question's adjacent term pairs in the turn's window (phrases)
+``bm_topic``    BM25 of the content of the turn's topic (topic tree)
+``bm_sess``     BM25 of the content of the turn's session topic (topic tree)
+``cov_topic``   share of the question's terms in the turn's topic (topic tree)
+``cov_sess``    ... in its session's topic (topic tree)
+==============  ==================================================================
+
+The scores that depend on the query's scale (BM25, cosine) are divided by
+their largest value among the candidates (:data:`MAXNORM`), so weights carry
+over from one question to the next.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import pairwise
+
+import numpy as np
+
+from arbormem.aliases import in_own_words, replace_aliases
+from arbormem.recall.termstats import TermStats
+from arbormem.store.types import Row, Thread
+from arbormem.text import analyze, pairs, query_terms, words
+from arbormem.timeexpr import DateRange, closeness, find_ranges
+
+FEATURES: tuple[str, ...] = (
+    "bm_t", "bm_w", "bm_prev", "bm_next", "sess_max", "cov_t", "cov_w",
+    "de_t", "de_w", "de_s", "spk", "temp", "when_time", "num_count", "cap_who",
+    "first", "len", "bm_pair", "bm_topic", "bm_sess", "cov_topic", "cov_sess",
+)  # fmt: skip
+#: Features that need the topic tree (zero when it is off).
+TREE_FEATURES = ("bm_topic", "bm_sess", "cov_topic", "cov_sess")
+MAXNORM = frozenset(
+    {
+        "bm_t",
+        "bm_w",
+        "bm_prev",
+        "bm_next",
+        "sess_max",
+        "de_t",
+        "de_w",
+        "de_s",
+        "bm_topic",
+        "bm_sess",
+        "bm_pair",
+    }
+)
+
+K1 = 0.9
+B = 0.4
+WINDOW = 2
+
+_NUMBER = re.compile(
+    r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"hundred|thousand|once|twice|dozen|first|second|third)\b",
+    re.IGNORECASE,
+)
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
+_TIME = re.compile(
+    r"\b(yesterday|today|tomorrow|tonight|ago|recently|last (?:week|weekend|month|year|night|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|next (?:week|weekend|month|year)|"
+    r"this (?:week|weekend|month|year|morning)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Question:
+    """What a question says about the answer it wants."""
+
+    text: str
+    terms: list[str]
+    names: set[str] = field(default_factory=set)
+    #: The question with the names people call the speakers by replaced by the
+    #: speakers' own ("Kate" -> "Emi"): what its terms are read from.
+    search_text: str = ""
+    #: What its vector is made from: the question in the words of the speaker it
+    #: names (see :func:`arbormem.aliases.in_own_words`).
+    dense_text: str = ""
+    pairs: list[str] = field(default_factory=list)
+    ranges: list[DateRange] = field(default_factory=list)
+    when: bool = False
+    count: bool = False
+    who: bool = False
+    #: Set by the retriever: whether the dense features came from the deep
+    #: embedder's vectors (:mod:`arbormem.deep`), which have weights of their own.
+    deep: bool = False
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        speakers: Sequence[str] = (),
+        now: datetime | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> Question:
+        """Read a question; ``aliases`` maps other names (lower case) to speakers'
+        (see :mod:`arbormem.aliases`)."""
+        low = text.lower().strip()
+        search = replace_aliases(text, aliases or {})
+        tokens = set(words(search))
+        names = {s for s in speakers if s and set(words(s)) and set(words(s)) <= tokens}
+        return cls(
+            text=text,
+            search_text=search,
+            dense_text=in_own_words(search, sorted(names)),
+            terms=query_terms(search),
+            pairs=list(dict.fromkeys(pairs(analyze(search)))),
+            names=names,
+            ranges=find_ranges(text, now),
+            when=low.startswith("when")
+            or " when " in low
+            or "how long ago" in low
+            or "what date" in low
+            or "what year" in low
+            or "what month" in low,
+            count=any(p in low for p in ("how many", "how much", "how long", "how often")),
+            who=low.startswith(("who", "where", "which")) or " which " in low or " who " in low,
+        )
+
+
+class BM25:
+    """BM25 over documents given as term lists, with store-wide statistics."""
+
+    def __init__(
+        self, df: Mapping[str, int], n_docs: int, avgdl: float, k1: float = K1, b: float = B
+    ) -> None:
+        self.k1, self.b = k1, b
+        self.avgdl = avgdl or 1.0
+        n = max(n_docs, 1)
+        self.idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self._idf_total = sum(self.idf.values())
+
+    def score(self, tf: Mapping[str, int], length: int) -> float:
+        """BM25 of a document given the frequencies of the query's terms in it."""
+        norm = self.k1 * (1.0 - self.b + self.b * length / self.avgdl)
+        total = 0.0
+        for t, f in tf.items():
+            total += self.idf.get(t, 0.0) * f * (self.k1 + 1.0) / (f + norm)
+        return total
+
+    def coverage(self, tf: Mapping[str, int]) -> float:
+        """IDF-weighted share of the query's terms the document contains."""
+        if not self._idf_total:
+            return 0.0
+        return sum(self.idf.get(t, 0.0) for t in tf) / self._idf_total
+
+
+def _bm25(stats: TermStats, key: str, terms: Sequence[str]) -> BM25:
+    n_docs, avgdl = stats.lexical_stats(key)
+    df = stats.doc_frequencies(key, terms)
+    return BM25({t: df.get(t, 0) for t in terms}, n_docs, avgdl)
+
+
+def _bm25_pairs(stats: TermStats, pairs: Sequence[str]) -> BM25:
+    """BM25 of term pairs in windows. A window's length in terms stands in for its
+    number of pairs: the two differ by about one per turn, in every window alike."""
+    n_docs, avgdl = stats.lexical_stats("window")
+    df = stats.pair_frequencies(pairs)
+    return BM25({p: df.get(p, 0) for p in pairs}, n_docs, avgdl)
+
+
+@dataclass
+class Candidates:
+    """Candidate turns with what their features need."""
+
+    rowids: list[int]
+    rows: dict[int, Row]
+    thread_of: dict[int, Thread]
+    #: Each candidate's session neighbourhood, as :meth:`Backend.around` returns it.
+    around: dict[int, list[tuple[int, int, str]]]
+
+
+class DocStats:
+    """Full-text documents split into terms, kept between searches.
+
+    A document here is one turn's analysed terms (the text :meth:`Backend.around`
+    returns). The same text always gives the same terms, so entries never go
+    stale; the cache only bounds its size.
+    """
+
+    def __init__(self, max_docs: int = 200_000) -> None:
+        self.max_docs = max_docs
+        self._docs: dict[str, tuple[str, ...]] = {}
+
+    def get(self, text: str) -> tuple[str, ...]:
+        """The terms in order."""
+        found = self._docs.get(text)
+        if found is None:
+            if len(self._docs) >= self.max_docs:
+                self._docs.clear()
+            # A tuple of strings leaves the garbage collector's view (a list never
+            # does): at 200,000 documents each full collection took 50 ms more.
+            found = tuple(text.split())
+            self._docs[text] = found
+        return found
+
+
+def features(
+    stats: TermStats,
+    question: Question,
+    cands: Candidates,
+    qvec: np.ndarray | None,
+    vector_of: Mapping[int, np.ndarray],
+    centroid_of: Mapping[int, np.ndarray],
+    tree: Mapping[int, Mapping[str, float]] | None = None,
+    docs: DocStats | None = None,
+) -> np.ndarray:
+    """One row per candidate, one column per name in :data:`FEATURES`."""
+    ids = cands.rowids
+    n = len(ids)
+    X = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return X
+    docs = docs or DocStats()
+    terms = question.terms
+    query = set(terms)
+    around = cands.around
+    bm_turn = _bm25(stats, "turn", terms)
+    bm_win = _bm25(stats, "window", terms)
+    qpairs = set(question.pairs)
+    ptf: dict[int, dict[str, int]] = {}
+    # Per document only the query's terms matter: their frequencies and the length.
+    qtf: dict[int, dict[str, int]] = {}
+    lengths: dict[int, int] = {}
+    turn_score: dict[int, float] = {}
+    for neighbourhood in around.values():
+        for rid, _, text in neighbourhood:
+            if rid in qtf:
+                continue
+            toks = docs.get(text)
+            length = len(toks)
+            counts = {t: c for t in query if (c := toks.count(t))}
+            qtf[rid] = counts
+            lengths[rid] = length
+            if qpairs and len(counts) > 1:
+                # A query pair joins two query terms: only those positions can match.
+                pc: dict[str, int] = {}
+                for a, b in pairwise(toks):
+                    if a in counts and b in counts and a != b:
+                        pr = f"{a}_{b}"
+                        if pr in qpairs:
+                            pc[pr] = pc.get(pr, 0) + 1
+                ptf[rid] = pc
+            turn_score[rid] = bm_turn.score(counts, length) if counts else 0.0
+    # Only the pairs some candidate holds need a frequency (a phrase count each).
+    found_pairs = sorted({p for pc in ptf.values() for p in pc})
+    bm_pairs = _bm25_pairs(stats, found_pairs) if found_pairs else None
+    session_best: dict[tuple[int, str], float] = {}
+    for rowid in ids:
+        m = cands.rows[rowid].message
+        key = (cands.thread_of[rowid].id, m.session)
+        score = turn_score.get(rowid, 0.0)
+        session_best[key] = max(session_best.get(key, 0.0), score)
+    cols: dict[str, list[float]] = {name: [0.0] * n for name in FEATURES}
+    c_bm_t, c_bm_w, c_bm_pair = cols["bm_t"], cols["bm_w"], cols["bm_pair"]
+    c_prev, c_next, c_sess = cols["bm_prev"], cols["bm_next"], cols["sess_max"]
+    c_cov_t, c_cov_w, c_spk, c_temp = cols["cov_t"], cols["cov_w"], cols["spk"], cols["temp"]
+    c_when, c_count, c_who = cols["when_time"], cols["num_count"], cols["cap_who"]
+    c_first, c_len = cols["first"], cols["len"]
+    prev_ids: list[int | None] = [None] * n
+    next_ids: list[int | None] = [None] * n
+    for i, rowid in enumerate(ids):
+        m = cands.rows[rowid].message
+        neighbourhood = around.get(rowid, [])
+        pos = next((k for k, (rid, _, _) in enumerate(neighbourhood) if rid == rowid), None)
+        doc = qtf.get(rowid, {})
+        window: dict[str, int] = {}
+        window_len = 0
+        for rid, _, _ in neighbourhood:
+            for t, f in qtf[rid].items():
+                window[t] = window.get(t, 0) + f
+            window_len += lengths[rid]
+        c_bm_t[i] = turn_score.get(rowid, 0.0)
+        if window:
+            c_bm_w[i] = bm_win.score(window, window_len)
+        if bm_pairs is not None:
+            pwin: dict[str, int] = {}
+            for rid, _, _ in neighbourhood:
+                for t, f in ptf.get(rid, {}).items():
+                    pwin[t] = pwin.get(t, 0) + f
+            if pwin:
+                c_bm_pair[i] = bm_pairs.score(pwin, window_len)
+        if pos is not None and pos > 0:
+            prev_ids[i] = neighbourhood[pos - 1][0]
+            c_prev[i] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
+        if pos is not None and pos + 1 < len(neighbourhood):
+            next_ids[i] = neighbourhood[pos + 1][0]
+            c_next[i] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
+        c_sess[i] = session_best[(cands.thread_of[rowid].id, m.session)]
+        c_cov_t[i] = bm_turn.coverage(doc)
+        c_cov_w[i] = bm_win.coverage(window)
+        if question.names and m.speaker in question.names:
+            c_spk[i] = 1.0
+        if question.ranges:
+            c_temp[i] = closeness(m.timestamp, question.ranges)
+        content = m.content
+        if question.when and _TIME.search(content):
+            c_when[i] = 1.0
+        if question.count and _NUMBER.search(content):
+            c_count[i] = 1.0
+        if question.who and _PROPER.search(content[1:]):
+            c_who[i] = 1.0
+        if neighbourhood and not any(idx < m.index for _, idx, _ in neighbourhood):
+            c_first[i] = 1.0
+        c_len[i] = math.log1p(lengths.get(rowid, 0))
+        if tree and rowid in tree:
+            signals = tree[rowid]
+            for name in TREE_FEATURES:
+                cols[name][i] = signals.get(name, 0.0)
+    for j, name in enumerate(FEATURES):
+        X[:, j] = cols[name]
+    if qvec is not None:
+        _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
+    for name in MAXNORM:
+        j = FEATURES.index(name)
+        top = float(X[:, j].max())
+        if top > 0:
+            X[:, j] = np.maximum(X[:, j], 0) / top
+        else:
+            X[:, j] = 0.0
+    return X
+
+
+def _dense_features(
+    X: np.ndarray,
+    ids: Sequence[int],
+    prev_ids: Sequence[int | None],
+    next_ids: Sequence[int | None],
+    qvec: np.ndarray,
+    vector_of: Mapping[int, np.ndarray],
+    centroid_of: Mapping[int, np.ndarray],
+) -> None:
+    """Fill ``de_t`` (the turn's cosine), ``de_w`` (the turn with half of each
+    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once."""
+    zero = np.zeros_like(qvec, dtype=np.float32)
+
+    def stack(vectors: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+        present = np.array([v is not None for v in vectors], dtype=bool)
+        matrix = np.stack([v if v is not None else zero for v in vectors]).astype(np.float32)
+        return matrix, present
+
+    own, has_own = stack([vector_of.get(r) for r in ids])
+    prev, _ = stack([vector_of.get(r) if r is not None else None for r in prev_ids])
+    nxt, _ = stack([vector_of.get(r) if r is not None else None for r in next_ids])
+    total = own + 0.5 * prev
+    total += 0.5 * nxt
+    norms = np.linalg.norm(total, axis=1)
+    ok = has_own & (norms > 0)
+    X[has_own, FEATURES.index("de_t")] = own[has_own] @ qvec
+    X[ok, FEATURES.index("de_w")] = (total[ok] @ qvec) / norms[ok]
+    centroids, has_centroid = stack([centroid_of.get(r) for r in ids])
+    X[has_centroid, FEATURES.index("de_s")] = centroids[has_centroid] @ qvec

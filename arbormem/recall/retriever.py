@@ -1,0 +1,868 @@
+"""Recall: candidate turns from several indexes, ranked by a fitted linear model.
+
+For a query the retriever
+
+1. reads what the question says (:class:`arbormem.recall.features.Question`): its
+   terms, the speakers it names, the dates it refers to, its type;
+2. gathers candidates: the best turns by BM25 over each turn and over each
+   turn's window (SQLite FTS5), the nearest vectors (cosine), and, when the
+   question names dates, the best window matches inside those dates;
+3. computes every feature of :mod:`arbormem.recall.features` for each candidate,
+   the topic tree's among them when the tree is on;
+4. scores each candidate with the weights of :mod:`arbormem.recall.ranker` and
+   returns the best, each with the feature values that ranked it.
+
+Candidate generation keeps the cost independent of the thread's length: the
+features are computed for a few hundred turns, never for the whole thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import partial
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from arbormem.aliases import Aliases
+from arbormem.config import to_whole
+from arbormem.deep import DeepVectors, DenseSource, StoreDense
+from arbormem.embed.base import Embedder
+from arbormem.errors import EmbedderError, InputError
+from arbormem.jobs import Jobs
+from arbormem.models import Hit
+from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
+from arbormem.recall.ranker import (
+    DEEP_FLAT_WEIGHTS,
+    DEEP_TREE_WEIGHTS,
+    FLAT_WEIGHTS,
+    TREE_WEIGHTS,
+    weight_vector,
+)
+from arbormem.recall.rerank import Reranker, blend, checked_scores
+from arbormem.recall.termstats import PRELOAD_FROM, TermStats
+from arbormem.store.base import Backend
+from arbormem.store.types import Filters, Row, Thread, ThreadState
+from arbormem.text import analyze, query_terms, words
+from arbormem.timeexpr import TEMPLATE_YEAR, in_year
+from arbormem.tree.recall import TreeRecall
+
+#: A thread first searched is read for the names its speakers call each other by
+#: (see :mod:`arbormem.aliases`) over its latest this many messages, then as it grows.
+ALIAS_READ = 20_000
+
+#: A month named without a year is looked for in each year the thread covers, but
+#: only in its latest this many (a stray date centuries back would add a span per year).
+_MAX_YEARS = 30
+
+#: Searched threads holding at least this many turns in all embed the query,
+#: search the nearest vectors and read those turns' rows on a worker thread (when it
+#: is free) while this one runs the store's searches: the embedder's work (a remote
+#: embedder's round trip most of all) and the worker's disk reads overlap with SQLite's. On LoCoMo-sized stores the hand-off costs more than it
+#: saves. The store's searches stay on the searching thread, whose connection maps
+#: the file (see ``SQLiteBackend.map_for_search``): on worker connections without
+#: the map, cold reads cost more than running side by side saved.
+PARALLEL_FROM = 50_000
+
+log = logging.getLogger(__name__)
+
+_QUERY_DEPENDENT = np.asarray([name not in ("len", "first") for name in FEATURES])
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """Where candidates come from and how they are weighed."""
+
+    #: Candidates from BM25 over turns, over windows, from cosine, and from the dates
+    #: a question names. Chosen on the LoCoMo development files, with and without
+    #: 10,000 distractor turns: pools twice as large found nothing more and cost
+    #: a third more time (docs/benchmarks.md). The date candidates are shared among
+    #: the spans a question's dates stand for ("in May" is a May in each year of
+    #: the thread), so an old thread's pool does not grow with its years.
+    turn_candidates: int = 30
+    window_candidates: int = 40
+    dense_candidates: int = 50
+    date_candidates: int = 50
+    #: Topics (with the tree on) whose turns all join the candidates.
+    topic_candidates: int = 3
+    #: Posting-list entries a full-text search may read (rare terms first; see
+    #: ``Retriever._affordable``); small threads never reach it. With 100,000
+    #: distractor turns per LoCoMo file, 5,000 and 10,000 gave the same recall@10
+    #: (.790) and 2,500 lost .008; at a million turns BM25 scoring of the postings
+    #: is the largest share of a search's time (docs/benchmarks.md).
+    posting_budget: int = 5_000
+    lexical: bool = True
+    dense: bool = True
+    #: Feature weights; None uses the fitted ones (tree or flat, as the store has).
+    weights: Mapping[str, float] | None = None
+    #: Days after a named date range still counted as inside it.
+    date_lag_days: int = 7
+    #: With a reranker (see :mod:`arbormem.recall.rerank`): how many of the best turns it
+    #: reorders, and the share of its standardised score in the blend with the
+    #: ranker's. The weight was chosen leave-one-conversation-out on the LoCoMo
+    #: development files (every fold chose 0.5); the depth for its cost (about
+    #: 25 ms a turn on two cores): 20 turns gained .005 recall@10 more at twice it.
+    rerank_depth: int = 10
+    rerank_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        try:
+            depth = to_whole(self.rerank_depth)
+        except (TypeError, ValueError) as exc:
+            raise InputError(str(exc), field="rerank_depth") from None
+        if depth < 0:
+            raise InputError("must be 0 or more (0: no reranking)", field="rerank_depth")
+        weight = self.rerank_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)):
+            raise InputError(f"must be a number, not {weight!r}", field="rerank_weight")
+        if not 0.0 <= float(weight) <= 1.0:  # also refuses NaN
+            raise InputError("must be from 0 to 1", field="rerank_weight")
+        object.__setattr__(self, "rerank_depth", depth)
+        object.__setattr__(self, "rerank_weight", float(weight))
+
+    def to_dict(self) -> dict[str, Any]:
+        # The reranking settings mean nothing without a reranker: whoever runs one
+        # reports them with its model (see bench locomo's "reranker").
+        skip = ("weights", "rerank_depth", "rerank_weight")
+        out = {k: v for k, v in self.__dict__.items() if k not in skip}
+        out["weights"] = dict(self.weights) if self.weights is not None else "fitted defaults"
+        return out
+
+
+@dataclass
+class _ThreadFacts:
+    """Per-thread facts a question is read against, refreshed when the thread grows."""
+
+    upto: int = -1
+    names: list[str] = field(default_factory=list)
+    #: What the speakers call each other, read up to position ``read_to``.
+    aliases: Aliases = field(default_factory=Aliases)
+    read_to: int = 0
+    latest: datetime | None = None
+    earliest: datetime | None = None
+    generation: int = -1
+
+
+class Retriever:
+    """Runs the ranking for a scope."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        config: RecallConfig | None = None,
+        tree: TreeRecall | None = None,
+        reranker: Reranker | None = None,
+        jobs: Jobs | None = None,
+        deep: DeepVectors | None = None,
+    ) -> None:
+        self.backend = backend
+        self.reranker = reranker
+        #: The background embedder's vectors: the dense source once a thread has them.
+        self.deep = deep
+        self._rerank_failures: set[str] = set()
+        self.embedder = embedder
+        #: The store's own vectors, searched until the deep ones are ready.
+        self.dense = StoreDense(backend, embedder)
+        self.config = config or RecallConfig()
+        self.tree = tree
+        self.docs = DocStats()
+        self.stats = TermStats(backend)
+        self._facts: dict[int, _ThreadFacts] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        #: Held while the worker runs a job (see _gather).
+        self._idle_worker = threading.Semaphore(1)
+        self._closed = False
+        #: Common terms' counts, and large threads' tree shapes and session sums, are
+        #: read in the background once (see _warm_up); close() stops the loaders.
+        self._terms_started = False
+        #: Threads whose tree shapes were preloaded, and whose session sums are being
+        #: preloaded (see _warm_up).
+        self._shaped: set[int] = set()
+        self._summing: set[int] = set()
+        #: Where the preloads run (see :mod:`arbormem.jobs`); its ``stopping`` event
+        #: cuts a preload short when the memory closes.
+        self._own_jobs = jobs is None
+        self.jobs = jobs if jobs is not None else Jobs()
+        self._stopping = self.jobs.stopping
+
+    def forget(self, thread: Thread) -> None:
+        """Drop what was learnt about a thread (names, dates) after messages left it."""
+        self._facts.pop(thread.id, None)
+
+    def weights(self, config: RecallConfig | None = None, deep: bool = False) -> dict[str, float]:
+        """The ranker's weights: the configuration's, else those fitted for this
+        pipeline (tree or flat; dense features from the deep embedder or not)."""
+        cfg = config or self.config
+        if cfg.weights is not None:
+            return dict(cfg.weights)
+        if deep:
+            return dict(DEEP_TREE_WEIGHTS if self.tree is not None else DEEP_FLAT_WEIGHTS)
+        return dict(TREE_WEIGHTS if self.tree is not None else FLAT_WEIGHTS)
+
+    def _question(
+        self, threads: Sequence[Thread], states: Sequence[ThreadState], query: str
+    ) -> Question:
+        names: list[str] = []
+        aliases: dict[str, str] = {}
+        now: datetime | None = None
+        for thread, state in zip(threads, states):
+            facts = self._facts.get(thread.id)
+            if facts is None or facts.generation != state.generation:
+                facts = _ThreadFacts(generation=state.generation)
+                self._facts[thread.id] = facts
+            if facts.upto != state.max_rowid:
+                # Only what was added since: a million-message thread is not rescanned.
+                new = self.backend.speakers(thread, after_rowid=max(facts.upto, 0))
+                facts.names = sorted(set(facts.names) | set(new))
+                # By time, not position: older history may be stored after newer.
+                span = self.backend.time_span(thread)
+                facts.earliest, facts.latest = span if span else (None, None)
+                facts.upto = state.max_rowid
+                self._read_aliases(thread, state, facts)
+            names.extend(facts.names)
+            for alias, speaker in facts.aliases.names().items():
+                aliases.setdefault(alias, speaker)
+            if facts.latest is not None and (now is None or facts.latest > now):
+                now = facts.latest
+        return Question.parse(query, names, now, aliases)
+
+    def _read_aliases(self, thread: Thread, state: ThreadState, facts: _ThreadFacts) -> None:
+        """Count the vocatives of the messages added since the last look (of a long
+        thread first seen, only its latest :data:`ALIAS_READ` messages)."""
+        start = max(facts.read_to, state.next_index - ALIAS_READ)
+        while start < state.next_index:
+            rowids = self.backend.rowids_between(thread, start, state.next_index, 5_000)
+            if not rowids:
+                break
+            rows = self.backend.rows(rowids)
+            ordered = [rows[r].message for r in rowids if r in rows]
+            facts.aliases.read((m.speaker, m.content) for m in ordered)
+            start = max(m.index for m in ordered) + 1 if ordered else state.next_index
+        facts.read_to = state.next_index
+
+    def _affordable(self, key: str, terms: Sequence[str], budget: int) -> tuple[list[str], float]:
+        """The query terms worth a full-text search, rarest first, while their
+        posting lists stay within ``budget`` entries in all; and the share of those
+        entries the budget covers (below 1 only when the rarest term alone has more:
+        the search then reads the newest rows that hold about ``budget`` of them).
+
+        Frequent terms cost the most to search and weigh the least in BM25; they
+        still count in every candidate's features.
+        """
+        if not terms:
+            return [], 1.0
+        df = self.stats.doc_frequencies(key, terms)
+        ranked = sorted(terms, key=lambda t: df.get(t, 0))
+        kept: list[str] = []
+        spent = 0
+        for term in ranked:
+            if kept and spent + df.get(term, 0) > budget:
+                break
+            kept.append(term)
+            spent += df.get(term, 0)
+        return kept, min(1.0, budget / spent) if spent else 1.0
+
+    def affordable_terms(self, key: str, terms: Sequence[str]) -> list[str]:
+        """The distinct terms a full-text search under ``key`` may look up within
+        the posting budget (see :meth:`_affordable`), rarest first."""
+        return self._affordable(key, list(dict.fromkeys(terms)), self.config.posting_budget)[0]
+
+    def _lifetime(self, threads: Sequence[Thread]) -> tuple[datetime, datetime] | None:
+        """The first and last message times of the threads (known from their facts)."""
+        first = [f.earliest for t in threads if (f := self._facts.get(t.id)) and f.earliest]
+        last = [f.latest for t in threads if (f := self._facts.get(t.id)) and f.latest]
+        return (min(first), max(last)) if first and last else None
+
+    def _years(self, threads: Sequence[Thread]) -> range:
+        """The calendar years the threads' messages span."""
+        lived = self._lifetime(threads)
+        if lived is None:
+            return range(0)
+        latest = lived[1].year
+        return range(max(lived[0].year, latest - _MAX_YEARS + 1), latest + 1)
+
+    def candidates(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        filters: Filters | None = None,
+        config: RecallConfig | None = None,
+        depth: int = 0,
+        every_feature: bool = True,
+    ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None, dict[int, Row]]:
+        """The question, the candidate rowids, their feature matrix, the query vector
+        and the candidates' rows. ``arbormem bench fit`` trains on exactly this.
+
+        ``depth`` is how many results the caller wants: the turn key contributes at
+        least that many candidates, so a search for many hits can return them all.
+        With ``every_feature=False`` features whose weight is zero may be left at 0.
+        """
+        cfg = config or self.config
+        states = [self.backend.state(t) for t in threads]
+        question = self._question(threads, states, query)
+        # The deep vectors once every searched thread has them; the store's until then.
+        deep = self.deep
+        question.deep = bool(
+            cfg.dense
+            and deep is not None
+            and all(deep.ready(t, st) for t, st in zip(threads, states))
+        )
+        embedder, vectors = (
+            (deep.embedder, deep) if question.deep and deep else (self.embedder, self.dense)
+        )
+        budget = cfg.posting_budget
+        self.backend.map_for_search()
+        self._warm_up(threads, states, cfg)
+        allowed = None
+        if filters is not None and not filters.empty:
+            allowed = self.backend.allowed_rowids(threads, filters)
+        # The sources below read different indexes and need nothing from each other;
+        # their candidates join in this order (see _gather for where each runs).
+        jobs: dict[str, Callable[[], Any]] = {}
+        if cfg.lexical and question.terms:
+            turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
+            last = max(st.max_rowid for st in states)
+            for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
+                if n > 0:
+                    terms, share = self._affordable(key, question.terms, budget)
+                    jobs[key] = partial(
+                        self.backend.lexical_search,
+                        threads,
+                        key,
+                        terms,
+                        n,
+                        filters,
+                        after=_slice(last, share),
+                    )
+            spans: list[tuple[datetime, datetime]] = []
+            if question.ranges and cfg.date_candidates > 0:
+                years = self._years(threads)
+                lived = self._lifetime(threads)
+                # Only spans the threads' messages reach share the pool: "in May" in a
+                # thread from November to February has one May to look in, not three.
+                spans = [
+                    s
+                    for rng in question.ranges
+                    for s in _spans(rng, cfg.date_lag_days, years)
+                    if lived is None or (s[1] > lived[0] and s[0] <= lived[1])
+                ]
+            if spans:
+                # Each span is a run of rows: its postings are few, whatever the terms.
+                jobs["dates"] = partial(
+                    self.backend.lexical_search_spans,
+                    threads,
+                    "window",
+                    self._affordable("window", question.terms, budget)[0],
+                    -(-cfg.date_candidates // max(1, len(spans))),
+                    spans,
+                    filters,
+                )
+        if self.tree is not None and question.terms:
+            # A topic's content holds each of its turns' terms: the turn key's posting
+            # counts bound the cost of searching topics too.
+            terms, share = self._affordable("turn", question.terms, budget)
+            jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
+        big = sum(st.next_index for st in states) >= PARALLEL_FROM
+        if cfg.dense:
+            jobs["dense"] = partial(
+                self._dense,
+                threads,
+                question.dense_text or query,
+                cfg.dense_candidates,
+                allowed,
+                prefetch=big,
+                embedder=embedder,
+                vectors=vectors,
+            )
+        # A transformer's query embedding takes milliseconds: the worker thread runs it
+        # beside the full-text searches whatever the thread's size.
+        aside = ("dense",) if big or question.deep else ()
+        done = self._gather(jobs, aside=aside)
+
+        found: dict[int, None] = {}
+        for key in ("turn", "window"):
+            for rowid, _ in done.get(key, []):
+                found[rowid] = None
+        for hits in done.get("dates", []):
+            for rowid, _ in hits:
+                found[rowid] = None
+        segment_hits: list[tuple[int, float]] = done.get("topics", [])
+        if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
+            expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
+            if allowed is not None:
+                permitted = set(allowed.tolist())
+                expanded = [r for r in expanded if r in permitted]
+            for rowid in expanded:
+                found[rowid] = None
+        qvec: np.ndarray | None = None
+        rows: dict[int, Row] = {}
+        around: dict[int, list[tuple[int, int, str]]] = {}
+        if "dense" in done:
+            qvec, nearest, rows, around = done["dense"]
+            for rowid in nearest:
+                found[rowid] = None
+        rowids = list(found)
+        if not rowids:
+            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
+        rows.update(self.backend.rows([r for r in rowids if r not in rows]))
+        by_scope = {(t.user, t.agent): t for t in threads}
+        # A searched thread forgotten meanwhile can pass its row id to another scope's
+        # new thread (another process, between resolving the thread and reading rows):
+        # rows of any scope not searched are dropped, never shown.
+        rowids = [
+            r
+            for r in rowids
+            if r in rows and (rows[r].message.user, rows[r].message.agent) in by_scope
+        ]
+        thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
+        around.update(self.backend.around([r for r in rowids if r not in around], WINDOW))
+        vector_of: dict[int, np.ndarray] = {}
+        centroid_of: dict[int, np.ndarray] = {}
+        if qvec is not None:
+            for thread in threads:
+                mine = [r for r in rowids if thread_of[r].id == thread.id]
+                if not mine:
+                    continue
+                wanted = sorted(
+                    {
+                        rid
+                        for r in mine
+                        for rid, idx, _ in around.get(r, [])
+                        if abs(idx - rows[r].message.index) <= 1
+                    }
+                    | set(mine)
+                )
+                ok, vecs = vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
+                for rid, good, vec in zip(wanted, ok.tolist(), vecs):
+                    if good:
+                        vector_of[rid] = vec
+                sessions = {rows[r].message.session for r in mine}
+                cents = vectors.session_centroids(thread, sorted(sessions))
+                for r in mine:
+                    c = cents.get(rows[r].message.session)
+                    if c is not None:
+                        centroid_of[r] = c
+        tree_signals = None
+        if self.tree is not None and question.terms:
+            # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
+            weights = self.weights(cfg, deep=question.deep)
+            coverage = every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess"))
+            tree_signals = self.tree.turn_signals(
+                threads, question.terms, rowids, segment_hits, coverage=coverage
+            )
+        X = features(
+            self.stats,
+            question,
+            Candidates(rowids, rows, thread_of, around),
+            qvec,
+            vector_of,
+            centroid_of,
+            tree_signals,
+            self.docs,
+        )
+        return question, rowids, X, qvec, rows
+
+    def _dense(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        n: int,
+        allowed: np.ndarray | None,
+        prefetch: bool = False,
+        embedder: Embedder | None = None,
+        vectors: DenseSource | None = None,
+    ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, list[tuple[int, int, str]]]]:
+        """The query's vector, the ``n`` nearest turns of each thread, and with
+        ``prefetch`` their rows and neighbourhoods (see :meth:`Backend.around`).
+
+        In a large store this runs on the worker thread while the searching thread
+        runs the full-text searches (see :meth:`_gather`): reading the nearest turns'
+        rows there overlaps their cold reads with the searches', and the pages they
+        bring into the cache serve the searching thread's reads too."""
+        embedder = embedder or self.embedder
+        vectors = vectors or self.dense
+        try:
+            qvec = embedder.embed(query)
+            nearest: list[int] = []
+            for thread in threads:
+                ids, _ = vectors.nearest(thread, qvec, n, allowed)
+                nearest.extend(ids.tolist())
+        except EmbedderError as exc:
+            # An embedding endpoint that is down (or vectors it cannot give): the
+            # search goes on with the full-text and topic candidates alone.
+            log.warning("dense search skipped: %s", exc)
+            return None, [], {}, {}
+        if not prefetch or not nearest:
+            return qvec, nearest, {}, {}
+        rows = self.backend.rows(nearest)
+        kept = [r for r in nearest if r in rows]
+        return qvec, nearest, {r: rows[r] for r in kept}, self.backend.around(kept, WINDOW)
+
+    def _warm_up(
+        self, threads: Sequence[Thread], states: Sequence[ThreadState], config: RecallConfig
+    ) -> None:
+        """Start reading, on a background thread, what the first searches of a large
+        store would otherwise read piecemeal from a cold disk: the counts
+        of the store's common terms (see :meth:`TermStats.preload`) when it holds
+        :data:`PRELOAD_FROM` turns, and for each searched thread of that many
+        messages its tree's shapes (see :meth:`TreeRecall.preload`) and its session
+        sums (see :meth:`~arbormem.store.vectors.VectorStore.preload_session_sums`; read again after a deletion
+        drops them). Searches meanwhile read what they need. A store read through
+        one connection (in memory) is not
+        preloaded: the pass would hold every other read and write up, to save reads
+        it never makes from disk."""
+        if not self.backend.concurrent_reads():
+            return
+        large = [t for t, st in zip(threads, states) if st.next_index >= PRELOAD_FROM]
+        shapes = [t for t in large if self.tree is not None and t.id not in self._shaped]
+        # Sums again after a deletion dropped them (rare); shapes only once: a live
+        # thread's tree changes with every exchange.
+        sums = [
+            t
+            for t in large
+            if config.dense
+            and t.id not in self._summing
+            and not self.backend.holds_session_sums(t, self.embedder)
+        ]
+        terms = (
+            config.lexical
+            and not self._terms_started
+            and self.stats.lexical_stats("turn")[0] >= PRELOAD_FROM
+        )
+        if not terms and not shapes and not sums:
+            return
+        with self._pool_lock:
+            if self._closed:
+                return
+            tasks: list[Callable[[], Any]] = []
+            if terms and not self._terms_started:
+                self._terms_started = True
+                tasks.append(partial(self.stats.preload, ("turn", "window"), self._stopping))
+            for thread in shapes:
+                if thread.id not in self._shaped:
+                    self._shaped.add(thread.id)
+                    assert self.tree is not None
+                    tasks.append(partial(self.tree.preload, thread, self._stopping))
+            for thread in sums:
+                if thread.id not in self._summing:
+                    self._summing.add(thread.id)
+                    tasks.append(partial(self._preload_sums, thread))
+            if not tasks:
+                return
+            self.jobs.submit("preload", partial(self._preload, tasks))
+
+    def _preload_sums(self, thread: Thread) -> int:
+        # A pass that fails is not tried again (the thread stays marked): the next
+        # searches read the sums they need, as without a preload.
+        n = self.backend.preload_session_sums(thread, self.embedder, self._stopping)
+        self._summing.discard(thread.id)
+        return n
+
+    def _preload(self, tasks: Sequence[Callable[[], Any]]) -> None:
+        for task in tasks:
+            if self._stopping.is_set():
+                return
+            start = time.perf_counter()
+            try:
+                n = task()
+            except Exception as exc:  # caches: searches read what they need themselves
+                log.debug("not preloaded: %r", exc)
+            else:
+                log.debug("%d entries preloaded in %.1f s", n, time.perf_counter() - start)
+
+    def _gather(
+        self, jobs: Mapping[str, Callable[[], Any]], aside: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Run the candidate sources: those named in ``aside`` on a worker thread when
+        the store can read on other threads (see :data:`PARALLEL_FROM`), the others
+        here, in order. Every job has finished when this returns or raises; the
+        failure of the first failing job (in job order) is raised, and any other is
+        logged."""
+        names = list(jobs)
+        futures: dict[str, Future[Any]] = {}
+        for name in names:
+            # The worker takes a job only when idle: searches on other threads would
+            # otherwise queue behind each other's embedding.
+            if name not in aside or not self.backend.concurrent_reads():
+                continue
+            pool = self._executor()
+            if pool is None or not self._idle_worker.acquire(blocking=False):
+                break
+            try:
+                futures[name] = pool.submit(_releasing(jobs[name], self._idle_worker))
+            except RuntimeError:  # interpreter exiting, or closed meanwhile
+                self._idle_worker.release()
+                break
+        out: dict[str, Any] = {}
+        failed: dict[str, Exception] = {}
+        # This thread's share first, then the worker's results. An interrupt (Ctrl-C)
+        # stops at once: a job not started is cancelled, and one under way (embedding
+        # the query) is left to finish on its own; close() waits for it.
+        try:
+            for name in [n for n in names if n not in futures] + list(futures):
+                try:
+                    out[name] = futures[name].result() if name in futures else jobs[name]()
+                except Exception as exc:
+                    failed[name] = exc
+        except BaseException:
+            for future in futures.values():
+                future.cancel()
+            raise
+        if failed:
+            first, *others = [name for name in names if name in failed]
+            for name in others:
+                log.debug("candidate source %s also failed: %r", name, failed[name])
+            raise failed[first]
+        return out
+
+    def _executor(self) -> ThreadPoolExecutor | None:
+        """The worker pool (started on first use); None once closed."""
+        with self._pool_lock:
+            if self._pool is None and not self._closed:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-recall")
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the worker threads; later searches run their sources one by one."""
+        with self._pool_lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if self._own_jobs:
+            self.jobs.close()
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def rank(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        k: int,
+        filters: Filters | None = None,
+        config: RecallConfig | None = None,
+    ) -> list[tuple[Row, float, dict[str, float]]]:
+        """``(row, score, signals)`` for the best ``k`` turns, best first."""
+        if not threads or k <= 0:
+            return []
+        question, rowids, X, _, rows = self.candidates(
+            threads, query, filters, config, depth=k, every_feature=False
+        )
+        if not rowids:
+            return []
+        cfg = config or self.config
+        w = weight_vector(self.weights(cfg, deep=question.deep))
+        scores = X @ w
+        # A turn must owe something to the query itself, not only to its length or place.
+        evidence = X[:, _QUERY_DEPENDENT] @ w[_QUERY_DEPENDENT]
+        order = np.argsort(-scores, kind="stable")
+        depth = cfg.rerank_depth if self.reranker is not None else 0
+        kept: list[int] = []
+        for i in order.tolist():
+            if len(kept) >= max(k, depth):
+                break
+            if scores[i] > 0 and evidence[i] > 0:
+                kept.append(i)
+        rerank: dict[int, float] = {}
+        reported = {i: float(scores[i]) for i in kept}
+        if depth > 1 and len(kept) > 1:
+            head, rerank = self._rerank(query, kept[:depth], scores, rows, rowids, cfg)
+            # The head's scores, handed out in its new order: a score still falls down
+            # the list, so what packs a prompt by score (context()) follows the reranking.
+            for i, value in zip(head, sorted((reported[i] for i in head), reverse=True)):
+                reported[i] = value
+            kept = head + kept[depth:]
+        out: list[tuple[Row, float, dict[str, float]]] = []
+        for i in kept[:k]:
+            signals = {
+                name: round(float(X[i, j]), 4)
+                for j, name in enumerate(FEATURES)
+                if X[i, j] and w[j]
+            }
+            if i in rerank:
+                signals["rerank"] = round(rerank[i], 4)
+            out.append((rows[rowids[i]], reported[i], signals))
+        return out
+
+    def _rerank(
+        self,
+        query: str,
+        head: list[int],
+        scores: np.ndarray,
+        rows: Mapping[int, Row],
+        rowids: Sequence[int],
+        cfg: RecallConfig,
+    ) -> tuple[list[int], dict[int, float]]:
+        """The candidates ``head`` (indexes into ``rowids``) reordered by the blend of
+        their ranker scores and the reranker's, with the reranker's score of each.
+        A reranker that fails leaves the order as it was: search goes on without it."""
+        assert self.reranker is not None
+        passages = []
+        for i in head:
+            m = rows[rowids[i]].message
+            passages.append(f"{m.speaker}: {m.content}" if m.speaker else m.content)
+        try:
+            judged = checked_scores(self.reranker, self.reranker.score(query, passages), len(head))
+        except Exception as exc:  # a user's reranker may fail any way: never a lost search
+            # Each distinct failure once as a warning (a model that cannot load fails
+            # every search the same way), then quietly.
+            said = str(exc)
+            log.log(
+                logging.DEBUG if said in self._rerank_failures else logging.WARNING,
+                "reranking skipped: %s",
+                said,
+            )
+            if len(self._rerank_failures) < 100:
+                self._rerank_failures.add(said)
+            return head, {}
+        mixed = blend(scores[head], judged, cfg.rerank_weight)
+        order = np.argsort(-mixed, kind="stable").tolist()
+        return [head[j] for j in order], {i: float(v) for i, v in zip(head, judged)}
+
+    def search(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        k: int = 10,
+        filters: Filters | None = None,
+        neighbors: int = 0,
+    ) -> list[Hit]:
+        """Ranked :class:`Hit` objects, each with its signals and optional neighbours."""
+        hits = []
+        for row, score, sig in self.rank(threads, query, k, filters):
+            around: tuple = ()
+            if neighbors > 0:
+                around = tuple(
+                    r.message for r in self.backend.neighbors(row.rowid, neighbors, neighbors)
+                )
+            hits.append(Hit(message=row.message, score=score, signals=sig, neighbors=around))
+        return mark_updates(hits, query)
+
+
+#: Words that announce a statement replaces an earlier one (matched before stop words go).
+#: Deliberately narrow: "now" and "actually" are everywhere in chat and would
+#: reorder ordinary results.
+_UPDATE_MARKERS = frozenset(
+    [
+        "anymore",
+        "changed",
+        "instead",
+        "update",
+        "updated",
+        "cleared",
+        "switched",
+        "outgrew",
+        "stopped",
+        "cancelled",
+        "canceled",
+    ]
+)
+
+
+def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
+    """Mark a hit that a later hit updates ("she can eat nuts now" after "she is
+    allergic to nuts"), and make sure the update does not rank below it.
+
+    Two hits are about the same thing when they share at least two of the
+    query's terms (the speakers' names aside); the later one updates the earlier
+    when it also carries an update word ("anymore", "no longer", "changed", "instead", "cleared"...).
+    The update is moved up only when its score is within a quarter of the
+    earlier one's.
+    """
+    q = set(query_terms(query))
+    if len(hits) < 2 or len(q) < 2:
+        return hits
+    head, tail = hits[:UPDATE_DEPTH], hits[UPDATE_DEPTH:]
+    return _mark(head, q) + tail
+
+
+#: Only the best hits are compared for updates: what an agent reads first.
+UPDATE_DEPTH = 20
+
+
+def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
+    terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
+    # A speaker's name says who spoke, not what about: every turn of theirs holds it,
+    # and two of them sharing it and one more word were taken for the same fact.
+    q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
+    # Update words are looked for only in hits that share the query's terms with another.
+    marker: dict[int, bool] = {}
+
+    def has_marker(j: int) -> bool:
+        if j not in marker:
+            said = words(hits[j].message.content)
+            marker[j] = bool(set(said) & _UPDATE_MARKERS) or any(
+                a == "no" and b == "longer" for a, b in pairwise(said)
+            )
+        return marker[j]
+
+    def later(j: int, i: int) -> bool:
+        a, b = hits[j].message, hits[i].message
+        # Positions order one thread; across agents (all_agents) only times compare.
+        if (a.user, a.agent) == (b.user, b.agent):
+            return a.index > b.index
+        return a.timestamp > b.timestamp
+
+    order = list(range(len(hits)))
+    marked = list(hits)
+    for i in range(len(hits)):
+        for j in range(len(hits)):
+            if not later(j, i) or marked[i].superseded_by:
+                continue
+            if len(terms[i] & terms[j] & q) < 2 or not has_marker(j):
+                continue
+            marked[i] = replace(marked[i], superseded_by=hits[j].message.id)
+            pos_i, pos_j = order.index(i), order.index(j)
+            # The update goes right before what it updates, when the ranking had them
+            # close anyway; a far weaker "update" is more likely a false alarm.
+            if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
+                order.insert(pos_i, order.pop(pos_j))
+    return [marked[i] for i in order]
+
+
+def _releasing(job: Callable[[], Any], slot: threading.Semaphore) -> Callable[[], Any]:
+    """The job, giving ``slot`` back when it ends however it ends."""
+
+    def run() -> Any:
+        try:
+            return job()
+        finally:
+            slot.release()
+
+    return run
+
+
+def _slice(last: int, share: float) -> int:
+    """The row number after which the newest ``share`` of rows up to ``last`` lie
+    (0: all of them). Row numbers grow with time, so a search confined to the rows
+    after it reads about that share of each posting list."""
+    return 0 if share >= 1.0 else int(last * (1.0 - share))
+
+
+def _spans(rng: Any, lag_days: int, years: range) -> list[tuple[datetime, datetime]]:
+    """Concrete [since, until) spans of a date range; a range with no year is tried
+    in every year the thread covers."""
+    start = rng.start
+    try:
+        end = rng.end + timedelta(days=lag_days + 1)
+    except OverflowError:  # the last days of year 9999
+        end = datetime.max.replace(tzinfo=rng.end.tzinfo)
+    if rng.year_known:
+        return [(start, end)]
+    spans = []
+    for year in years:
+        try:
+            # Both ends move by the same number of years: "before January 5" starts in
+            # December of the template year's previous year.
+            shift = year - TEMPLATE_YEAR
+            spans.append((in_year(start, start.year + shift), in_year(end, end.year + shift)))
+        except ValueError:  # past the calendar
+            continue
+    return spans

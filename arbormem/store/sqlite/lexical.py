@@ -1,0 +1,513 @@
+"""The lexical index in SQLite: FTS5 tables per key, BM25, term statistics.
+
+A full-text document is read back from its table's ``<name>_content`` shadow table
+(FTS5 keeps the indexed text there, ``id`` and ``c0``), which is a plain B-tree
+lookup instead of a trip through the virtual table.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from arbormem.store.sqlite.common import (
+    Stats,
+    batches,
+    filter_sql,
+)
+from arbormem.store.sqlite.connection import SQLiteConnection
+from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.windows import WINDOW_RADIUS, window_doc
+from arbormem.store.types import (
+    LEXICAL_KEYS,
+    NODE_KEYS,
+    Filters,
+    Thread,
+)
+from arbormem.text import fts_query
+from arbormem.timeutil import format_timestamp
+
+log = logging.getLogger("arbormem.store.sqlite")
+
+
+class SQLiteLexical(SQLiteConnection):
+    """BM25 over FTS5 tables of turns, windows and tree nodes, with their statistics."""
+
+    def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
+        rows = self._writer.execute(
+            "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
+            " WHERE m.session_id = ? AND m.idx < ? AND +m.archived = 0"
+            " ORDER BY m.idx DESC LIMIT ?",
+            (sid, before_index, 2 * WINDOW_RADIUS),
+        ).fetchall()
+        return [(r[0], r[1]) for r in reversed(rows)]
+
+    def _bump_stats(self, key: str, docs: int, tokens: int) -> None:
+        self._writer.execute(
+            "INSERT INTO lexicon_stats (key, docs, tokens) VALUES (?, ?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET docs = docs + excluded.docs,"
+            " tokens = tokens + excluded.tokens",
+            (key, docs, tokens),
+        )
+
+    def _write_window(
+        self,
+        rows: Sequence[tuple[int, str]],
+        j: int,
+        new: bool = False,
+        stats: Stats | None = None,
+        present_only: bool = False,
+    ) -> None:
+        """Replace the window document of ``rows[j]`` (its terms with its neighbours'
+        in ``rows``), keeping the running statistics exact. ``new`` skips looking for
+        a previous version, ``present_only`` writes only over one; with ``stats`` the
+        statistics are added up there and written by the caller."""
+        c = self._writer
+        rowid = rows[j][0]
+        old = (
+            None
+            if new
+            else c.execute("SELECT c0 FROM window_fts_content WHERE id = ?", (rowid,)).fetchone()
+        )
+        if present_only and old is None:
+            return
+        doc = window_doc([t for _, t in rows[max(0, j - WINDOW_RADIUS) : j + WINDOW_RADIUS + 1]])
+        if old is not None:
+            c.execute("DELETE FROM window_fts WHERE rowid = ?", (rowid,))
+        c.execute("INSERT INTO window_fts (rowid, terms) VALUES (?, ?)", (rowid, doc))
+        before = len(old[0].split()) if old else 0
+        docs, tokens = 0 if old else 1, len(doc.split()) - before
+        if stats is None:
+            self._bump_stats("window", docs, tokens)
+        else:
+            total = stats.setdefault("window", [0, 0])
+            total[0] += docs
+            total[1] += tokens
+
+    def write_tail_windows(self, thread: Thread, session: str) -> int:
+        with self.transaction():
+            c = self._writer
+            found = c.execute(
+                "SELECT id FROM sessions WHERE thread_id = ? AND key = ?", (thread.id, session)
+            ).fetchone()
+            if found is None:
+                return 0
+            next_index = c.execute(
+                "SELECT next_index FROM threads WHERE id = ?", (thread.id,)
+            ).fetchone()[0]
+            rows = self._session_tail(found[0], next_index)
+            stats: Stats = {}
+            written = 0
+            for j in range(max(0, len(rows) - WINDOW_RADIUS), len(rows)):
+                present = c.execute(
+                    "SELECT 1 FROM window_fts_content WHERE id = ?", (rows[j][0],)
+                ).fetchone()
+                if present is None:
+                    self._write_window(rows, j, new=True, stats=stats)
+                    written += 1
+            for key, (docs, tokens) in stats.items():
+                self._bump_stats(key, docs, tokens)
+            return written
+
+    def _rebuild_windows(self, session_ids: Sequence[int]) -> None:
+        """Recompute the window key of every live message in these sessions from its
+        live neighbours (an archived message's words reach no search)."""
+        c = self._writer
+        for sid in session_ids:
+            rows = c.execute(
+                "SELECT m.id, f.c0 FROM messages m JOIN turn_fts_content f ON f.id = m.id"
+                " WHERE m.session_id = ? AND +m.archived = 0 ORDER BY m.idx",
+                (sid,),
+            ).fetchall()
+            stats: Stats = {}
+            for i in range(len(rows)):
+                self._write_window(rows, i, stats=stats)
+            for key, (docs, tokens) in stats.items():
+                self._bump_stats(key, docs, tokens)
+
+    def lexical_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        filters: Filters | None = None,
+        after: int = 0,
+    ) -> list[tuple[int, float]]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        if not terms or not threads:
+            return []
+        table = f"{key}_fts"
+        with self._reading() as conn:
+            if (filters is None or filters.empty) and self._only_threads(conn, threads):
+                found = self._best_live(conn, table, terms, limit, "messages", after)
+                if found is not None:
+                    return found
+            where, args = filter_sql(threads, filters)
+            if after > 0:
+                where += " AND f.rowid > ?"
+                args.append(after)
+            if filters is not None and (filters.since or filters.until):
+                rng = self._rowid_range(
+                    conn,
+                    threads,
+                    format_timestamp(filters.since) if filters.since else None,
+                    format_timestamp(filters.until) if filters.until else None,
+                )
+                if rng is not None:
+                    where += " AND f.rowid BETWEEN ? AND ?"
+                    args += list(rng)
+            sql = (
+                f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                " ORDER BY r LIMIT ?"
+            )
+            rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    #: Up to this many archived messages in the searched scope are scored from their
+    #: own terms; past it, from the postings of the query's terms.
+    ARCHIVED_LOOKUPS = 1000
+
+    def archived_matches(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        filters: Filters | None = None,
+        limit: int = 10,
+    ) -> tuple[list[str], int]:
+        if not terms or not threads:
+            return [], 0
+        wanted = list(dict.fromkeys(terms))
+        with self._reading() as conn:
+            if (filters is None or filters.empty) and self._only_threads(conn, threads):
+                # The index alone: no row of the table is read.
+                sql = "SELECT id FROM messages INDEXED BY messages_archived WHERE archived = 1"
+                args: list[Any] = []
+            else:
+                where, args = filter_sql(threads, filters, archived=True)
+                sql = f"SELECT m.id FROM messages m INDEXED BY messages_archived WHERE {where}"
+            archived = [int(r[0]) for r in conn.execute(sql, args)]
+            held: dict[int, int] = {}
+            if len(archived) <= self.ARCHIVED_LOOKUPS:
+                for chunk, marks in batches(archived):
+                    for rowid, text in conn.execute(
+                        f"SELECT rowid, terms FROM turn_fts WHERE rowid IN ({marks})", chunk
+                    ):
+                        if n := len(set(wanted).intersection(text.split())):
+                            held[int(rowid)] = n
+            else:
+                # Joining the full-text match to the archived rows ran the match once per
+                # row (17 s for 10,000 of them in a 100,000-turn thread).
+                mine = set(archived)
+                for term in wanted:
+                    for (rowid,) in conn.execute(
+                        "SELECT rowid FROM turn_fts WHERE turn_fts MATCH ?", (fts_query([term]),)
+                    ):
+                        if rowid in mine:
+                            held[rowid] = held.get(rowid, 0) + 1
+            best = sorted(held, key=lambda r: (-held[r], -r))[:limit]
+            uids = {
+                int(r[0]): str(r[1])
+                for chunk, marks in batches(best)
+                for r in conn.execute(f"SELECT id, uid FROM messages WHERE id IN ({marks})", chunk)
+            }
+        return [uids[r] for r in best], len(held)
+
+    def lexical_search_spans(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        spans: Sequence[tuple[datetime, datetime]],
+        filters: Filters | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        # One pass over the terms' postings for every span: a question naming a month
+        # with no year asks for that month in each year of the thread, and searching
+        # each apart read the same posting lists again for every year.
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        bounds = [(format_timestamp(a), format_timestamp(b)) for a, b in spans]
+        out: list[list[tuple[int, float]]] = [[] for _ in spans]
+        if not terms or not threads or not spans:
+            return out
+        table = f"{key}_fts"
+        where, args = filter_sql(threads, filters)
+        query = fts_query(terms)
+        with self._reading() as conn:
+            ranges = [self._rowid_range(conn, threads, lo, hi) for lo, hi in bounds]
+            if all(r is not None for r in ranges):
+                # Each span is a stretch of row numbers: the index reads only the
+                # postings inside it, and SQL keeps the best of each.
+                sql = (
+                    f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+                    f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ?"
+                    f" AND f.rowid BETWEEN ? AND ? AND {where}"
+                    " AND m.ts >= ? AND m.ts < ? ORDER BY r LIMIT ?"
+                )
+                for i, ((lo, hi), rng) in enumerate(zip(bounds, ranges)):
+                    assert rng is not None
+                    if rng[0] > rng[1]:
+                        continue
+                    rows = conn.execute(sql, [query, *rng, *args, lo, hi, limit])
+                    out[i] = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+                return out
+            inside = " OR ".join("(m.ts >= ? AND m.ts < ?)" for _ in bounds)
+            sql = (
+                f"SELECT f.rowid, bm25({table}) AS r, m.ts FROM {table} f"
+                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
+                f" AND ({inside}) ORDER BY r"
+            )
+            flat = [b for pair in bounds for b in pair]
+            for rowid, r, ts in conn.execute(sql, [query, *args, *flat]):
+                if r >= 0:
+                    break
+                for i, (lo, hi) in enumerate(bounds):
+                    if lo <= ts < hi and len(out[i]) < limit:
+                        out[i].append((int(rowid), -float(r)))
+                if all(len(found) >= limit for found in out):
+                    break
+        return out
+
+    @staticmethod
+    def _rowid_range(
+        conn: sqlite3.Connection, threads: Sequence[Thread], lo: str | None, hi: str | None
+    ) -> tuple[int, int] | None:
+        """Row numbers that hold every message of these threads dated in [lo, hi)
+        (more may fall between), or None when a thread was not stored in time order
+        (then no stretch of row numbers is known to hold them). An empty range has
+        its first number past its last."""
+        marks = ",".join("?" * len(threads))
+        ids = [t.id for t in threads]
+        unordered = conn.execute(
+            f"SELECT 1 FROM threads WHERE id IN ({marks}) AND time_ordered = 0 LIMIT 1", ids
+        ).fetchone()
+        if unordered:
+            return None
+        runs: list[tuple[int, int]] = []
+        for tid in ids:
+            # In a time-ordered thread the messages from lo on are a run of row numbers
+            # that starts at the first of them by time, and those before hi one that
+            # ends at the last: one seek each in the (thread, time) index. (Stored
+            # times are digits, which sort before "~".)
+            a = conn.execute(
+                "SELECT id FROM messages WHERE thread_id = ? AND ts >= ? ORDER BY ts, id LIMIT 1",
+                (tid, lo or ""),
+            ).fetchone()
+            b = conn.execute(
+                "SELECT id FROM messages WHERE thread_id = ? AND ts < ?"
+                " ORDER BY ts DESC, id DESC LIMIT 1",
+                (tid, hi or "~"),
+            ).fetchone()
+            if a is not None and b is not None and a[0] <= b[0]:
+                runs.append((int(a[0]), int(b[0])))
+        if not runs:
+            return (1, 0)
+        return min(r[0] for r in runs), max(r[1] for r in runs)
+
+    @staticmethod
+    def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
+        n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+        return int(n) <= len(threads)
+
+    @staticmethod
+    def _best_live(
+        conn: sqlite3.Connection,
+        table: str,
+        terms: Sequence[str],
+        limit: int,
+        rows_of: str,
+        after: int = 0,
+    ) -> list[tuple[int, float]] | None:
+        """The best ``limit`` matches of a full-text table whose rowids are ids of
+        ``rows_of`` (messages or tree nodes), leaving archived ones out, for a store
+        that holds only the searched threads. Joining every match to its row costs
+        more than half of a search at a million turns, so the few best are taken
+        with some to spare and only they are checked. None when archived rows took
+        all the spare: the caller's joined query answers then."""
+        rows = conn.execute(
+            f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
+            " AND rowid > ? ORDER BY r LIMIT ?",
+            (fts_query(terms), after, limit + 16),
+        ).fetchall()
+        archived = {
+            int(i)
+            for chunk, marks in batches([r[0] for r in rows])
+            for (i,) in conn.execute(
+                f"SELECT id FROM {rows_of} INDEXED BY {rows_of}_archived"
+                f" WHERE archived = 1 AND id IN ({marks})",
+                chunk,
+            )
+        }
+        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
+        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT docs, tokens FROM lexicon_stats WHERE key = ?", (key,)
+            ).fetchone()
+        if not row or not row[0]:
+            return 0, 0.0
+        return int(row[0]), float(row[1]) / float(row[0])
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        wanted = list(dict.fromkeys(terms))
+        out: dict[str, int] = {}
+        with self._reading() as conn:
+            for chunk, marks in batches(wanted):
+                for term, doc in conn.execute(
+                    f"SELECT term, doc FROM {key}_vocab WHERE term IN ({marks})", chunk
+                ):
+                    out[term] = int(doc)
+        return out
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        counts: dict[str, int] = {}
+        with self._reading() as conn:
+            # One snapshot: the counts and the state they describe must agree. (The
+            # writer, inside this thread's transaction or an in-memory store's lock,
+            # sees one already.)
+            own = conn is not self._writer
+            if own:
+                conn.execute("BEGIN")
+            try:
+                docs, mean = self.lexical_stats(key)
+                mark = self.change_mark()
+                cursor = conn.execute(
+                    f"SELECT term, doc FROM {key}_vocab WHERE doc >= ?", (min_docs,)
+                )
+                while rows := cursor.fetchmany(1024):
+                    if stop is not None and stop.is_set():
+                        return None
+                    counts.update(rows)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        return counts, docs, mean, mark
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        # A phrase query on the window key: both terms in a row. (A pair never spans
+        # two turns, a phrase may; that extra is too rare to matter.)
+        out: dict[str, int] = {}
+        with self._reading() as conn:
+            for pair in dict.fromkeys(pairs):
+                phrase = '"' + pair.replace('"', '""').replace("_", " ") + '"'
+                out[pair] = int(
+                    conn.execute(
+                        "SELECT COUNT(*) FROM window_fts WHERE window_fts MATCH ?", (phrase,)
+                    ).fetchone()[0]
+                )
+        return out
+
+    def around(self, rowids: Sequence[int], radius: int) -> dict[int, list[tuple[int, int, str]]]:
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, list[tuple[int, int, str]]] = {}
+        with self._reading() as conn:
+            anchors: list[tuple[int, int, int]] = []
+            for chunk, marks in batches(ids):
+                anchors += conn.execute(
+                    f"SELECT id, session_id, idx FROM messages WHERE id IN ({marks})", chunk
+                ).fetchall()
+            # The positions near the anchors, as runs per session (overlaps merged), all
+            # looked up in one statement: a search's candidates fall in a hundred
+            # sessions, and a statement per session cost more than its reads.
+            runs: list[tuple[int, int, int]] = []
+            for sid, idx in sorted({(sid, idx) for _, sid, idx in anchors}):
+                lo, hi = max(0, idx - radius), idx + radius
+                if runs and runs[-1][0] == sid and lo <= runs[-1][2] + 1:
+                    runs[-1] = (sid, runs[-1][1], max(hi, runs[-1][2]))
+                else:
+                    runs.append((sid, lo, hi))
+            near: dict[int, list[tuple[int, int, str]]] = {}
+            for part, _ in batches(runs, 300):
+                values = ",".join("(?, ?, ?)" for _ in part)
+                for sid, rid, idx, terms in conn.execute(
+                    f"WITH near(sid, lo, hi) AS (VALUES {values})"
+                    " SELECT near.sid, m.id, m.idx, f.c0 FROM near"
+                    " CROSS JOIN messages m INDEXED BY messages_by_session"
+                    " ON m.session_id = near.sid AND m.idx BETWEEN near.lo AND near.hi"
+                    " JOIN turn_fts_content f ON f.id = m.id WHERE +m.archived = 0",
+                    [v for run in part for v in run],
+                ):
+                    near.setdefault(sid, []).append((rid, idx, terms))
+            for rows in near.values():
+                rows.sort(key=lambda r: r[1])
+            sorted_idx = {sid: [r[1] for r in rows] for sid, rows in near.items()}
+            for rowid, sid, idx in anchors:
+                at = sorted_idx.get(sid, [])
+                lo = bisect_left(at, idx - radius)
+                hi = bisect_right(at, idx + radius)
+                out[rowid] = near.get(sid, [])[lo:hi]
+        return out
+
+    def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        table = f"{key}_fts"
+        with self.transaction():
+            c = self._writer
+            for node_id, terms in docs.items():
+                c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
+                if terms:
+                    c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+
+    def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        out: dict[int, str] = {}
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        with self._reading() as conn:
+            for chunk, marks in batches(wanted):
+                for rowid, terms in conn.execute(
+                    f"SELECT id, c0 FROM {key}_fts_content WHERE id IN ({marks})", chunk
+                ):
+                    out[int(rowid)] = terms
+        return out
+
+    def node_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        after: int = 0,
+    ) -> list[tuple[int, float]]:
+        if key not in NODE_KEYS:
+            raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
+        if not terms or not threads:
+            return []
+        table = f"{key}_fts"
+        marks = ",".join("?" * len(threads))
+        with self._reading() as conn:
+            if self._only_threads(conn, threads):
+                found = self._best_live(conn, table, terms, limit, "tree_nodes", after)
+                if found is not None:
+                    return found
+            sql = (
+                f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
+                f" CROSS JOIN tree_nodes n ON n.id = f.rowid"
+                f" WHERE {table} MATCH ? AND f.rowid > ? AND n.thread_id IN ({marks})"
+                " AND n.archived = 0 ORDER BY r LIMIT ?"
+            )
+            args = [fts_query(terms), after, *[t.id for t in threads], limit]
+            rows = conn.execute(sql, args).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        out = self.doc_frequencies("turn", terms)
+        with self._reading() as conn:
+            total = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
+        return out, int(total)
