@@ -16,6 +16,7 @@ from arbormem import Memory
 from arbormem.deep import READY_LAG, deep_embedder
 from arbormem.embed import Embedder, HashingEmbedder
 from arbormem.errors import EmbedderError
+from arbormem.settings import Settings
 
 from .conftest import run_cli, tiny_locomo, write_json
 
@@ -183,6 +184,11 @@ def test_close_stops_between_pieces_of_a_chunk(db_path: Path) -> None:
     assert deep.calls == 1
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=None) as again:
         assert deep.model_id not in again.backend.vector_models()
+
+
+def test_the_default_is_bge_small_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARBORMEM_DEEP_EMBEDDER")
+    assert Settings.resolve(db=":memory:", llm=None).deep_embedder == "auto"
 
 
 def test_specs() -> None:
