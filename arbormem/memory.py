@@ -317,17 +317,21 @@ class Memory:
             if self._owner:
                 self._engine.close()
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | None = None, *, indexed: bool = False) -> bool:
         """Wait for the background work submitted so far (session upkeep, topic
-        naming, tree checks, preloads, a due reorganisation, the deep embedder's
-        indexing), starting delayed work
+        naming, tree checks, preloads, a due reorganisation; with ``indexed``, the
+        background embedder's indexing of what was added too), starting delayed work
         at once; True when it all finished within ``timeout`` seconds."""
         if timeout is not None:
             timeout = arguments.seconds(timeout, "timeout")
+        if not isinstance(indexed, bool):
+            raise InputError(
+                f"must be True or False, got {arguments.type_name(indexed)}", field="indexed"
+            )
         end = None if timeout is None else time.monotonic() + timeout
         done = self._engine.jobs.wait(timeout)
         deep = self._engine.deep
-        if deep is not None:
+        if indexed and deep is not None:
             left = None if end is None else max(0.0, end - time.monotonic())
             done = deep.wait(left) and done
         return done

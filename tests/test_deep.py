@@ -15,7 +15,7 @@ import pytest
 from arbormem import Memory
 from arbormem.deep import READY_LAG, deep_embedder
 from arbormem.embed import Embedder, HashingEmbedder
-from arbormem.errors import EmbedderError
+from arbormem.errors import EmbedderError, InputError
 from arbormem.settings import Settings
 
 from .conftest import run_cli, tiny_locomo, write_json
@@ -84,6 +84,19 @@ def test_add_does_not_wait_and_search_waits_for_nothing(gated: tuple[Memory, Gat
     assert mem.backend.vector_models()[model] == READY_LAG + 10
     assert deep_used(mem, "the orchard visit")
     assert any("orchard" in h.message.content for h in mem.search("orchard", k=3))
+
+
+def test_wait_waits_for_the_indexing_only_when_asked(gated: tuple[Memory, Gated]) -> None:
+    mem, deep = gated
+    fill(mem, 10)
+    # An ingest waits for upkeep, not for the background embedder (a bulk load
+    # timed with wait() took as long as the indexing).
+    assert mem.wait()
+    assert not mem.wait(timeout=0, indexed=True)
+    deep.gate.set()
+    assert mem.wait(indexed=True)
+    with pytest.raises(InputError, match="indexed"):
+        mem.wait(indexed="yes")  # type: ignore[arg-type]
 
 
 def test_the_weights_follow_the_dense_source(gated: tuple[Memory, Gated]) -> None:

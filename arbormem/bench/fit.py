@@ -70,7 +70,7 @@ def examples(
                 Path(tmp) / f"fit-{n}.db", embedder=emb, tree=tree, llm=None, deep_embedder=deep
             ) as mem:
                 dia_of = ingest_conversation(mem, conv)
-                mem.wait()  # the deep embedder's indexing, when there is one
+                mem.wait(indexed=True)  # the deep embedder's indexing, if any
                 session_of = {t.dia_id: t.session for t in conv.turns}
                 for q in questions_of(conv):
                     if q.category not in HEADLINE_CATEGORIES:

@@ -311,7 +311,7 @@ class ArbormemSystem(System):
         assert self.memory is not None
         if self.deep is None:
             return False
-        self.memory.wait()
+        self.memory.wait(indexed=True)
         return True
 
     def rank(self, question: str) -> list[str]:
