@@ -233,8 +233,8 @@ class AsyncMemory:
     async def reembed(self, **kwargs: Any) -> Reembedded:
         return await self._run(self.memory.reembed, **kwargs)
 
-    async def wait(self, timeout: float | None = None) -> bool:
-        return await self._run(self.memory.wait, timeout)
+    async def wait(self, timeout: float | None = None, *, indexed: bool = False) -> bool:
+        return await self._run(self.memory.wait, timeout, indexed=indexed)
 
     async def pending(self) -> list[PendingJob]:
         return self.memory.pending()

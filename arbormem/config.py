@@ -84,6 +84,7 @@ FILE_KEYS: Final = frozenset(
         "embedder",
         "embedder_timeout",
         "embedder_max_retries",
+        "deep_embedder",
         "reranker",
         "session_gap",
         "max_message_bytes",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from arbormem.config import scope_name
 from arbormem.context.working import WorkingMemory
+from arbormem.deep import DeepVectors, deep_embedder
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError
 from arbormem.jobs import Jobs
@@ -58,21 +59,24 @@ class Engine:
         reranker: Reranker | None = None,
         llm: LLMClient | None = None,
         backend: Backend | None = None,
+        deep: Embedder | None = None,
         recall: RecallConfig | None = None,
         tree: TreeConfig | None = None,
         synchronous: str = "NORMAL",
         read_only: bool | None = None,
     ) -> None:
-        """``embedder``, ``reranker`` and ``llm`` given as objects are used as they
-        are; otherwise they are made from ``settings`` (``llm``: the settings' LLM,
-        or none). Every part that can be refused is made before the store opens, so
-        a bad setting leaves no new file behind."""
+        """``embedder``, ``reranker``, ``llm`` and ``deep`` (the background embedder)
+        given as objects are used as they are; otherwise they are made from
+        ``settings`` (``llm``: the settings' LLM, or none). Every part that can be
+        refused is made before the store opens, so a bad setting leaves no new file
+        behind."""
         self.settings = settings
         inner = embedder or get_embedder(
             settings.embedder,
             timeout=settings.embedder_timeout,
             max_retries=settings.embedder_max_retries,
         )
+        deep_inner = deep_embedder(deep or settings.deep_embedder, inner)
         self.reranker = reranker
         self.llm = llm
         self.backend = backend or open_store(
@@ -88,6 +92,21 @@ class Engine:
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(inner)
         self.tree_config = tree or TreeConfig()
         self.jobs = Jobs()
+        #: Serialises this process's writes (and tree changes) to the store.
+        self.write_lock = threading.RLock()
+        #: The background embedder's vectors (see :mod:`arbormem.deep`), or None.
+        self.deep: DeepVectors | None = None
+        if deep_inner is not None:
+            folder = self.backend.cache_folder
+            self.deep = DeepVectors(
+                self.backend,
+                deep_inner
+                if isinstance(deep_inner, CachedEmbedder)
+                else CachedEmbedder(deep_inner),
+                None if folder is None else folder / "deep",
+                settings.ann_threshold,
+                self.write_lock,
+            )
         self.tree_recall = TreeRecall(self.backend, self.embedder, folder=self.backend.cache_folder)
         self.retriever = Retriever(
             self.backend,
@@ -96,10 +115,9 @@ class Engine:
             tree=self.tree_recall if self.tree_config.enabled else None,
             reranker=reranker,
             jobs=self.jobs,
+            deep=self.deep,
         )
         self.grower = TreeGrower(self.backend, self.embedder, self.tree_config, llm)
-        #: Serialises this process's writes (and tree changes) to the store.
-        self.write_lock = threading.RLock()
         self._captions: CaptionIndex | None = None
         self.checks = OpenChecks(self.grower, self.write_lock, self.jobs)
         self.trees = Trees(
@@ -150,7 +168,11 @@ class Engine:
     def touch(self, threads: Sequence[Thread], *, wrote: bool) -> None:
         """Note activity on threads: with idle reorganisation on, a write makes a
         thread due for it once it has been quiet that long, and any activity (a
-        search too) pushes that moment back."""
+        search too) pushes that moment back. A write also has the deep embedder (if
+        any) index the new messages once writes pause."""
+        if wrote and self.deep is not None:
+            for thread in threads:
+                self.deep.notify(thread, wrote=True)
         idle = self.tree_config.reorganize_idle_seconds
         if idle is None or not self.tree_config.enabled or self.backend.read_only:
             return
@@ -217,6 +239,8 @@ class Engine:
             self.trees.forget_descriptions(thread)
             self.retriever.forget(thread)
             self.grower.forget_cursor(thread)
+            if self.deep is not None:
+                self.deep.forget(thread)
 
     def purged(self, done: Purge) -> None:
         """Drop what a purge found unused, and the saved topic vectors of threads a
@@ -236,6 +260,8 @@ class Engine:
         self.jobs.close()
         self.trees.close()
         self.retriever.close()
+        if self.deep is not None:
+            self.deep.close()
         if self.llm is not None:
             self.llm.close()
         if self._owns_backend:

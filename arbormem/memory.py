@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -117,6 +118,8 @@ class Memory(RecordsMethods, ImageMethods):
     second stage that reorders the best turns of every search (``"cross-encoder"``,
     ``"onnx:FOLDER"`` or a :class:`~arbormem.recall.rerank.Reranker`; ``None`` for none):
     better first hits for about 25 ms per reordered turn (see :mod:`arbormem.recall.rerank`).
+    ``deep_embedder`` embeds added messages again in the background with a slower,
+    wiser model (``"bge-small"``, ``"auto"``, an :class:`Embedder`; see :mod:`arbormem.deep`).
 
     Every setting not given is resolved once, here: the ``ARBORMEM_*`` variable, then
     the config file, then the default (see :class:`~arbormem.settings.Settings`).
@@ -146,6 +149,7 @@ class Memory(RecordsMethods, ImageMethods):
         read_only: bool | None = None,
         reranker: str | Reranker | Any | None = UNSET,
         tenant: str = "",
+        deep_embedder: str | Embedder | Any | None = UNSET,
     ) -> None:
         check_parts(
             tree=tree,
@@ -187,6 +191,8 @@ class Memory(RecordsMethods, ImageMethods):
             given["reranker"] = "none"
         elif reranker is not UNSET and not isinstance(reranker, Reranker):
             given["reranker"] = reranker  # refused below, naming the argument
+        if isinstance(deep_embedder, str) or deep_embedder is None:
+            given["deep_embedder"] = "none" if deep_embedder is None else deep_embedder
         if settings is None:
             settings = Settings.resolve(llm=UNSET if llm is UNSET else None, **given)
         else:
@@ -207,6 +213,7 @@ class Memory(RecordsMethods, ImageMethods):
             embedder=embedder if isinstance(embedder, Embedder) else None,
             reranker=second_stage,
             llm=client,
+            deep=deep_embedder if isinstance(deep_embedder, Embedder) else None,
             backend=backend,
             recall=recall,
             tree=tree if isinstance(tree, TreeConfig) else TreeConfig(enabled=tree is not False),
@@ -293,13 +300,24 @@ class Memory(RecordsMethods, ImageMethods):
             if self._owner:
                 self._engine.close()
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | None = None, *, indexed: bool = False) -> bool:
         """Wait for the background work submitted so far (session upkeep, topic
-        naming, tree checks, preloads, a due reorganisation), starting delayed work
+        naming, tree checks, preloads, a due reorganisation; with ``indexed``, the
+        background embedder's indexing of what was added too), starting delayed work
         at once; True when it all finished within ``timeout`` seconds."""
         if timeout is not None:
             timeout = arguments.seconds(timeout, "timeout")
-        return self._engine.jobs.wait(timeout)
+        if not isinstance(indexed, bool):
+            raise InputError(
+                f"must be True or False, got {arguments.type_name(indexed)}", field="indexed"
+            )
+        end = None if timeout is None else time.monotonic() + timeout
+        done = self._engine.jobs.wait(timeout)
+        deep = self._engine.deep
+        if indexed and deep is not None:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            done = deep.wait(left) and done
+        return done
 
     def pending(self) -> list[PendingJob]:
         """The background jobs not finished yet, oldest first."""

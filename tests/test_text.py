@@ -3,7 +3,16 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arbormem.text import _TOKEN, analyze, analyze_message, fts_query, query_terms, words
+from arbormem.text import (
+    _TOKEN,
+    _informal,
+    analyze,
+    analyze_message,
+    fts_query,
+    query_terms,
+    term_of,
+    words,
+)
 
 
 def test_analysis_stems_drops_stop_words_and_possessives() -> None:
@@ -20,6 +29,19 @@ def test_numbers_and_unicode_survive() -> None:
     assert "2049" in terms and "7" in terms and "zürich" in terms
 
 
+def test_chat_is_evened_out() -> None:
+    # Stretched letters shrink: to one at a word's end, to two inside where English
+    # doubles the letter, else to one.
+    assert words("sooooo goooood, I love himmm") == ["so", "good", "i", "love", "him"]
+    assert words("waaay too coool") == ["way", "too", "cool"]
+    # Shorthand is spelt out; fillers and apostrophe-less contractions are stop words.
+    assert analyze("my bf cant come rn lol") == ["boyfriend", "come", "right"]
+    assert analyze("happy bday!! yeah ok") == analyze("happy birthday")
+    assert term_of("Bday") == "birthday" and term_of("lol") is None
+    # Ordinary words stay as they are.
+    assert analyze("Lisbon marathon in October") == ["lisbon", "marathon", "octob"]
+
+
 def test_query_terms_are_distinct_and_ordered() -> None:
     assert query_terms("paint painting painted sunrise") == ["paint", "sunris"]
 
@@ -29,14 +51,15 @@ def test_fts_query_quotes_every_term() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from("abcXYZ '’ﬁÉé-\u00a0.1"), max_size=40))
+@given(st.text(alphabet=st.sampled_from("abcXYZ '’ﬁÉé-\u00a0.1ur"), max_size=40))
 def test_word_splitting_takes_shortcuts_without_changing_the_result(text: str) -> None:
-    # The general path: fold (NFKC, lower case), split, drop possessives and apostrophes.
+    # The general path: fold (NFKC, lower case), split, drop possessives and apostrophes,
+    # shrink stretched letters and spell out shorthand.
     expected = []
     for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
         if token.endswith(("'s", "’s")):
             token = token[:-2]
-        expected.append(token.replace("'", "").replace("’", ""))
+        expected.extend(_informal(token.replace("'", "").replace("’", "")))
     assert words(text) == expected
 
 

@@ -87,3 +87,54 @@ def test_month_and_year_edges() -> None:
     # Not a day: the month it names is what is left.
     assert find_ranges("on 30 February 2023") == [DateRange(day(2023, 2, 1), day(2023, 2, 28))]
     assert find_ranges("tomorrow", day(9999, 12, 31)) == []  # past the calendar
+
+
+def test_dates_written_with_numbers() -> None:
+    # Real chats (and the people asking about them) write 24.01.2024: day first.
+    assert only("What did Paola explore on 24.01.2024?") == DateRange(
+        day(2024, 1, 24), day(2024, 1, 24)
+    )
+    assert only("on 10.01.2024") == DateRange(day(2024, 1, 10), day(2024, 1, 10))
+    assert only("on 13/10/2024") == DateRange(day(2024, 10, 13), day(2024, 10, 13))
+    assert only("on 10/13/2024") == DateRange(day(2024, 10, 13), day(2024, 10, 13))
+    # Slashes either way round: both days, month first.
+    assert find_ranges("on 1/10/2024") == [
+        DateRange(day(2024, 1, 10), day(2024, 1, 10)),
+        DateRange(day(2024, 10, 1), day(2024, 10, 1)),
+    ]
+    assert find_ranges("on 1.2.2024") == [DateRange(day(2024, 2, 1), day(2024, 2, 1))]
+    assert find_ranges("on 40.40.2024") == []
+    before = only("the Friday before 10.01.2024")
+    assert before.end == day(2024, 1, 9)
+
+
+def test_weeks_of_a_month_or_year() -> None:
+    assert only("in the first week of 2024") == DateRange(day(2024, 1, 1), day(2024, 1, 7))
+    assert only("the second week of March 2023") == DateRange(day(2023, 3, 8), day(2023, 3, 14))
+    # "last week" inside it is not last week.
+    now = day(2024, 1, 20)
+    assert find_ranges("the last week of December 2023", now) == [
+        DateRange(day(2023, 12, 25), day(2023, 12, 31))
+    ]
+    november = only("Which country was Tim visiting in the second week of November?")
+    assert not november.year_known
+    assert closeness(day(2022, 11, 10), [november]) == 1.0
+    assert closeness(day(2022, 11, 30), [november]) < 1.0
+
+
+def test_seasons_and_holidays() -> None:
+    assert only("in the spring of 2024") == DateRange(day(2024, 3, 1), day(2024, 5, 31))
+    assert only("in winter 2021 - 2022") == DateRange(day(2021, 12, 1), day(2022, 2, 28))
+    assert find_ranges("winter 2024") == [
+        DateRange(day(2024, 1, 1), day(2024, 2, 29)),
+        DateRange(day(2024, 12, 1), day(2024, 12, 31)),
+    ]
+    # New Year is celebrated from the evening before.
+    assert only("where will they celebrate New Year 2025?") == DateRange(
+        day(2024, 12, 31), day(2025, 1, 1)
+    )
+    eve = only("What did Kevin plan for New Year’s Eve?")
+    assert (eve.start.month, eve.start.day, eve.year_known) == (12, 31, False)
+    assert closeness(day(2023, 12, 31), [eve]) == 1.0
+    assert only("thanksgiving 2023") == DateRange(day(2023, 11, 23), day(2023, 11, 23))
+    assert only("on Halloween").start.month == 10

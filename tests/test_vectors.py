@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -386,3 +388,24 @@ def test_a_large_threads_sums_are_preloaded_again_after_a_deletion_drops_them(
         assert mem.backend.dense_cache(mem.embedder).preload_sums(
             thread
         ) == 0 and mem.backend.dense_cache(mem.embedder).holds_sums(thread)
+
+
+def test_onnxruntime_can_load_after_the_approximate_index() -> None:
+    """Importing onnxruntime after usearch crashed the process; the approximate
+    index loads onnxruntime first when it is installed (the reranker and bge-small
+    need it later)."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip("onnxruntime is not installed")
+    script = (
+        "import numpy as np\n"
+        "from arbormem.store.sqlite.dense import AnnIndex\n"
+        "index = AnnIndex(8)\n"
+        "index.add(np.arange(1, 11), np.eye(10, 8, dtype=np.float32) + 0.1)\n"
+        "import onnxruntime\n"
+        "print('alive')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "alive"

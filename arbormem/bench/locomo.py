@@ -32,6 +32,7 @@ from typing import Any
 from arbormem.bench.metrics import Accumulator
 from arbormem.bench.synth import generate_turns
 from arbormem.config import UNSET
+from arbormem.deep import resolve_deep
 from arbormem.embed import Embedder, get_embedder
 from arbormem.errors import InputError
 from arbormem.ingest.formats import (
@@ -94,14 +95,16 @@ def load_paths(paths: Sequence[str | Path]) -> list[tuple[str, LocomoConversatio
 
 
 def questions_of(conv: LocomoConversation) -> list[Question]:
-    """Questions with at least one evidence id naming a turn of the conversation."""
-    known = {t.dia_id for t in conv.turns}
+    """Questions with at least one evidence id naming a turn of the conversation
+    (a range ``D12:3-D12:5`` names every turn from the first to the last)."""
+    order = [t.dia_id for t in conv.turns]
+    known = set(order)
     out = []
     for qa in conv.qa:
         cat = qa.get("category")
         if not isinstance(cat, int) or not isinstance(qa.get("question"), str):
             continue
-        evidence = {e for e in evidence_ids(qa.get("evidence", [])) if e in known}
+        evidence = {e for e in evidence_ids(qa.get("evidence", []), order) if e in known}
         if evidence:
             out.append(Question(qa["question"], cat, evidence))
     return out
@@ -235,6 +238,11 @@ class System:
     def ingest(self, conv: LocomoConversation) -> None:
         raise NotImplementedError
 
+    def finish_indexing(self) -> bool:
+        """Wait for indexing that goes on in the background after ``ingest`` returned
+        (the deep vectors); returns whether there was any."""
+        return False
+
     def rank(self, question: str) -> list[str]:
         raise NotImplementedError
 
@@ -266,6 +274,7 @@ class ArbormemSystem(System):
         assemble: bool = False,
         ann_threshold: int | None = None,
         reranker: Reranker | None = None,
+        deep: Embedder | None = None,
         store: str | None = None,
     ) -> None:
         self.name = name
@@ -273,6 +282,7 @@ class ArbormemSystem(System):
         self.store = store
         self._url: str | None = None
         self.reranker = reranker
+        self.deep = deep
         self.ann_threshold = ann_threshold
         self.tree = tree
         self.assemble = assemble
@@ -306,9 +316,17 @@ class ArbormemSystem(System):
             llm=None,
             ann_threshold=UNSET if self.ann_threshold is None else self.ann_threshold,
             reranker=self.reranker,
+            deep_embedder=self.deep,
         )
         self.turn_of = {t.dia_id: t for t in conv.turns}
         self.dia_of = ingest_conversation(self.memory, conv)
+
+    def finish_indexing(self) -> bool:
+        assert self.memory is not None
+        if self.deep is None:
+            return False
+        self.memory.wait(indexed=True)
+        return True
 
     def rank(self, question: str) -> list[str]:
         assert self.memory is not None
@@ -331,6 +349,7 @@ class ArbormemSystem(System):
     def config(self) -> dict[str, Any]:
         return {
             "embedder": self.embedder.model_id,
+            "deep_embedder": self.deep.model_id if self.deep is not None else None,
             "recall": self.recall.to_dict(),
             "tree": self.tree,
             "ann_threshold": self.ann_threshold,
@@ -415,15 +434,17 @@ def make_systems(
     recall: RecallConfig | None = None,
     ann_threshold: int | None = None,
     reranker: Reranker | None = None,
+    deep: Embedder | None = None,
     store: str | None = None,
 ) -> list[System]:
     """The systems named; ``reranker`` reorders the best turns of ``arbormem`` and
-    ``flat`` (the single-signal baselines stay single-signal); ``store``: a
-    PostgreSQL URL to make the stores on (None: SQLite files)."""
+    ``flat`` (the single-signal baselines stay single-signal); ``deep`` is the
+    background embedder of every system with dense recall (see arbormem.deep);
+    ``store``: a PostgreSQL URL to make the stores on (None: SQLite files)."""
     base = recall or RecallConfig()
     out: list[System] = []
     ann: dict[str, Any] = {"ann_threshold": ann_threshold, "store": store}
-    full: dict[str, Any] = {**ann, "reranker": reranker}
+    full: dict[str, Any] = {**ann, "reranker": reranker, "deep": deep}
     for name in names:
         if name == "arbormem":
             out.append(
@@ -447,9 +468,11 @@ def make_systems(
             )
             out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False, **ann))
         elif name == "dense":
-            # Cosine with the same embedder, alone.
+            # Cosine with the same embedder (the deep one when there is one), alone.
             cfg = replace(base, lexical=False, weights={"de_t": 1.0})
-            out.append(ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False, **ann))
+            out.append(
+                ArbormemSystem(name, embedder, counter, cfg, workdir, tree=False, deep=deep, **ann)
+            )
         elif name == "window":
             out.append(WindowSystem(counter))
         elif name == "full":
@@ -473,6 +496,7 @@ def run(
     distractors: int = 0,
     ann_threshold: int | None = None,
     reranker: str | Reranker | None = None,
+    deep_embedder: str | Embedder | Any | None = UNSET,
     store: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result object.
@@ -480,12 +504,18 @@ def run(
     ``distractors`` generated turns are added to each conversation (see the
     module docstring); the dataset figures count the real turns only. ``store``:
     a PostgreSQL URL on which each conversation gets a fresh store (a schema,
-    dropped afterwards); None makes temporary SQLite files.
+    dropped afterwards); None makes temporary SQLite files. ``deep_embedder`` is a
+    spec (see :func:`arbormem.deep.deep_embedder`; unset: the configured one);
+    questions are asked once its background indexing is done, and how long that
+    took is reported.
     """
     conversations = load_paths(paths)
     counter = default_counter()
     emb = get_embedder(embedder)
     emb.embed("warm up")  # model loading is a one-off, not part of ingest throughput
+    deep = resolve_deep(deep_embedder, emb)
+    if deep is not None:
+        deep.embed("warm up")
     second = get_reranker(reranker)
     if second is not None:
         second.score("warm up", ["loading the model is a one-off too"])
@@ -493,7 +523,7 @@ def run(
     n_questions = 0
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-") as tmp:
         runners = make_systems(
-            systems, emb, counter, Path(tmp), recall, ann_threshold, second, store=store
+            systems, emb, counter, Path(tmp), recall, ann_threshold, second, deep, store=store
         )
         try:
             for i, (source, conv) in enumerate(conversations):
@@ -511,6 +541,10 @@ def run(
                     if system.stores:
                         acc.ingest_seconds += time.perf_counter() - t0
                         acc.ingest_turns += len(conv.turns)
+                    # Questions are asked of the fully indexed store; how long it took
+                    # counts from the start of the ingest.
+                    if system.finish_indexing():
+                        acc.index_seconds += time.perf_counter() - t0
                     for q in questions:
                         t0 = time.perf_counter()
                         ranking = system.rank(q.text)

@@ -62,6 +62,9 @@ class Accumulator:
     scores: list[QuestionScore] = field(default_factory=list)
     ingest_turns: int = 0
     ingest_seconds: float = 0.0
+    #: From the start of each ingest until its background indexing (the deep vectors,
+    #: see arbormem.deep) was done: 0 when there was none.
+    index_seconds: float = 0.0
 
     def add(
         self,
@@ -105,6 +108,9 @@ class Accumulator:
         out["ingest_turns_per_s"] = (
             round(self.ingest_turns / self.ingest_seconds, 1) if self.ingest_seconds > 0 else None
         )
+        if self.index_seconds > 0:
+            out["full_index_seconds"] = round(self.index_seconds, 1)
+            out["full_index_turns_per_s"] = round(self.ingest_turns / self.index_seconds, 1)
         by_cat: dict[int, list[QuestionScore]] = defaultdict(list)
         for s in self.scores:
             by_cat[s.category].append(s)

@@ -47,6 +47,12 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     help="wordllama (default), minilm, st:NAME_OR_PATH, openai:MODEL or hash.",
 )
 @click.option(
+    "--deep-embedder",
+    envvar="ARBORMEM_DEEP_EMBEDDER",
+    help="Background embedder recall reads once it has indexed the store: auto "
+    "(default: bge-small when installed), none or an embedder spec.",
+)
+@click.option(
     "--reranker",
     envvar="ARBORMEM_RERANKER",
     help="Reorder each search's best turns: none (default), cross-encoder or onnx:FOLDER.",
@@ -64,6 +70,7 @@ def cli(
     user: str | None,
     agent: str | None,
     embedder: str | None,
+    deep_embedder: str | None,
     reranker: str | None,
     read_only: bool,
 ) -> None:
@@ -81,7 +88,15 @@ def cli(
       arbormem search "tea" --user alice --agent support
       arbormem bench locomo locomo10.json
     """
-    ctx.obj = StoreOptions(db, user, agent, embedder, read_only=read_only, reranker=reranker)
+    ctx.obj = StoreOptions(
+        db,
+        user,
+        agent,
+        embedder,
+        read_only=read_only,
+        reranker=reranker,
+        deep_embedder=deep_embedder,
+    )
 
 
 def main() -> None:

@@ -14,6 +14,13 @@ EMBEDDER_HELP = (
     "`embedder` in the config file, else wordllama]."
 )
 
+DEEP_HELP = (
+    "Background embedder whose vectors recall reads once it has indexed a store: "
+    "none, auto (bge-small when installed) or an embedder spec [default: the global "
+    "--deep-embedder or ARBORMEM_DEEP_EMBEDDER, else `deep_embedder` in the config file, "
+    "else auto]."
+)
+
 RERANKER_HELP = (
     "Reranker of arbormem's and flat's best turns: none, cross-encoder or onnx:FOLDER "
     "[default: the global --reranker or ARBORMEM_RERANKER, else `reranker` in the config "
@@ -83,8 +90,13 @@ def _table(result: dict[str, Any]) -> None:
     table.add_column("p50 ms", justify="right")
     table.add_column("p95 ms", justify="right")
     table.add_column("ingest/s", justify="right")
+    # Only with background indexing (a deep embedder): how long until it was done.
+    indexing = any("full_index_seconds" in s for s in result["systems"].values())
+    if indexing:
+        table.add_column("indexed in s", justify="right")
     for name, s in result["systems"].items():
         ingest = s.get("ingest_turns_per_s")
+        indexed = s.get("full_index_seconds")
         table.add_row(
             name,
             *[f"{s[key]:.3f}" for key, _ in _HEADLINE],
@@ -93,6 +105,7 @@ def _table(result: dict[str, Any]) -> None:
             f"{s['query_ms_p50']:.1f}",
             f"{s['query_ms_p95']:.1f}",
             f"{ingest:,.0f}" if ingest else "-",
+            *([f"{indexed:,.1f}" if indexed else "-"] if indexing else []),
         )
     console.print(table)
     cats = Table(
@@ -135,6 +148,7 @@ def _table(result: dict[str, Any]) -> None:
     help="Vectors per thread above which dense search is approximate (0 forces the index).",
 )
 @click.option("--reranker", help=RERANKER_HELP)
+@click.option("--deep-embedder", help=DEEP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
@@ -147,12 +161,15 @@ def locomo(
     distractors: int,
     ann_threshold: int | None,
     reranker: str | None,
+    deep_embedder: str | None,
     as_json: bool,
 ) -> None:
     """Recall on LoCoMo files or folders, every system side by side.
 
     LoCoMo is published by its authors at https://github.com/snap-research/locomo
     (data/locomo10.json, CC BY-NC 4.0); a folder is searched for .json files.
+    With a deep embedder, each conversation's questions are asked once its
+    background indexing is done; "indexed in s" is how long that took in all.
 
     \b
     Examples:
@@ -184,11 +201,21 @@ def locomo(
         ann_threshold=ann_threshold,
         reranker=reranker or opts.reranker,
         store=_bench_store(opts, "locomo"),
+        deep_embedder=_deep(deep_embedder, opts),
     )
     if as_json:
         click.echo(to_json(result))
     else:
         _table(result)
+
+
+def _deep(given: str | None, opts: StoreOptions) -> Any:
+    """The deep embedder spec of a bench command: its option, else the global one,
+    else unset (the configured one)."""
+    from arbormem.config import UNSET
+
+    chosen = given if given is not None else opts.deep_embedder
+    return UNSET if chosen is None else chosen
 
 
 def _scale_table(result: dict[str, Any]) -> None:
@@ -588,17 +615,26 @@ def updates_cmd(
 @bench.command("fit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--embedder", help=EMBEDDER_HELP)
+@click.option("--deep-embedder", help=DEEP_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 @handle_errors
 def fit_cmd(
-    opts: StoreOptions, paths: tuple[str, ...], embedder: str | None, as_json: bool
+    opts: StoreOptions,
+    paths: tuple[str, ...],
+    embedder: str | None,
+    deep_embedder: str | None,
+    as_json: bool,
 ) -> None:
     """Fit the ranker's weights on LoCoMo files, reporting leave-one-out figures.
 
+    Each folder is a development set (a file belongs to its folder's): every
+    conversation of every set is held out in turn, the sets weigh the same in the
+    fit, and the figures are reported for each set side by side.
+
     \b
     Examples:
-      arbormem bench fit locomo10.json
+      arbormem bench fit locomo/ realtalk/
       arbormem bench fit locomo10.json --json > fit.json
     """
     import json
@@ -610,21 +646,48 @@ def fit_cmd(
         if sys.stderr.isatty():
             click.echo(f"  {msg}", err=True)
 
-    result = run(paths, embedder=embedder or opts.embedder, progress=progress)
+    result = run(
+        paths,
+        embedder=embedder or opts.embedder,
+        progress=progress,
+        deep_embedder=_deep(deep_embedder, opts),
+    )
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    for mode in ("tree", "flat"):
+    labels = {
+        "leave_one_out": "leave-one-out",
+        "in_sample": "in sample",
+        "shipped_weights_in_sample": "shipped, in sample",
+    }
+    figures = {
+        "recall@5": "R@5",
+        "recall@10": "R@10",
+        "recall@20": "R@20",
+        "ndcg@5": "nDCG@5",
+        "session_hit@1": "hit@1",
+    }
+    # Each set's figures in a column group of their own, the sets side by side.
+    group = 7 * len(figures)
+    for mode in ("tree", "flat", "deep_tree", "deep_flat"):
+        if mode not in result:
+            continue
         r = result[mode]
-        click.echo(f"{mode}: {r['questions']} questions")
-        for label in ("leave_one_out", "in_sample", "shipped_weights_in_sample"):
-            figures = ", ".join(f"{k} {v:.3f}" for k, v in r[label].items())
-            click.echo(f"  {label}: {figures}")
-        for cat, c in r["by_category"].items():
-            click.echo(
-                f"  category {cat} ({c['questions']} questions): candidates hold "
-                f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
-            )
+        sets = r["by_set"]
+        counts = ", ".join(f"{name} {s['questions']}" for name, s in sets.items())
+        click.echo(f"{mode}: {r['questions']} questions ({counts})")
+        click.echo(f"  {'':20}" + " | ".join(f"{name[:group]:<{group}}" for name in sets))
+        heads = "".join(f"{h:>7}" for h in figures.values())
+        click.echo(f"  {'':20}" + " | ".join(heads for _ in sets))
+        for label, title in labels.items():
+            cells = ("".join(f"{s[label][f]:>7.3f}" for f in figures) for s in sets.values())
+            click.echo(f"  {title:20}" + " | ".join(cells))
+        for name, s in sets.items():
+            for cat, c in s["by_category"].items():
+                click.echo(
+                    f"  {name} category {cat} ({c['questions']} questions): candidates hold "
+                    f"{c['candidate_recall']:.3f} of the evidence, recall@10 {c['recall@10']:.3f}"
+                )
         click.echo(f"  weights: {r['weights']}")
 
 

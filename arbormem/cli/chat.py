@@ -74,6 +74,7 @@ def _open(opts: StoreOptions, llm: Any) -> Any:
         llm=llm,
         read_only=opts.read_only,
         reranker=opts.reranker if opts.reranker is not None else UNSET,
+        deep_embedder=opts.deep_embedder if opts.deep_embedder is not None else UNSET,
     )
 
 

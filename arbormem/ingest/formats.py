@@ -36,6 +36,9 @@ from arbormem.timeutil import parse_timestamp
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"D\d+:\d+")
+#: An evidence range, ``D12:3-D12:5`` (or ``D12:3-5``): every turn from the first to
+#: the last, inclusive. Dashes of any kind, spaces around them allowed.
+_DIA_RANGE = re.compile(r"D(\d+):(\d+)\s*[-\u2013\u2014]\s*(?:D(\d+):)?(\d+)")
 
 
 @dataclass
@@ -265,14 +268,45 @@ def is_locomo(obj: Any) -> bool:
     return isinstance(body, Mapping) and "speaker_a" in body and "session_1" in body
 
 
-def evidence_ids(evidence: Any) -> list[str]:
-    """Valid ``D<n>:<m>`` ids from a LoCoMo evidence list (packed entries split)."""
+def evidence_ids(evidence: Any, order: Sequence[str] = ()) -> list[str]:
+    """Valid ``D<n>:<m>`` ids from a LoCoMo evidence list (packed entries split).
+
+    A range ``D12:3-D12:5`` names every turn from the first to the last: within a
+    session, every number in between; across sessions, every turn between the two
+    in ``order`` (the conversation's turn ids in order; without it only the two
+    ends are known).
+
+    >>> evidence_ids(["D12:3-D12:5", "D1:2; D1:4"])
+    ['D12:3', 'D12:4', 'D12:5', 'D1:2', 'D1:4']
+    """
     out: list[str] = []
     items = evidence if isinstance(evidence, list) else [evidence]
+    position = {dia: i for i, dia in enumerate(order)}
     for item in items:
-        if isinstance(item, str):
-            out.extend(_DIA_ID.findall(item))
+        if not isinstance(item, str):
+            continue
+        at = 0
+        for m in _DIA_RANGE.finditer(item):
+            out.extend(_DIA_ID.findall(item[at : m.start()]))
+            out.extend(_expand(m, order, position))
+            at = m.end()
+        out.extend(_DIA_ID.findall(item[at:]))
     return list(dict.fromkeys(out))
+
+
+def _expand(m: re.Match[str], order: Sequence[str], position: Mapping[str, int]) -> list[str]:
+    """The turn ids a matched range names (see :func:`evidence_ids`)."""
+    session, first = int(m.group(1)), int(m.group(2))
+    last_session = int(m.group(3)) if m.group(3) else session
+    last = int(m.group(4))
+    start, end = f"D{session}:{first}", f"D{last_session}:{last}"
+    if last_session == session:
+        low, high = min(first, last), max(first, last)
+        return [f"D{session}:{n}" for n in range(low, high + 1)]
+    if start in position and end in position:
+        i, j = sorted((position[start], position[end]))
+        return list(order[i : j + 1])
+    return [start, end]
 
 
 def parse_locomo(obj: Any, source: str) -> list[LocomoConversation]:

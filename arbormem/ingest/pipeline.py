@@ -451,5 +451,8 @@ class Writer:
                 embedded += len(chunk)
                 if progress is not None:
                     progress(len(chunk))
-        pruned = self.backend.prune_vectors(model) if prune else 0
+        # The deep embedder's vectors are the store's too (see arbormem.deep).
+        deep = self.engine.deep
+        also = [deep.model_id] if deep is not None else []
+        pruned = self.backend.prune_vectors(model, *also) if prune else 0
         return Reembedded(embedded=embedded, pruned=pruned)

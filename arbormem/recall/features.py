@@ -46,6 +46,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from arbormem.aliases import in_own_words, replace_aliases
 from arbormem.recall.termstats import TermStats
 from arbormem.store.types import Row, Thread
 from arbormem.text import analyze, pairs, query_terms, words
@@ -101,23 +102,41 @@ class Question:
     text: str
     terms: list[str]
     names: set[str] = field(default_factory=set)
+    #: The question with the names people call the speakers by replaced by the
+    #: speakers' own ("Kate" -> "Emi"): what its terms are read from.
+    search_text: str = ""
+    #: What its vector is made from: the question in the words of the speaker it
+    #: names (see :func:`arbormem.aliases.in_own_words`).
+    dense_text: str = ""
     pairs: list[str] = field(default_factory=list)
     ranges: list[DateRange] = field(default_factory=list)
     when: bool = False
     count: bool = False
     who: bool = False
+    #: Set by the retriever: whether the dense features came from the deep
+    #: embedder's vectors (:mod:`arbormem.deep`), which have weights of their own.
+    deep: bool = False
 
     @classmethod
     def parse(
-        cls, text: str, speakers: Sequence[str] = (), now: datetime | None = None
+        cls,
+        text: str,
+        speakers: Sequence[str] = (),
+        now: datetime | None = None,
+        aliases: Mapping[str, str] | None = None,
     ) -> Question:
+        """Read a question; ``aliases`` maps other names (lower case) to speakers'
+        (see :mod:`arbormem.aliases`)."""
         low = text.lower().strip()
-        tokens = set(words(text))
+        search = replace_aliases(text, aliases or {})
+        tokens = set(words(search))
         names = {s for s in speakers if s and set(words(s)) and set(words(s)) <= tokens}
         return cls(
             text=text,
-            terms=query_terms(text),
-            pairs=list(dict.fromkeys(pairs(analyze(text)))),
+            search_text=search,
+            dense_text=in_own_words(search, sorted(names)),
+            terms=query_terms(search),
+            pairs=list(dict.fromkeys(pairs(analyze(search)))),
             names=names,
             ranges=find_ranges(text, now),
             when=low.startswith("when")

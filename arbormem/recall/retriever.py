@@ -31,13 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from arbormem.aliases import Aliases
 from arbormem.config import to_whole
+from arbormem.deep import DeepVectors, DenseSource, StoreDense
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
 from arbormem.jobs import Jobs
 from arbormem.models import Hit
 from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
-from arbormem.recall.ranker import FLAT_WEIGHTS, TREE_WEIGHTS, weight_vector
+from arbormem.recall.ranker import (
+    DEEP_FLAT_WEIGHTS,
+    DEEP_TREE_WEIGHTS,
+    FLAT_WEIGHTS,
+    TREE_WEIGHTS,
+    weight_vector,
+)
 from arbormem.recall.rerank import Reranker, blend, checked_scores
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
 from arbormem.store.base import Backend
@@ -45,6 +53,10 @@ from arbormem.store.types import Filters, Row, Thread, ThreadState
 from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
+
+#: A thread first searched is read for the names its speakers call each other by
+#: (see :mod:`arbormem.aliases`) over its latest this many messages, then as it grows.
+ALIAS_READ = 20_000
 
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
@@ -130,6 +142,9 @@ class _ThreadFacts:
 
     upto: int = -1
     names: list[str] = field(default_factory=list)
+    #: What the speakers call each other, read up to position ``read_to``.
+    aliases: Aliases = field(default_factory=Aliases)
+    read_to: int = 0
     latest: datetime | None = None
     earliest: datetime | None = None
     generation: int = -1
@@ -146,11 +161,16 @@ class Retriever:
         tree: TreeRecall | None = None,
         reranker: Reranker | None = None,
         jobs: Jobs | None = None,
+        deep: DeepVectors | None = None,
     ) -> None:
         self.backend = backend
         self.reranker = reranker
+        #: The background embedder's vectors: the dense source once a thread has them.
+        self.deep = deep
         self._rerank_failures: set[str] = set()
         self.embedder = embedder
+        #: The store's own vectors, searched until the deep ones are ready.
+        self.dense = StoreDense(backend, embedder)
         self.config = config or RecallConfig()
         self.tree = tree
         self.docs = DocStats()
@@ -180,16 +200,21 @@ class Retriever:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
         self._facts.pop(thread.id, None)
 
-    def weights(self, config: RecallConfig | None = None) -> dict[str, float]:
+    def weights(self, config: RecallConfig | None = None, deep: bool = False) -> dict[str, float]:
+        """The ranker's weights: the configuration's, else those fitted for this
+        pipeline (tree or flat; dense features from the deep embedder or not)."""
         cfg = config or self.config
         if cfg.weights is not None:
             return dict(cfg.weights)
+        if deep:
+            return dict(DEEP_TREE_WEIGHTS if self.tree is not None else DEEP_FLAT_WEIGHTS)
         return dict(TREE_WEIGHTS if self.tree is not None else FLAT_WEIGHTS)
 
     def _question(
         self, threads: Sequence[Thread], states: Sequence[ThreadState], query: str
     ) -> Question:
         names: list[str] = []
+        aliases: dict[str, str] = {}
         now: datetime | None = None
         for thread, state in zip(threads, states):
             facts = self._facts.get(thread.id)
@@ -204,10 +229,27 @@ class Retriever:
                 span = self.backend.time_span(thread)
                 facts.earliest, facts.latest = span if span else (None, None)
                 facts.upto = state.max_rowid
+                self._read_aliases(thread, state, facts)
             names.extend(facts.names)
+            for alias, speaker in facts.aliases.names().items():
+                aliases.setdefault(alias, speaker)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
-        return Question.parse(query, names, now)
+        return Question.parse(query, names, now, aliases)
+
+    def _read_aliases(self, thread: Thread, state: ThreadState, facts: _ThreadFacts) -> None:
+        """Count the vocatives of the messages added since the last look (of a long
+        thread first seen, only its latest :data:`ALIAS_READ` messages)."""
+        start = max(facts.read_to, state.next_index - ALIAS_READ)
+        while start < state.next_index:
+            rowids = self.backend.rowids_between(thread, start, state.next_index, 5_000)
+            if not rowids:
+                break
+            rows = self.backend.rows(rowids)
+            ordered = [rows[r].message for r in rowids if r in rows]
+            facts.aliases.read((m.speaker, m.content) for m in ordered)
+            start = max(m.index for m in ordered) + 1 if ordered else state.next_index
+        facts.read_to = state.next_index
 
     def stats_for(self, threads: Sequence[Thread] | None) -> TermStats:
         """The cached statistics a search of these threads is ranked with (see
@@ -294,6 +336,16 @@ class Retriever:
         cfg = config or self.config
         states = [self.backend.state(t) for t in threads]
         question = self._question(threads, states, query)
+        # The deep vectors once every searched thread has them; the store's until then.
+        deep = self.deep
+        question.deep = bool(
+            cfg.dense
+            and deep is not None
+            and all(deep.ready(t, st) for t, st in zip(threads, states))
+        )
+        embedder, vectors = (
+            (deep.embedder, deep) if question.deep and deep else (self.embedder, self.dense)
+        )
         budget = cfg.posting_budget
         self.backend.map_for_search()
         self._warm_up(threads, states, cfg)
@@ -349,9 +401,19 @@ class Retriever:
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
         if cfg.dense:
             jobs["dense"] = partial(
-                self._dense, threads, query, cfg.dense_candidates, allowed, prefetch=big
+                self._dense,
+                threads,
+                question.dense_text or query,
+                cfg.dense_candidates,
+                allowed,
+                prefetch=big,
+                embedder=embedder,
+                vectors=vectors,
             )
-        done = self._gather(jobs, aside=("dense",) if big else ())
+        # A transformer's query embedding takes milliseconds: the worker thread runs it
+        # beside the full-text searches whatever the thread's size.
+        aside = ("dense",) if big or question.deep else ()
+        done = self._gather(jobs, aside=aside)
 
         found: dict[int, None] = {}
         for key in ("turn", "window"):
@@ -406,14 +468,12 @@ class Retriever:
                     }
                     | set(mine)
                 )
-                ok, vecs = self.backend.vectors_at(
-                    thread, self.embedder, np.asarray(wanted, dtype=np.int64)
-                )
+                ok, vecs = vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
                 for rid, good, vec in zip(wanted, ok.tolist(), vecs):
                     if good:
                         vector_of[rid] = vec
                 sessions = {rows[r].message.session for r in mine}
-                cents = self.backend.session_centroids(thread, self.embedder, sorted(sessions))
+                cents = vectors.session_centroids(thread, sorted(sessions))
                 for r in mine:
                     c = cents.get(rows[r].message.session)
                     if c is not None:
@@ -421,7 +481,7 @@ class Retriever:
         tree_signals = None
         if self.tree is not None and question.terms:
             # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
-            weights = self.weights(cfg)
+            weights = self.weights(cfg, deep=question.deep)
             coverage = every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess"))
             tree_signals = self.tree.turn_signals(
                 threads, question.terms, rowids, segment_hits, coverage=coverage
@@ -445,6 +505,8 @@ class Retriever:
         n: int,
         allowed: np.ndarray | None,
         prefetch: bool = False,
+        embedder: Embedder | None = None,
+        vectors: DenseSource | None = None,
     ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, list[tuple[int, int, str]]]]:
         """The query's vector, the ``n`` nearest turns of each thread, and with
         ``prefetch`` their rows and neighbourhoods (see :meth:`Backend.around`).
@@ -453,11 +515,13 @@ class Retriever:
         runs the full-text searches (see :meth:`_gather`): reading the nearest turns'
         rows there overlaps their cold reads with the searches', and the pages they
         bring into the cache serve the searching thread's reads too."""
+        embedder = embedder or self.embedder
+        vectors = vectors or self.dense
         try:
-            qvec = self.embedder.embed(query)
+            qvec = embedder.embed(query)
             nearest: list[int] = []
             for thread in threads:
-                ids, _ = self.backend.nearest(thread, self.embedder, qvec, n, allowed)
+                ids, _ = vectors.nearest(thread, qvec, n, allowed)
                 nearest.extend(ids.tolist())
         except EmbedderError as exc:
             # An embedding endpoint that is down (or vectors it cannot give): the
@@ -617,13 +681,13 @@ class Retriever:
         """``(row, score, signals)`` for the best ``k`` turns, best first."""
         if not threads or k <= 0:
             return []
-        _, rowids, X, _, rows = self.candidates(
+        question, rowids, X, _, rows = self.candidates(
             threads, query, filters, config, depth=k, every_feature=False
         )
         if not rowids:
             return []
         cfg = config or self.config
-        w = weight_vector(self.weights(cfg))
+        w = weight_vector(self.weights(cfg, deep=question.deep))
         scores = X @ w
         # A turn must owe something to the query itself, not only to its length or place.
         evidence = X[:, _QUERY_DEPENDENT] @ w[_QUERY_DEPENDENT]
@@ -736,8 +800,8 @@ def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
     allergic to nuts"), and make sure the update does not rank below it.
 
     Two hits are about the same thing when they share at least two of the
-    query's terms; the later one updates the earlier when it also carries an
-    update word ("anymore", "no longer", "changed", "instead", "cleared"...).
+    query's terms (the speakers' names aside); the later one updates the earlier
+    when it also carries an update word ("anymore", "no longer", "changed", "instead", "cleared"...).
     The update is moved up only when its score is within a quarter of the
     earlier one's.
     """
@@ -754,6 +818,9 @@ UPDATE_DEPTH = 20
 
 def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
+    # A speaker's name says who spoke, not what about: every turn of theirs holds it,
+    # and two of them sharing it and one more word were taken for the same fact.
+    q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
     # Update words are looked for only in hits that share the query's terms with another.
     marker: dict[int, bool] = {}
 

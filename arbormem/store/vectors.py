@@ -67,8 +67,9 @@ class VectorStore(StoreCore):
         endpoint that changed its model's dimension under the same name)."""
 
     @abc.abstractmethod
-    def prune_vectors(self, keep_model: str) -> int:
-        """Delete vectors of every other model; returns how many went."""
+    def prune_vectors(self, keep_model: str, *also: str) -> int:
+        """Delete vectors of every model but ``keep_model`` (and those in ``also``);
+        returns how many went."""
 
     @abc.abstractmethod
     def vector_models(self) -> dict[str, int]:

@@ -150,11 +150,12 @@ class PostgresVectors(PostgresConnection):
         missing = sorted(self._whole().rows(missing_ids).values(), key=lambda r: r.rowid)
         return ids, sessions, matrix, missing
 
-    def prune_vectors(self, keep_model: str) -> int:
+    def prune_vectors(self, keep_model: str, *also: str) -> int:
+        kept = [keep_model, *also]
         with self._writing() as conn:
-            cur = conn.execute("DELETE FROM vectors WHERE model <> %s", (keep_model,))
+            cur = conn.execute("DELETE FROM vectors WHERE NOT (model = ANY(%s))", (kept,))
             for table in ("message_vectors", "vector_progress", "session_vectors"):
-                conn.execute(f"DELETE FROM {table} WHERE model <> %s", (keep_model,))
+                conn.execute(f"DELETE FROM {table} WHERE NOT (model = ANY(%s))", (kept,))
             names = [
                 r[0]
                 for r in conn.execute(
@@ -163,9 +164,9 @@ class PostgresVectors(PostgresConnection):
                     (self.schema,),
                 ).fetchall()
             ]
-            keep = hashlib.md5(keep_model.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            keep = {hashlib.md5(m.encode("utf-8", "surrogatepass")).hexdigest()[:8] for m in kept}
             for name in names:
-                if name.split("_")[3] != keep:
+                if name.split("_")[3] not in keep:
                     conn.execute(f'DROP INDEX IF EXISTS "{name}"')
             self._on_commit(self._forget_vector_caches)
             return int(cur.rowcount)

