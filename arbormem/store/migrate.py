@@ -300,6 +300,13 @@ def _copy_derived(source: Backend, src: Thread, destination: Backend, dst: Threa
         _archive(source, src, destination, dst, archived, to_dst, new_id)
         for session, stored in states.items():
             destination.put_session_state(dst, session, stored)
+        # Typed records and composites, every version, and how far extraction read.
+        from arbormem.records.service import RecordService
+
+        records = RecordService(source, src).to_dict()
+        if records["records"] or records["composites"]:
+            RecordService(destination, dst).load(records)
+        destination.set_records_cursor(dst, source.records_cursor(src))
         _copy_topic_vectors(source, destination, nodes)
         version, checked = source.tree_checked(src)
         if checked is not None and checked == version:
