@@ -66,6 +66,8 @@ def test_threads_are_per_tenant_and_one_tenant_reaches_no_other(backend: Backend
     backend.append(mine, [msg("acme secret plans", "s1", 0)])
     backend.append(theirs, [msg("globex public notes", "s1", 0)])
     assert [r.message.content for r in backend.messages(theirs)] == ["globex public notes"]
+    # Every row names its thread's tenant, whichever query read it.
+    assert [r.message.tenant for r in backend.messages(mine)] == ["acme"]
     found = backend.lexical_search([theirs], "turn", analyze("secret plans notes"), 10)
     rows = backend.rows([rowid for rowid, _ in found])
     assert [rows[rowid].message.content for rowid, _ in found] == ["globex public notes"]

@@ -33,7 +33,7 @@ KEY_CODES = {"turn": 0, "window": 1, "topic": 2, "segment": 3}
 
 ROW_SELECT = (
     "SELECT m.id, m.uid, m.idx, m.role, m.speaker, m.content, m.ts, m.metadata, m.chash,"
-    " s.key, t.user_id, t.agent_id FROM messages m"
+    " s.key, t.user_id, t.agent_id, t.tenant FROM messages m"
     " JOIN sessions s ON s.scope_id = m.scope_id AND s.id = m.session_id"
     " JOIN threads t ON t.scope_id = m.scope_id AND t.id = m.thread_id"
 )
@@ -108,6 +108,7 @@ def row_of(r: Sequence[Any]) -> Row:
         session=r[9],
         user=r[10],
         agent=r[11],
+        tenant=r[12],
     )
     return Row(rowid=r[0], message=message, chash=r[8])
 
