@@ -523,3 +523,83 @@ def test_forgetting_a_thread_takes_all_its_records(backend: Backend) -> None:
     again = open_thread(backend)  # the same scope starts empty
     assert again.id != t.id and backend.list_records(again, current=False) == []
     assert backend.list_records(other) == [kept]
+
+
+# -- several handles on one store ------------------------------------------------------
+# A back-end may keep the records it loaded (PostgreSQL does, stamped with the version
+# of the thread's cursor row): another handle's change must still be seen at once.
+
+SHARED = ("sqlite-file", "postgres")
+
+
+@pytest.fixture(params=SHARED)
+def two_handles(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[Backend, Backend]]:
+    first = STORES[request.param](request, tmp_path)
+    second = STORES[request.param](request, tmp_path)
+    assert isinstance(first, Backend) and isinstance(second, Backend)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_a_change_through_another_handle_is_seen_by_one_that_read_before(
+    two_handles: tuple[Backend, Backend],
+) -> None:
+    one, other = two_handles
+    t = open_thread(one)
+    paris = home(t, "Sam", "Paris", 0, "m1")
+    one.write_records(t, [paris])
+    assert one.list_records(t, current=False) == [paris]  # loaded (and kept) here
+    t2 = open_thread(other)
+    assert t2.id == t.id
+    lyon = home(t2, "Sam", "Lyon", 5, "m2")
+    other.write_records(t2, [lyon])
+    other.set_records_cursor(t2, 7)
+    assert one.list_records(t, current=False) == other.list_records(t2, current=False)
+    assert {r.id for r in one.list_records(t, current=False)} == {paris.id, lyon.id}
+    assert one.records_cursor(t) == 7
+    other.delete_records(t2, [paris.id])
+    assert [r.id for r in one.list_records(t, current=False)] == [lyon.id]
+
+
+def test_a_change_of_a_kept_thread_writes_only_what_it_changed_and_reads_back_exactly(
+    two_handles: tuple[Backend, Backend],
+) -> None:
+    one, other = two_handles
+    t = open_thread(one)
+    many = [rec(t, f"Sam owns a bike number {i}", day=i, sources=(f"m{i}",)) for i in range(30)]
+    one.write_records(t, many)
+    one.touch_records(t, [many[3].id])
+    one.forget_record_sources(t, ["m4"])  # the only source: the record goes
+    one.replace_composites(t, [])
+    seen_here = one.list_records(t, current=False)
+    seen_fresh = other.list_records(open_thread(other), current=False)
+    assert seen_here == seen_fresh
+    assert len(seen_fresh) == 29
+    assert {r.id: r.recall_count for r in seen_fresh}[many[3].id] == 1
+
+
+def test_a_change_that_fails_leaves_no_trace_in_what_the_handle_kept(
+    request: pytest.FixtureRequest,
+) -> None:
+    from arbormem.store.postgres.records import PostgresRecords
+
+    store = open_store(request.getfixturevalue("pg_url"))
+    try:
+        assert isinstance(store, PostgresRecords) and isinstance(store, Backend)
+        t = open_thread(store)
+        paris = home(t, "Sam", "Paris", 0, "m1")
+        store.write_records(t, [paris])
+        store.list_records(t)  # kept
+
+        def fails(m: MemoryRecordStore) -> None:
+            m.write_records(t, [home(t, "Sam", "Oslo", 3, "m2")])
+            raise RuntimeError("the write fails after the change was applied")
+
+        with pytest.raises(RuntimeError):
+            store._change(t, fails)
+        assert store.list_records(t, current=False) == [paris]
+    finally:
+        store.close()

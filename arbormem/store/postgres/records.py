@@ -3,15 +3,19 @@ extraction cursor of each thread.
 
 Queries run over the thread's records loaded into the reference implementation
 (:class:`~arbormem.store.records_memory.MemoryRecordStore`), which defines the
-answers; a write loads them, applies the change there and writes the thread's
-records back in the same transaction, under the thread's lock. A thread holds
-hundreds to a few thousand records, so this costs one read of them per call: simple
-and exactly the contract, though not yet an index per query.
+answers. Each process keeps the records it loaded, stamped with the version of the
+thread's cursor row (its ``xmin``: every change of a thread's records rewrites that
+row in the same transaction, so the stamp moves with any process's change); a read
+checks the stamp (one small query) and loads the rows again only when it moved. A
+change applies itself to the loaded records under the thread's lock and writes back
+only the rows that differ, so extraction after every add costs a few rows, not the
+thread's whole table.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,8 +30,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+_Loaded = tuple[threading.Lock, dict[int, tuple[str | None, MemoryRecordStore]]]
+
+
 class PostgresRecords(PostgresConnection):
     """The :class:`~arbormem.store.records.RecordStore` capability."""
+
+    #: See :meth:`_records_cache` (made on first use: the capabilities share no __init__).
+    _records_loaded: _Loaded | None = None
 
     def _shelf_of(self, conn: Any, thread: Thread) -> MemoryRecordStore:
         from arbormem.records.model import composite_from_dict, record_from_dict
@@ -59,50 +69,145 @@ class PostgresRecords(PostgresConnection):
         shelf.cursor = int(row[0]) if row else 0
         return store
 
+    def _records_cache(self) -> _Loaded:
+        """The loaded records of each thread with their stamp, and the lock readers
+        hold while they ask them (a change never mutates what a reader holds: it
+        takes the entry out first)."""
+        cache = self._records_loaded
+        if cache is None:
+            with self._lock:
+                cache = self._records_loaded
+                if cache is None:
+                    cache = self._records_loaded = (threading.Lock(), {})
+        return cache
+
+    def _stamp(self, conn: Any, thread: Thread) -> str | None:
+        row = conn.execute(
+            "SELECT xmin::text FROM record_cursors WHERE scope_id = %(s)s AND thread_id = %(t)s",
+            self._keys(thread),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def _read(self, thread: Thread, ask: Callable[[MemoryRecordStore], T]) -> T:
+        lock, loaded = self._records_cache()
         with self._reading(thread) as conn:
-            return ask(self._shelf_of(conn, thread))
+            # The stamp first, the rows after: rows newer than their stamp only
+            # cost a reload next time, never a stale answer.
+            stamp = self._stamp(conn, thread)
+            with lock:
+                entry = loaded.get(thread.id)
+                if entry is not None and entry[0] == stamp and stamp is not None:
+                    return ask(entry[1])
+            store = self._shelf_of(conn, thread)
+        with lock:
+            if stamp is not None and not self._owns_transaction():
+                # Inside a write transaction the rows may hold its uncommitted
+                # changes: those are never kept.
+                loaded[thread.id] = (stamp, store)
+            return ask(store)
 
     def _change(self, thread: Thread, change: Callable[[MemoryRecordStore], T]) -> T:
+        lock, loaded = self._records_cache()
         with self._writing(thread) as conn:
+            k = self._keys(thread)
             alive = conn.execute(
-                "SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s", self._keys(thread)
+                "SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
             ).fetchone()
             if alive is None:
                 raise StoreError(
                     f"thread {thread.user}/{thread.agent} is no longer stored (forgotten):"
                     " its records cannot be written"
                 )
-            store = self._shelf_of(conn, thread)
-            out = change(store)
+            stamp = self._stamp(conn, thread)
+            with lock:
+                entry = loaded.pop(thread.id, None)
+            if entry is not None and entry[0] == stamp and stamp is not None:
+                store = entry[1]
+            else:
+                store = self._shelf_of(conn, thread)
             shelf = store._shelf(thread)
-            k = self._keys(thread)
-            for table in ("record_rows", "record_composites"):
-                conn.execute(f"DELETE FROM {table} WHERE scope_id = %(s)s AND thread_id = %(t)s", k)
-            with conn.cursor() as cur:
+            before = {rid: (r, shelf.seq[rid]) for rid, r in shelf.records.items()}
+            before_composites = dict(shelf.composites)
+            out = change(store)
+            self._write_back(conn, k, shelf, before, before_composites)
+            new_stamp = self._stamp(conn, thread)
+
+            def keep() -> None:
+                with lock:
+                    loaded[thread.id] = (new_stamp, store)
+
+            self._on_commit(keep)
+            return out
+
+    def _write_back(
+        self,
+        conn: Any,
+        k: dict[str, Any],
+        shelf: Any,
+        before: dict[str, tuple[Record, int]],
+        before_composites: dict[str, Composite],
+    ) -> None:
+        """Write the rows a change made differ (records are frozen: a changed one is
+        a new object), and the cursor row, whose new version is the next stamp."""
+        gone = [rid for rid in before if rid not in shelf.records]
+        put = [
+            (k["s"], k["t"], rid, shelf.seq[rid], json.dumps(r.to_dict()))
+            for rid, r in shelf.records.items()
+            if (old := before.get(rid)) is None or old[0] is not r or old[1] != shelf.seq[rid]
+        ]
+        gone_composites = [cid for cid in before_composites if cid not in shelf.composites]
+        put_composites = [
+            (k["s"], k["t"], cid, json.dumps(c.to_dict()))
+            for cid, c in shelf.composites.items()
+            if before_composites.get(cid) is not c
+        ]
+        if gone:
+            conn.execute(
+                "DELETE FROM record_rows WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND id = ANY(%(i)s)",
+                {**k, "i": gone},
+            )
+        if gone_composites:
+            conn.execute(
+                "DELETE FROM record_composites WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND id = ANY(%(i)s)",
+                {**k, "i": gone_composites},
+            )
+        with conn.cursor() as cur:
+            if put:
                 cur.executemany(
                     "INSERT INTO record_rows (scope_id, thread_id, id, seq, data)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    [
-                        (k["s"], k["t"], rid, shelf.seq[rid], json.dumps(r.to_dict()))
-                        for rid, r in shelf.records.items()
-                    ],
+                    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_id, thread_id, id)"
+                    " DO UPDATE SET seq = excluded.seq, data = excluded.data",
+                    put,
                 )
+            if put_composites:
                 cur.executemany(
                     "INSERT INTO record_composites (scope_id, thread_id, id, data)"
-                    " VALUES (%s, %s, %s, %s)",
-                    [
-                        (k["s"], k["t"], cid, json.dumps(c.to_dict()))
-                        for cid, c in shelf.composites.items()
-                    ],
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (scope_id, thread_id, id)"
+                    " DO UPDATE SET data = excluded.data",
+                    put_composites,
                 )
-            conn.execute(
-                "INSERT INTO record_cursors (scope_id, thread_id, position)"
-                " VALUES (%(s)s, %(t)s, %(p)s) ON CONFLICT (scope_id, thread_id)"
-                " DO UPDATE SET position = excluded.position",
-                {**k, "p": shelf.cursor},
-            )
-            return out
+        conn.execute(
+            "INSERT INTO record_cursors (scope_id, thread_id, position)"
+            " VALUES (%(s)s, %(t)s, %(p)s) ON CONFLICT (scope_id, thread_id)"
+            " DO UPDATE SET position = excluded.position",
+            {**k, "p": shelf.cursor},
+        )
+
+    def _rows_changed(self, threads: Iterable[Thread], *, forgotten: bool) -> None:
+        if forgotten:
+            lock, loaded = self._records_cache()
+            with lock:
+                for t in threads:
+                    loaded.pop(t.id, None)
+        super()._rows_changed(threads, forgotten=forgotten)
+
+    def _closing(self) -> None:
+        lock, loaded = self._records_cache()
+        with lock:
+            loaded.clear()
+        super()._closing()
 
     # -- reading ----------------------------------------------------------------------
 
