@@ -26,6 +26,7 @@ from arbormem.context.working import WorkingMemory
 from arbormem.deep import DeepVectors, deep_embedder
 from arbormem.embed import CachedEmbedder, Embedder, get_embedder
 from arbormem.errors import InputError
+from arbormem.images.clip import open_clip
 from arbormem.jobs import Jobs
 from arbormem.llm import LLMClient
 from arbormem.models import Scope
@@ -77,6 +78,8 @@ class Engine:
             max_retries=settings.embedder_max_retries,
         )
         deep_inner = deep_embedder(deep or settings.deep_embedder, inner)
+        #: The CLIP model that embeds pictures (see :mod:`arbormem.images.clip`), or None.
+        self.clip = open_clip(settings.image_embedder)
         self.reranker = reranker
         self.llm = llm
         self.backend = backend or open_store(
@@ -227,7 +230,7 @@ class Engine:
             if self._captions is None:
                 from arbormem.images.index import CaptionIndex
 
-                self._captions = CaptionIndex(self.backend, self.embedder)
+                self._captions = CaptionIndex(self.backend, self.embedder, self.clip)
             return self._captions
 
     def forgotten(self, threads: Sequence[Thread], chashes: Sequence[str]) -> None:

@@ -38,6 +38,7 @@ from arbormem.context.assemble import MIN_BUDGET, REPLY_PRIMER
 from arbormem.context.modes import DEFAULT_MODE, mode_name
 from arbormem.embed import DEFAULT_DEEP, DEFAULT_EMBEDDER
 from arbormem.errors import InputError
+from arbormem.images.clip import image_embedder_spec
 from arbormem.llm import LLMConfig, resolve_llm_config
 from arbormem.models import DEFAULT_AGENT, DEFAULT_USER
 from arbormem.recall.rerank import parse_reranker
@@ -205,6 +206,12 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "image_recall_boost": ("ARBORMEM_IMAGE_RECALL_BOOST", "image_recall_boost", 0.5, boost),
     "image_expire_below": ("ARBORMEM_IMAGE_EXPIRE_BELOW", "image_expire_below", 0.1, share),
     "image_max_age_days": ("ARBORMEM_IMAGE_MAX_AGE_DAYS", "image_max_age_days", 90.0, days),
+    "image_embedder": (
+        "ARBORMEM_IMAGE_EMBEDDER",
+        "image_embedder",
+        "none",
+        image_embedder_spec,
+    ),
     "vision_model": ("ARBORMEM_VISION_MODEL", "vision_model", "", text),
     "vision_base_url": ("ARBORMEM_VISION_BASE_URL", "vision_base_url", "", text),
     "vision_timeout": ("ARBORMEM_VISION_TIMEOUT", "vision_timeout", 30.0, seconds),
@@ -267,6 +274,9 @@ class Settings:
     image_expire_below: float = 0.1
     #: Age in days past which ``arbormem images expire --purge`` may delete an image.
     image_max_age_days: float = 90.0
+    #: A local CLIP model that embeds the pictures themselves (``clip:FOLDER``, extra
+    #: ``arbormem[clip]``), or ``none``: see :mod:`arbormem.images.clip`.
+    image_embedder: str = "none"
     #: The vision model that captions images ("" for none: captions come from the
     #: file and the conversation), its OpenAI-compatible endpoint ("" for the chat
     #: LLM's, else ``OPENAI_BASE_URL``) and its wait per attempt.

@@ -5,13 +5,15 @@ captions best match the query. The turn ranker's machinery (windows, dates, topi
 a dozen features) costs tens of milliseconds on a large thread; this answers in a
 few, from the same two signals: BM25 over the caption messages' index terms (the
 analysis the lexical index uses) and the cosine of their stored vectors, fused by
-reciprocal rank. The index follows the store: rows appended since it was built are
-added to it, and a forget or an expiry (which changes the thread's generation)
-rebuilds it.
+reciprocal rank; with a CLIP model configured (:mod:`arbormem.images.clip`), a third
+signal, the cosine of the query with the picture itself, joins them. The index
+follows the store: rows appended since it was built are added to it, and a forget
+or an expiry (which changes the thread's generation) rebuilds it.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arbormem.embed import Embedder
+from arbormem.images.clip import ClipEmbedder
 from arbormem.store import Backend, Thread
+from arbormem.store.images import ImageRow
 from arbormem.text import analyze_message, query_terms
 
 #: BM25 parameters (those of the lexical index) and the reciprocal-rank constant.
@@ -27,6 +31,8 @@ K1, B = 1.2, 0.75
 RRF_K = 60
 #: Candidates each signal contributes before fusion.
 POOL = 100
+
+log = logging.getLogger("arbormem.images")
 
 
 @dataclass
@@ -42,14 +48,21 @@ class _Entry:
     matrix: np.ndarray | None = None
     length_array: np.ndarray | None = None
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: CLIP vectors of the pictures (None: no bytes, or the model failed on them).
+    clip_vectors: list[np.ndarray | None] = field(default_factory=list)
+    clip_matrix: np.ndarray | None = None
+    clip_rows: np.ndarray | None = None
 
 
 class CaptionIndex:
     """BM25 and cosine over the captions of each thread's live images."""
 
-    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+    def __init__(
+        self, backend: Backend, embedder: Embedder, clip: ClipEmbedder | None = None
+    ) -> None:
         self.backend = backend
         self.embedder = embedder
+        self.clip = clip
         self._entries: dict[int, _Entry] = {}
         self._lock = threading.Lock()
 
@@ -87,7 +100,9 @@ class CaptionIndex:
             fresh = self.embedder.embed_batch([kept[i][1].message.text for i in missing])
             matrix = matrix.copy()
             matrix[missing] = fresh
-        for (image, row), vec in zip(kept, matrix):
+        pictures = self._pictures([image for image, _ in kept])
+        for (image, row), vec, picture in zip(kept, matrix, pictures):
+            entry.clip_vectors.append(picture)
             n = len(entry.image_ids)
             entry.image_ids.append(image.id)
             entry.message_ids.append(row.message.id)
@@ -104,23 +119,63 @@ class CaptionIndex:
         entry.matrix = None
         entry.length_array = None
         entry.arrays.clear()
+        entry.clip_matrix = entry.clip_rows = None
+
+    def _pictures(self, images: Sequence[ImageRow]) -> list[np.ndarray | None]:
+        """The CLIP vectors of these images: stored ones, else computed from their
+        bytes now (and stored); None for an image without bytes, or all None without
+        a CLIP model. A model that fails leaves those images to the captions."""
+        clip = self.clip
+        if clip is None:
+            return [None] * len(images)
+        digests = sorted({i.digest for i in images if i.size})
+        found = self.backend.vectors(clip.model_id, digests) if digests else {}
+        missing = [d for d in digests if d not in found]
+        if missing:
+            datas = {d: self.backend.blob(d) for d in missing}
+            todo = [d for d in missing if datas[d] is not None]
+            try:
+                fresh = clip.embed_images([datas[d] or b"" for d in todo])
+            except Exception as exc:  # a bad model or picture: captions still answer
+                log.warning("CLIP could not embed %d images: %s", len(todo), exc)
+                fresh = None
+            if fresh is not None and len(fresh) == len(todo):
+                made = dict(zip(todo, fresh))
+                found.update(made)
+                if made and not self.backend.read_only:
+                    self.backend.put_vectors(clip.model_id, made)
+        return [found.get(i.digest) if i.size else None for i in images]
+
+    def _query_picture(self, query: str) -> np.ndarray | None:
+        """The query in the pictures' space, or None (no CLIP model, or it failed:
+        the captions answer alone)."""
+        if self.clip is None:
+            return None
+        try:
+            return self.clip.embed_text(query)
+        except Exception as exc:  # the model's own errors
+            log.warning("CLIP could not embed the query: %s", exc)
+            return None
 
     def search(self, threads: Sequence[Thread], query: str, k: int) -> list[tuple[str, str, float]]:
         """``(image id, caption message id, score)`` of the best ``k`` images."""
         terms = query_terms(query)
         qvec = np.asarray(self.embedder.embed(query), dtype=np.float32)
+        qclip = self._query_picture(query)
         scored: list[tuple[float, int, str, str]] = []
         for thread in threads:
             entry = self._entry(thread)
             with self._lock:
                 if not entry.image_ids:
                     continue
-                fused = self._fuse(entry, terms, qvec)
+                fused = self._fuse(entry, terms, qvec, qclip)
                 scored.extend((s, i, entry.image_ids[i], entry.message_ids[i]) for i, s in fused)
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [(image_id, mid, score) for score, _, image_id, mid in scored[:k]]
 
-    def _fuse(self, entry: _Entry, terms: list[str], qvec: np.ndarray) -> list[tuple[int, float]]:
+    def _fuse(
+        self, entry: _Entry, terms: list[str], qvec: np.ndarray, qclip: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         n = len(entry.image_ids)
         if entry.matrix is None or entry.length_array is None:
             entry.matrix = np.vstack(entry.vectors)
@@ -153,6 +208,16 @@ class CaptionIndex:
                 if bm25[i] <= 0:
                     break
                 fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
+        if qclip is not None:
+            if entry.clip_rows is None:
+                present = [(i, v) for i, v in enumerate(entry.clip_vectors) if v is not None]
+                entry.clip_rows = np.asarray([i for i, _ in present], dtype=np.int64)
+                entry.clip_matrix = np.vstack([v for _, v in present]) if present else None
+            if entry.clip_matrix is not None and len(qclip) == entry.clip_matrix.shape[1]:
+                pictures = np.einsum("ij,j->i", entry.clip_matrix, qclip)
+                for rank, j in enumerate(_top(pictures, POOL)):
+                    i = int(entry.clip_rows[j])
+                    fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
         return list(fused.items())
 
 

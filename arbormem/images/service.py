@@ -192,7 +192,23 @@ class ImagesService:
                     metadata=meta,
                 )
             )
+        if image is not None:
+            self._embed_picture(digest, image.data)
         return self.memory(stored)
+
+    def _embed_picture(self, digest: str, data: bytes) -> None:
+        """Store the picture's CLIP vector when a CLIP model is configured. The image
+        is stored already: a model that fails is logged, and the picture is tried
+        again when image search first reads it."""
+        clip = self.engine.clip
+        if clip is None or self.backend.vectors(clip.model_id, [digest]):
+            return
+        try:
+            vec = clip.embed_images([data])[0]
+        except Exception as exc:  # the model's own errors; the image is kept
+            log.warning("CLIP could not embed image %s: %s", digest[:12], exc)
+            return
+        self.backend.put_vectors(clip.model_id, {digest: vec})
 
     def _caption(
         self,

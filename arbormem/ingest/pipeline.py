@@ -454,5 +454,7 @@ class Writer:
         # The deep embedder's vectors are the store's too (see arbormem.deep).
         deep = self.engine.deep
         also = [deep.model_id] if deep is not None else []
+        if self.engine.clip is not None:  # the pictures' vectors (arbormem.images.clip)
+            also.append(self.engine.clip.model_id)
         pruned = self.backend.prune_vectors(model, *also) if prune else 0
         return Reembedded(embedded=embedded, pruned=pruned)

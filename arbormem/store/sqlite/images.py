@@ -130,6 +130,11 @@ class SQLiteImages(SQLiteMessages):
         with self.transaction():
             c = self._writer
             c.execute("DELETE FROM image_captions WHERE digest NOT IN (SELECT digest FROM images)")
+            # The CLIP vectors of pictures no image refers to (arbormem.images.clip).
+            c.execute(
+                "DELETE FROM vectors WHERE model LIKE 'clip:%'"
+                " AND chash NOT IN (SELECT digest FROM images)"
+            )
             if self._image_folder is None:
                 return c.execute(
                     "DELETE FROM image_blobs WHERE digest NOT IN (SELECT digest FROM images)"

@@ -530,7 +530,9 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
             for r in c.execute(
                 "SELECT DISTINCT v.chash FROM vectors v WHERE NOT EXISTS"
                 " (SELECT 1 FROM messages m WHERE m.chash = v.chash) AND NOT EXISTS"
-                " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash)"
+                " (SELECT 1 FROM tree_nodes n WHERE n.chash = v.chash) AND NOT EXISTS"
+                # A picture's CLIP vector is keyed by its digest (arbormem.images.clip).
+                " (SELECT 1 FROM images i WHERE i.digest = v.chash)"
             )
         ]
         for chunk, marks in batches(unused):
