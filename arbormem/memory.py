@@ -497,6 +497,7 @@ class Memory(RecordsMethods, ImageMethods):
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
+        records: bool = False,
     ) -> Hits:
         """The ``k`` messages that best answer ``query``, best first.
 
@@ -505,11 +506,14 @@ class Memory(RecordsMethods, ImageMethods):
         ``neighbors=n`` attaches the n turns before and after each hit.
         Soft-archived messages are never hits; the result (a list) names those
         that hold the query's words in ``archived`` (see :class:`Hits`).
+        ``records=True`` also finds up to ``k`` current typed records, in
+        ``Hits.records`` (the turns are ranked as without; filters are the turns').
         """
         self._query(query)
         arguments.count(k, "k", 1, MAX_RESULTS)
         arguments.count(neighbors, "neighbors", 0, MAX_NEIGHBORS)
         arguments.flag(all_agents, "all_agents")
+        arguments.flag(records, "records")
         if k * (2 * neighbors + 1) > MAX_WITH_NEIGHBORS:
             # k=10,000 with 100 neighbours read two million messages (35 s, 3.9 GB).
             raise InputError(
@@ -531,7 +535,8 @@ class Memory(RecordsMethods, ImageMethods):
         self._engine.touch(threads, wrote=False)
         hits = self._engine.retriever.search(threads, query, k, filters, neighbors=neighbors)
         archived, count = self.backend.archived_matches(threads, query_terms(query), filters, k)
-        return Hits(hits, archived=archived, archived_count=count)
+        found = self._records.beside_turns(threads, query, k) if records else []
+        return Hits(hits, archived=archived, archived_count=count, records=found)
 
     def ranking_features(
         self, query: str, *, user: str | None = None, agent: str | None = None

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arbormem.timeutil import format_timestamp
+
+if TYPE_CHECKING:
+    from arbormem.records.service import RecordHit
 
 #: Roles a message may have. Aliases accepted on input are listed in ``ROLE_ALIASES``.
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -196,11 +199,31 @@ class Hits(list[Hit]):
     hits asked for; ``archived_count`` counts them all. Search never returns
     them as hits: ``Memory.get(id)`` reads one, ``restore_archived()`` brings
     them back into recall.
+
+    ``records`` holds the typed records found beside the turns when the search asked
+    for them (``records=True``), best first (:class:`~arbormem.records.RecordHit`:
+    the record, its score, its source ``message_ids``); empty otherwise. They are
+    not in the list: the turns are ranked as without them.
     """
 
     def __init__(
-        self, hits: Iterable[Hit] = (), *, archived: Sequence[str] = (), archived_count: int = 0
+        self,
+        hits: Iterable[Hit] = (),
+        *,
+        archived: Sequence[str] = (),
+        archived_count: int = 0,
+        records: Sequence[RecordHit] = (),
     ) -> None:
         super().__init__(hits)
         self.archived: list[str] = list(archived)
         self.archived_count = max(archived_count, len(self.archived))
+        self.records: list[RecordHit] = list(records)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hits, the record hits and the archived matches, for JSON."""
+        return {
+            "hits": [h.to_dict() for h in self],
+            "records": [r.to_dict() for r in self.records],
+            "archived": list(self.archived),
+            "archived_count": self.archived_count,
+        }

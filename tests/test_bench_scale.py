@@ -158,6 +158,10 @@ def test_bench_locomo_with_distractors_on_the_tiny_conversation(tmp_path: Path) 
     assert result["dataset"]["turns"] == 6 and result["dataset"]["questions"] == 3
     systems = result["systems"]
     assert {"arbormem", "bm25", "dense", "window", "full"} <= set(systems)
+    # The records extracted inside the timed ingest are counted (the pet, the race...);
+    # a baseline that keeps no records says nothing.
+    assert systems["arbormem"]["records_extracted"] >= 1
+    assert "records_extracted" not in systems["full"]
     assert systems["full"]["budget_recall@1000"] == 1.0
     # The whole history now costs far more than the six real turns did.
     assert systems["full"]["context_tokens_mean"] > 2000
@@ -189,6 +193,8 @@ def test_a_locomo_ingest_leaves_no_upkeep_running(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as mem:
         ingest_conversation(mem, conv)
         assert not mem.pending()  # nothing queued, nothing running
+        # Records extraction belongs to the timed ingest: done when it returns.
+        assert mem.records(current=False)  # and pending() above: nothing left to extract
         thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
         assert thread is not None
         assert mem.backend.session_state(thread, "session_2")  # its upkeep ran

@@ -132,8 +132,7 @@ def test_records_kept_in_a_sqlite_store_give_the_same_figures() -> None:
 
 
 def test_the_store_flag_and_the_cost_of_writing_records(tmp_path: Path) -> None:
-    from arbormem.bench.updates import extract_locomo, ingest_with_records
-    from arbormem.embed import HashingEmbedder
+    from arbormem.bench.updates import extract_locomo
 
     from .conftest import tiny_locomo
 
@@ -142,8 +141,11 @@ def test_the_store_flag_and_the_cost_of_writing_records(tmp_path: Path) -> None:
     assert cost["store"]["exchanges_with_candidates"] >= 1
     for mode in ("transaction_per_exchange", "transaction_per_conversation"):
         assert cost["store"][mode]["same_as_in_memory"] is True
-    ingested = ingest_with_records([path], embedder=HashingEmbedder(32))
-    assert ingested["turns"] == 6 and ingested["records"] == cost["records"] >= 1
+    assert cost["records"] >= 1
+    # --ingest timed the extractor beside Memory's own extraction; bench locomo times
+    # the real path, and the retired flag says so instead of a figure of neither.
+    retired = run_cli("bench", "updates", "-n", "0", "--locomo", str(path), "--ingest")
+    assert retired.returncode != 0 and "bench locomo" in retired.stderr
     done = run_cli("bench", "updates", "-n", "2", "--seed", "4", "--store", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["generated"]["engine"] == "sqlite store"

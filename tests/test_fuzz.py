@@ -183,6 +183,7 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
             "role": st.one_of(st.none(), st.just("user")),
             "neighbors": COUNT,
             "all_agents": st.booleans(),
+            "records": st.booleans(),
             **SCOPED,
         },
     ),

@@ -394,3 +394,86 @@ def test_the_records_commands(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "rec-nope" in bad.stderr
     refused = run_cli("records", "forget", "rec-x", env=env, input="n\n")
     assert "Nothing forgotten" in refused.stderr
+
+
+def test_search_finds_records_beside_the_turns_and_ranks_the_turns_as_without(
+    mem: Memory,
+) -> None:
+    tell_the_move(mem)
+    mem.remember("Sam likes green tea.", kind="preference", subject="Sam")
+    plain = mem.search("Where does Sam live now?", k=3)
+    assert plain.records == []
+    both = mem.search("Where does Sam live now?", k=3, records=True)
+    # The turns are the same list with or without records: where turns are scored
+    # (bench locomo), records change nothing.
+    assert [(h.id, h.score) for h in both] == [(h.id, h.score) for h in plain]
+    assert 1 <= len(both.records) <= 3
+    top = both.records[0]
+    assert (top.record.attribute, top.record.value, top.record.current) == ("home", "Lyon", True)
+    said = {m.content: m.id for m in mem.messages()}
+    assert top.message_ids == [said["Big news: I moved to Lyon last week!"]]
+    assert [r.score for r in both.records] == sorted((r.score for r in both.records), reverse=True)
+    # current records only: the closed Paris record is not offered
+    assert all(r.record.valid_to is None for r in both.records)
+    out = both.to_dict()
+    assert [h["id"] for h in out["hits"]] == [h.id for h in both]
+    assert out["records"][0]["id"] == top.record.id
+    assert out["records"][0]["message_ids"] == top.message_ids
+    assert out["archived"] == [] and out["archived_count"] == 0
+    json.dumps(out)  # JSON-ready
+    tea = mem.search("green tea", k=5, records=True).records
+    assert tea and tea[0].record.text == "Sam likes green tea." and tea[0].message_ids == []
+    with pytest.raises(InputError, match="records"):
+        mem.search("tea", records="yes")  # type: ignore[arg-type]
+
+
+def test_search_records_reach_every_agent_with_all_agents(tmp_path: Path) -> None:
+    with Memory(tmp_path / "a.db", embedder=HashingEmbedder(64), user="sam", agent="a") as mem:
+        mem.add("I moved to Lyon last week!", speaker="Sam", timestamp=MOVE)
+        mem.add("I work at Acme now.", speaker="Sam", timestamp=MOVE, agent="b")
+        mine = mem.search("Where does Sam work?", records=True).records
+        assert all(r.record.attribute != "employer" for r in mine)
+        every = mem.search("Where does Sam work?", records=True, all_agents=True).records
+        assert any(r.record.value == "Acme" for r in every)
+        assert mem.search("anything", records=True, user="nobody").records == []
+
+
+def test_search_records_through_async_memory(tmp_path: Path) -> None:
+    import asyncio
+
+    from arbormem import AsyncMemory
+
+    async def run() -> list[str]:
+        async with AsyncMemory(
+            tmp_path / "async.db", embedder=HashingEmbedder(64), user="sam", agent="bot"
+        ) as amem:
+            await amem.add("I moved to Lyon last week!", speaker="Sam", timestamp=MOVE)
+            hits = await amem.search("Where does Sam live?", records=True)
+            return [r.record.value or "" for r in hits.records]
+
+    assert asyncio.run(run()) == ["Lyon"]
+
+
+def test_the_search_command_shows_records_with_their_sources(tmp_path: Path) -> None:
+    env = {"ARBORMEM_DB": str(tmp_path / "cli.db"), "ARBORMEM_EMBEDDER": "hash"}
+    added = run_cli(
+        "add",
+        "Big news: I moved to Lyon last week!",
+        "--speaker",
+        "Sam",
+        "--timestamp",
+        "2024-05-05T10:00:00Z",
+        "--json",
+        env=env,
+    )
+    assert added.returncode == 0, added.stderr
+    plain = run_cli("search", "Where does Sam live?", "--json", env=env)
+    assert isinstance(json.loads(plain.stdout), list)  # unchanged without --records
+    out = run_cli("search", "Where does Sam live?", "--records", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    both = json.loads(out.stdout)
+    assert set(both) == {"hits", "records", "archived", "archived_count"}
+    (record,) = both["records"]
+    assert record["value"] == "Lyon" and record["message_ids"] == [both["hits"][0]["id"]]
+    text = run_cli("search", "Where does Sam live?", "--records", env=env).stdout
+    assert "Records:" in text and "Sam lives in Lyon." in text and both["hits"][0]["id"] in text

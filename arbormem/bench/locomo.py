@@ -48,6 +48,7 @@ from arbormem.memory import Memory
 from arbormem.models import Message
 from arbormem.recall.rerank import Reranker, get_reranker
 from arbormem.recall.retriever import RecallConfig
+from arbormem.records.public import MAX_RECORDS
 from arbormem.timeutil import display
 from arbormem.tokens import TokenCounter, default_counter
 
@@ -223,7 +224,8 @@ def ingest_conversation(memory: Memory, conv: LocomoConversation) -> dict[str, s
         for m, t in zip(stored, turns):
             dia_of[m.id] = t.dia_id
     # A short session's batch counts as a live exchange, whose upkeep runs a moment
-    # later in the background: it belongs to the ingest, not to the first questions.
+    # later in the background, and every add's records are extracted by a background
+    # job: both belong to the ingest (and its timing), not to the first questions.
     memory.wait()
     return dia_of
 
@@ -242,6 +244,11 @@ class System:
         """Wait for indexing that goes on in the background after ``ingest`` returned
         (the deep vectors); returns whether there was any."""
         return False
+
+    def records_kept(self) -> int | None:
+        """How many typed records the store holds (every version), None for a system
+        that keeps none; read after the timed ingest."""
+        return None
 
     def rank(self, question: str) -> list[str]:
         raise NotImplementedError
@@ -327,6 +334,10 @@ class ArbormemSystem(System):
             return False
         self.memory.wait(indexed=True)
         return True
+
+    def records_kept(self) -> int | None:
+        assert self.memory is not None
+        return len(self.memory.records(current=False, limit=MAX_RECORDS))
 
     def rank(self, question: str) -> list[str]:
         assert self.memory is not None
@@ -545,6 +556,11 @@ def run(
                     # counts from the start of the ingest.
                     if system.finish_indexing():
                         acc.index_seconds += time.perf_counter() - t0
+                    # Extraction is part of the timed ingest (ingest_conversation waits
+                    # for it): the records it left are counted after the clock stopped.
+                    kept = system.records_kept() if system.stores else None
+                    if kept is not None:
+                        acc.records = (acc.records or 0) + kept
                     for q in questions:
                         t0 = time.perf_counter()
                         ranking = system.rank(q.text)

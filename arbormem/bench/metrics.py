@@ -65,6 +65,8 @@ class Accumulator:
     #: From the start of each ingest until its background indexing (the deep vectors,
     #: see arbormem.deep) was done: 0 when there was none.
     index_seconds: float = 0.0
+    #: Typed records the system held once each ingest was timed (None: it keeps none).
+    records: int | None = None
 
     def add(
         self,
@@ -108,6 +110,8 @@ class Accumulator:
         out["ingest_turns_per_s"] = (
             round(self.ingest_turns / self.ingest_seconds, 1) if self.ingest_seconds > 0 else None
         )
+        if self.records is not None:
+            out["records_extracted"] = self.records
         if self.index_seconds > 0:
             out["full_index_seconds"] = round(self.index_seconds, 1)
             out["full_index_turns_per_s"] = round(self.ingest_turns / self.index_seconds, 1)

@@ -42,7 +42,6 @@ from arbormem.records.service import RecordService
 from arbormem.timeutil import parse_timestamp
 
 if TYPE_CHECKING:
-    from arbormem.embed import Embedder
     from arbormem.store import Backend
 
 __all__ = [
@@ -389,80 +388,3 @@ def store_cost(
             same = all(services[n].to_dict() == books[n].to_dict() for n in books)
             out[mode] = {**_costs(seconds, cpu, len(work), written), "same_as_in_memory": same}
     return out
-
-
-def ingest_with_records(
-    paths: Sequence[str | Path], *, embedder: Embedder | str | None = None
-) -> dict[str, Any]:
-    """Ingest LoCoMo conversations as ``bench locomo`` does (a fresh memory in a
-    temporary folder for each, one ``add_many`` per session, default configuration),
-    and after each session's batch extract records from its turns and write them
-    into the same store in one transaction, with the stored message ids as
-    sources: the time of each part, and turns per second with and without records.
-    ``embedder`` replaces the configured one."""
-    import itertools
-
-    from arbormem.bench.locomo import load_paths
-    from arbormem.memory import Memory
-    from arbormem.records.extract import extract
-
-    options: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
-    turns_total = 0
-    records_total = 0
-    ingest_seconds = records_seconds = 0.0
-    for _, conv in load_paths(paths):
-        with (
-            tempfile.TemporaryDirectory(prefix="arbormem-ingest-") as folder,
-            Memory(Path(folder) / "m.db", **options) as memory,
-        ):
-            speakers = (conv.speaker_a, conv.speaker_b)
-            service: RecordService | None = None
-            recent: list[Turn] = []
-            for number, group in itertools.groupby(conv.turns, key=lambda t: t.session):
-                batch = list(group)
-                started = time.perf_counter()
-                stored = memory.add_many(
-                    [
-                        {
-                            "content": t.content,
-                            "role": "user" if t.speaker == conv.speaker_a else "assistant",
-                            "speaker": t.speaker,
-                            "timestamp": t.timestamp,
-                        }
-                        for t in batch
-                    ],
-                    session=f"session_{number}",
-                )
-                ingest_seconds += time.perf_counter() - started
-                started = time.perf_counter()
-                if service is None:
-                    (thread,) = memory.backend.threads()
-                    service = RecordService(memory.backend, thread)
-                with memory.backend.transaction():
-                    for m, t in zip(stored, batch):
-                        turn = Turn(m.id, t.content, t.timestamp, t.speaker)
-                        context = Context(
-                            speakers=speakers,
-                            recent=tuple(recent[-CONTEXT_TURNS:]),
-                            scope=service.scope,
-                        )
-                        service.add_exchange([turn], context, candidates=extract([turn], context))
-                        recent.append(turn)
-                records_seconds += time.perf_counter() - started
-                turns_total += len(batch)
-            started = time.perf_counter()
-            memory.working.wait()
-            ingest_seconds += time.perf_counter() - started
-            records_total += len(service) if service is not None else 0
-    both = ingest_seconds + records_seconds
-    return {
-        "turns": turns_total,
-        "records": records_total,
-        "ingest_seconds": round(ingest_seconds, 3),
-        "records_seconds": round(records_seconds, 3),
-        "ingest_turns_per_s": round(turns_total / ingest_seconds, 1) if ingest_seconds else None,
-        "with_records_turns_per_s": round(turns_total / both, 1) if both else None,
-        "records_ms_per_turn": round(1000 * records_seconds / turns_total, 4)
-        if turns_total
-        else None,
-    }

@@ -298,6 +298,12 @@ def add(
     help="Attach this many turns before and after each hit (at most 100).",
 )
 @click.option("--all-agents", is_flag=True, help="Search every agent of the user.")
+@click.option(
+    "--records",
+    "with_records",
+    is_flag=True,
+    help="Also show the current typed records for QUERY (the turns are ranked as without).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_obj
 @handle_errors
@@ -311,18 +317,24 @@ def search(
     role: tuple[str, ...],
     neighbors: int,
     all_agents: bool,
+    with_records: bool,
     as_json: bool,
 ) -> None:
     """Recall the messages that best answer QUERY.
 
     Messages archived by 'reorganize --prune-trivial' are never hits; a note
-    on stderr names those that hold the query's words.
+    on stderr names those that hold the query's words. With --records, up to
+    the same number of current typed records follow the turns, each with the
+    ids of the messages it was read from; --json then prints one object,
+    {"hits": [...], "records": [...], "archived": [...], "archived_count": N},
+    instead of the list of hits.
 
     \b
     Examples:
       arbormem search "when is the party?"
       arbormem search "peanut allergy" -k 3 --neighbors 1 --json
       arbormem search "deploy" --since 2026-01-01 --role assistant
+      arbormem search "where does Sam live" --records --json
     """
     with opts.open(existing=True) as mem:
         hits = mem.search(
@@ -334,8 +346,9 @@ def search(
             role=list(role) or None,
             neighbors=neighbors,
             all_agents=all_agents,
+            records=with_records,
         )
-        if not hits:
+        if not hits and not hits.records:
             hint_if_empty(mem, all_agents=all_agents)
     if hits.archived_count:
         # On stderr: stdout may be --json for a program, and stays a list of hits.
@@ -351,9 +364,9 @@ def search(
             err=True,
         )
     if as_json:
-        echo_json([h.to_dict() for h in hits])
+        echo_json(hits.to_dict() if with_records else [h.to_dict() for h in hits])
         return
-    if not hits:
+    if not hits and not hits.records:
         click.echo("No matches.")
         return
     from arbormem.timeutil import display
@@ -372,6 +385,13 @@ def search(
         for n in hit.neighbors:
             if n.index > m.index:
                 click.echo(f"      {n.speaker or n.role}: {n.content}")
+    if with_records:
+        click.echo("Records:" if hits.records else "Records: none.")
+        for rank, found in enumerate(hits.records, 1):
+            r = found.record
+            cited = ", ".join(found.message_ids) or "stated with remember"
+            click.echo(f"{rank:>2}. [{r.kind}] {r.text} score {found.score:.3f}")
+            click.echo(f"    from: {cited}")
 
 
 # -- sessions and show ---------------------------------------------------------------------

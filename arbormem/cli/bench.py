@@ -490,8 +490,8 @@ bench.add_command(context)
 @click.option(
     "--ingest",
     is_flag=True,
-    help="With --locomo: ingest the turns through Memory as bench locomo does, extracting "
-    "and storing records after each session's batch; turns/s with and without records.",
+    hidden=True,
+    help="Retired: bench locomo times ingest with Memory's own extraction.",
 )
 @click.option(
     "--memory",
@@ -538,9 +538,19 @@ def updates_cmd(
       arbormem bench updates --memory
       arbormem bench updates -n 0 --file tests/data/updates_handwritten.json --misses
       arbormem bench updates -n 0 --locomo ../shared/datasets/locomo/conv-26.json --show-records
-      arbormem bench updates -n 0 --locomo ../shared/datasets/locomo --store --ingest
+
+    Ingest speed with extraction on is measured by 'arbormem bench locomo' (its
+    ingest_turns_per_s includes every turn's records).
     """
-    from arbormem.bench.updates import extract_locomo, ingest_with_records, run
+    from arbormem.bench.updates import extract_locomo, run
+
+    if ingest:
+        # It ran the extractor beside Memory's own extraction and timed both: a figure
+        # that matched no real path once Memory extracted records after every add.
+        raise click.UsageError(
+            "--ingest is retired: 'arbormem bench locomo PATH --systems arbormem' times "
+            "ingest with Memory's own records extraction (ingest_turns_per_s)"
+        )
 
     result = run(
         conversations=conversations,
@@ -555,8 +565,6 @@ def updates_cmd(
         result.pop("generated", None)
     if locomo_paths:
         result["locomo_extraction"] = extract_locomo(locomo_paths, keep=show_records, store=store)
-        if ingest:
-            result["locomo_ingest"] = ingest_with_records(locomo_paths)
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return
@@ -597,14 +605,6 @@ def updates_cmd(
                     f"({cost['cpu_ms_per_written_exchange']} CPU) per exchange that gave "
                     f"candidates; same records as in memory: {cost['same_as_in_memory']}"
                 )
-        ingested = result.get("locomo_ingest")
-        if ingested:
-            click.echo(
-                f"LoCoMo ingest: {ingested['ingest_turns_per_s']} turns/s without records, "
-                f"{ingested['with_records_turns_per_s']} with them extracted and stored after "
-                f"each session ({ingested['records_ms_per_turn']} ms/turn for records, "
-                f"{ingested['records']} kept)"
-            )
         for item in extraction.get("listed", []):
             shown = f"  [{item['kind']}] {item['text']}  <- {', '.join(item['sources'])}"
             if item["superseded_by"]:

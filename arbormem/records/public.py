@@ -245,6 +245,21 @@ class RecordsAPI:
             return []
         return service.search(query, k, current=current, as_of=moment, kinds=kinds, speaker=speaker)
 
+    def beside_turns(self, threads: Iterable[Thread], query: str, k: int) -> list[RecordHit]:
+        """The current records of ``threads`` for ``query``, best first, at most ``k``
+        (what ``Memory.search(records=True)`` returns beside the turns)."""
+        threads = list(threads)
+        if not threads:
+            return []
+        self.engine.jobs.wait(kind="records")
+        found = [
+            hit
+            for thread in threads
+            for hit in self.engine.records.service(thread).search(query, k, current=True)
+        ]
+        # A stable sort: one thread's ties keep their order (newer first, as searched).
+        return sorted(found, key=lambda h: -h.score)[:k]
+
     # -- the prompt ------------------------------------------------------------------
 
     def context_section(

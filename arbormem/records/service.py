@@ -73,16 +73,26 @@ _WORD = re.compile(r"[A-Za-z][\w'-]*")
 
 @dataclass(frozen=True)
 class RecordHit:
-    """A record found by :meth:`RecordService.search`, with the signals that ranked it."""
+    """A record found by :meth:`RecordService.search`, with the signals that ranked it.
+
+    Where turns are scored, a record stands for its source turns
+    (:attr:`message_ids`): it is never a turn of its own."""
 
     record: Record
     score: float
     signals: Mapping[str, float] = field(default_factory=dict)
 
+    @property
+    def message_ids(self) -> list[str]:
+        """The ids of the messages the record was read from (none for one stated
+        with ``remember``), in the order they were cited."""
+        return list(self.record.sources)
+
     def to_dict(self) -> dict[str, Any]:
         out = self.record.to_dict()
         out["score"] = round(self.score, 6)
         out["signals"] = {k: round(v, 6) for k, v in self.signals.items()}
+        out["message_ids"] = self.message_ids
         return out
 
 
