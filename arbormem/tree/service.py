@@ -87,25 +87,25 @@ class Trees:
         if depth is None and node is None and open_at is None:
             root = load_tree(self.backend, thread, messages=messages)
         else:
-            row = self.backend.get(open_at.id) if open_at is not None else None
-            leaf = self.backend.message_leaves([row.rowid]).get(row.rowid) if row else None
+            at = self.backend.get(open_at.id) if open_at is not None else None
+            leaf = self.backend.message_leaves([at.rowid]).get(at.rowid) if at else None
             root = load_part(self.backend, thread, depth=depth, node=node, open_leaf=leaf)
             if messages:
                 leaves = {n.id: n for n in root.walk() if n.kind == "leaf"}
-                rows = self.backend.leaf_messages(thread, list(leaves)) if leaves else []
-                leaf_of = self.backend.message_leaves([r.rowid for r in rows])
-                for row in rows:
-                    found = leaves.get(leaf_of.get(row.rowid, -1))
+                placed = self.backend.leaf_messages(thread, list(leaves)) if leaves else []
+                leaf_of = self.backend.message_leaves([r.rowid for r in placed])
+                for r in placed:
+                    found = leaves.get(leaf_of.get(r.rowid, -1))
                     if found is not None:
-                        found.messages.append(row.message)
+                        found.messages.append(r.message)
         # Topics still growing are named when they freeze; show a provisional name now.
         active = [n for n in root.walk() if n.kind == "topic" and not n.frozen and not n.name]
         if active:
             rows = {r.id: r for r in self.backend.tree_nodes(thread, ids=[n.id for n in active])}
-            for node in active:
-                if node.id in rows:
-                    node.name, node.summary, node.keyphrases = self.describe_growing(
-                        thread, rows[node.id]
+            for growing in active:
+                if growing.id in rows:
+                    growing.name, growing.summary, growing.keyphrases = self.describe_growing(
+                        thread, rows[growing.id]
                     )
         return root
 
