@@ -31,6 +31,9 @@ KEY_COOKIE = "arbormem_key"
 PAGE_SIZE = 200
 #: Scopes listed on the first page (each costs a count).
 MAX_SCOPES = 200
+#: Records on the records page (each costs a history read), and sources per record.
+MAX_RECORDS = 200
+MAX_SOURCES = 5
 #: The pages of one scope, in the navigation's order.
 NAV = (
     ("sessions", "Sessions"),
@@ -416,14 +419,37 @@ class WebView:
         user, agent = self._scope(request, mem)
         if not self._has_records(mem):
             raise NotFound("this memory keeps no records")
+        current = mem.records(user=user, agent=agent, limit=MAX_RECORDS + 1)
+        said: dict[str, Any] = {}
+
+        def sources(record: Any) -> list[dict[str, Any]]:
+            """Each message a record was taken from: who said it when, and a link to it
+            in its topic (a source since forgotten is named, not linked)."""
+            out = []
+            for message_id in list(record.sources)[:MAX_SOURCES]:
+                if message_id not in said:
+                    try:
+                        said[message_id] = mem.get(message_id, user=user, agent=agent)
+                    except NotFound:
+                        said[message_id] = None
+                message = said[message_id]
+                link = self._url(request, "tree", user=user, agent=agent, message=message_id)
+                out.append({"id": message_id, "message": message,
+                            "link": f"{link}#m-{message_id}" if message else None})  # fmt: skip
+            return out
+
         rows = []
-        for record in mem.records(user=user, agent=agent):
-            to_dict = getattr(record, "to_dict", None)
-            rows.append(to_dict() if callable(to_dict) else dict(record))
-        columns = list(dict.fromkeys(c for r in rows for c in r))
+        for record in current[:MAX_RECORDS]:
+            # Earlier values: what the same subject's attribute held before, newest first.
+            history = mem.record_history(record.id, user=user, agent=agent)
+            earlier = [h for h in reversed(history) if h.id != record.id]
+            rows.append(
+                {"record": record, "sources": sources(record),
+                 "earlier": [{"record": h, "sources": sources(h)} for h in earlier]}
+            )  # fmt: skip
         return self._page(
             request, "records.html", "records", "Records", (user, agent),
-            rows=rows, columns=columns, has_records=True,
+            rows=rows, more=len(current) > MAX_RECORDS, has_records=True,
         )  # fmt: skip
 
     # -- logging in -------------------------------------------------------------------
