@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -45,13 +46,24 @@ def warm(memory: Any, *, max_scopes: int = MAX_SCOPES) -> float:
     return time.perf_counter() - start
 
 
-def warm_in_background(memory: Any, done: Any = None) -> threading.Thread:
-    """Start :func:`warm` in a daemon thread; ``done(seconds)`` is called when it ends."""
+def warm_in_background(
+    memory: Any,
+    done: Callable[[float], object] | None = None,
+    first: Callable[[], object] | None = None,
+) -> threading.Thread:
+    """Start :func:`warm` in a daemon thread, after ``first()`` if given (its errors
+    logged); ``done(seconds)`` is called when it ends, with the seconds of both."""
 
     def run() -> None:
-        seconds = warm(memory)
+        start = time.perf_counter()
+        if first is not None:
+            try:
+                first()
+            except Exception:  # as for warm(): never fatal
+                log.warning("warming up failed", exc_info=True)
+        warm(memory)
         if done is not None:
-            done(seconds)
+            done(time.perf_counter() - start)
 
     thread = threading.Thread(target=run, name="arbormem-warmup", daemon=True)
     thread.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import urllib.request
 
 import click
 
@@ -66,9 +67,13 @@ def ui(opts: StoreOptions, port: int, no_browser: bool, no_warm_up: bool) -> Non
         click.echo(f"arbormem ui: {url} (Ctrl-C to stop)", nl=True)
         sys.stdout.flush()
         if not no_warm_up:
+            # Its own first page too, as the browser will ask for it: the first request
+            # of a process sets up the server's event loop machinery and worker threads
+            # (a few hundred ms on a loaded machine), whoever sends it.
             warm_in_background(
                 mem,
                 lambda s: click.echo(f"arbormem ui: warmed up in {1000 * s:.0f} ms", err=True),
+                first=lambda: urllib.request.urlopen(url, timeout=60).read(),
             )
         if not no_browser:
             import webbrowser
