@@ -64,6 +64,7 @@ def ui(opts: StoreOptions, port: int, no_browser: bool, no_warm_up: bool) -> Non
                 "pick another with --port, or --port 0 for any free one"
             ) from None
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        app.state.prepared.join(30)  # templates compiled before the browser asks for one
         click.echo(f"arbormem ui: {url} (Ctrl-C to stop)", nl=True)
         sys.stdout.flush()
         if not no_warm_up:

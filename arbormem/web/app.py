@@ -101,9 +101,17 @@ class WebView:
         )
         self.env.globals.update(when=_when, percent=_percent, signal_help=SIGNAL_HELP)
 
-    def compile_templates(self) -> None:
-        """Compile every template now: each costs 15-50 ms the first time it is used,
-        which a page's first request would pay."""
+    def prepare(self) -> None:
+        """Do now what a process's first page would otherwise pay for: compile every
+        template (15-50 ms each) and load anyio's event-loop backend and worker threads,
+        which Starlette imports on the first request (100-300 ms)."""
+        try:
+            import anyio
+            import anyio.to_thread
+
+            anyio.run(anyio.to_thread.run_sync, lambda: None)  # a loop of its own thread
+        except Exception:  # only a head start: the first request loads it otherwise
+            pass
         for name in self.env.list_templates(filter_func=lambda n: n.endswith(".html")):
             self.env.get_template(name)
 
@@ -551,8 +559,10 @@ def create_app(
         lambda request: memory
     )  # fmt: skip
     view = WebView(memory_for, check_key=check_key, title=title)
-    # In the background: the app is ready at once, and the templates soon after.
-    threading.Thread(target=view.compile_templates, name="arbormem-web", daemon=True).start()
+    # In the background: the app is ready at once, and the rest soon after (a caller
+    # that would rather wait joins ``app.state.prepared``, as ``arbormem ui`` does).
+    prepared = threading.Thread(target=view.prepare, name="arbormem-web", daemon=True)
+    prepared.start()
     g = view.guarded
     routes = [
         Route("/", g(view.scopes), name="scopes"),
@@ -575,7 +585,9 @@ def create_app(
     middleware = [Middleware(_Headers)]
     if allowed_hosts:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
-    return Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.prepared = prepared
+    return app
 
 
 __all__ = ["KEY_COOKIE", "Unauthorized", "create_app"]
