@@ -448,9 +448,11 @@ class WebView:
 
         rows = []
         for record in current[:MAX_RECORDS]:
-            # Earlier values: what the same subject's attribute held before, newest first.
+            # Earlier values: what the same subject's attribute held before, newest first
+            # (a version that still holds, like a second thing someone likes, is a row
+            # of its own, not an earlier value).
             history = mem.record_history(record.id, user=user, agent=agent)
-            earlier = [h for h in reversed(history) if h.id != record.id]
+            earlier = [h for h in reversed(history) if h.id != record.id and h.valid_to]
             rows.append(
                 {"record": record, "sources": sources(record),
                  "earlier": [{"record": h, "sources": sources(h)} for h in earlier]}
