@@ -97,3 +97,29 @@ def test_an_empty_scope_has_an_empty_part(tmp_path: Path) -> None:
         assert m.tree(depth=1).children == []
         with pytest.raises(NotFound):
             m.tree(node=1, depth=1)
+
+
+def test_parts_read_from_postgresql_match_its_whole_tree(pg_url: str) -> None:
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    with Memory(pg_url, embedder="hash", llm=None) as m:
+        m.add_many(
+            {"content": t.content, "role": t.role, "speaker": t.speaker,
+             "timestamp": t.timestamp, "session": t.session}
+            for t in generate_turns(300, seed=7, start=start, end=start + timedelta(days=45))
+        )  # fmt: skip
+        m.wait()
+        whole = m.tree(messages=False)
+        top = m.tree(messages=False, depth=1)
+        assert [_fields(c) for c in top.children] == [_fields(c) for c in whole.children]
+        deep = next(n for n in whole.walk() if len(n.path) == 2 and n.kind != "leaf")
+        part = m.tree(messages=False, node=deep.id, depth=1)
+        assert [_fields(c) for c in part.children] == [_fields(c) for c in deep.children]
+        message = m.messages(start=150, end=151)[0]
+        opened = m.tree(messages=False, depth=1, open_at=message.id)
+        node = opened
+        while inside := [
+            c for c in node.children if c.first_index <= message.index <= c.last_index
+        ]:
+            node = inside[0]
+            assert find(whole, node.path).id == node.id
+        assert node.kind == "leaf"
