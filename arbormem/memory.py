@@ -787,11 +787,21 @@ class Memory(RecordsMethods, ImageMethods):
     # -- the topic tree -----------------------------------------------------------------------
 
     def tree(
-        self, *, user: str | None = None, agent: str | None = None, messages: bool = True
+        self,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        messages: bool = True,
+        depth: int | None = None,
+        node: int | None = None,
+        open_at: str | None = None,
     ) -> TopicNode:
-        """The thread's topic tree under a virtual root (empty if nothing is stored)."""
+        """The thread's topic tree under a virtual root (empty if nothing is stored), or part:
+        ``depth`` levels under the root or topic ``node``, opened down to message ``open_at``."""
         arguments.flag(messages, "messages")
-        return self._engine.trees.tree(self._thread(self._scope(user, agent)), messages=messages)
+        at = None if open_at is None else self.get(open_at, user=user, agent=agent)
+        th = self._thread(self._scope(user, agent))
+        return self._engine.trees.tree(th, messages=messages, depth=depth, node=node, open_at=at)
 
     def render_tree(
         self,

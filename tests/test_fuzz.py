@@ -223,7 +223,16 @@ API: dict[str, tuple[dict[str, st.SearchStrategy[Any]], dict[str, st.SearchStrat
             **SCOPED,
         },
     ),
-    "tree": ({}, {"messages": st.booleans(), **SCOPED}),
+    "tree": (
+        {},
+        {
+            "messages": st.booleans(),
+            "depth": st.one_of(st.none(), COUNT),
+            "node": st.one_of(st.none(), COUNT),
+            "open_at": st.one_of(st.none(), st.sampled_from(["m1", "nope"])),
+            **SCOPED,
+        },
+    ),
     "render_tree": (
         {"format": st.sampled_from(["text", "json", "mermaid", "dot"])},
         {

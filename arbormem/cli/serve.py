@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from arbormem.cli.common import StoreOptions, echo_json, handle_errors
+from arbormem.warmup import warm_in_background
 
 MISSING_EXTRA = "the server needs its extra: pip install 'arbormem[server]'"
 
@@ -201,6 +202,9 @@ def serve(
     sys.stdout.flush()
     if workers == 1:
         app = spec.build_app(memory)  # closes the memory when the server stops
+        # The first search's loading (embedder, recall caches) happens now, not in
+        # the first request: see arbormem.warmup.
+        warm_in_background(memory)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
         )

@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from arbormem.config import UNSET
+from arbormem.warmup import warm_in_background
 
 #: The environment variable a worker reads its :class:`ServeSpec` from.
 SPEC_VARIABLE = "ARBORMEM_SERVE_SPEC"
@@ -86,4 +87,6 @@ class ServeSpec:
 def app_from_environment() -> FastAPI:
     """The app of one worker process (uvicorn's factory), from ``ARBORMEM_SERVE_SPEC``."""
     spec = ServeSpec(**json.loads(os.environ[SPEC_VARIABLE]))
-    return spec.build_app(spec.open_memory())
+    memory = spec.open_memory()
+    warm_in_background(memory)  # each worker's first search would pay for it otherwise
+    return spec.build_app(memory)

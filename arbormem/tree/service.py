@@ -12,7 +12,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from arbormem.errors import InputError
+from arbormem import arguments
+from arbormem.arguments import MAX_POSITION
+from arbormem.errors import InputError, NotFound
 from arbormem.jobs import Jobs
 from arbormem.models import Message
 from arbormem.store.base import Backend
@@ -24,7 +26,7 @@ from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.reorganize import Reorganizer
 from arbormem.tree.summarize import digest_children
-from arbormem.tree.view import TopicNode, load_tree, render_text, to_dot, to_mermaid
+from arbormem.tree.view import TopicNode, load_part, load_tree, render_text, to_dot, to_mermaid
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +64,48 @@ class Trees:
     def enabled(self) -> bool:
         return self.grower.config.enabled
 
-    def tree(self, thread: Thread | None, *, messages: bool = True) -> TopicNode:
+    def tree(
+        self,
+        thread: Thread | None,
+        *,
+        messages: bool = True,
+        depth: int | None = None,
+        node: int | None = None,
+        open_at: Message | None = None,
+    ) -> TopicNode:
+        """The whole tree, or part of it (see :func:`arbormem.tree.view.load_part`)
+        with the topics down to the message ``open_at`` opened."""
+        # Memory checks its arguments; these two are only passed on, so they are here.
+        if depth is not None:
+            arguments.count(depth, "depth", 1, MAX_POSITION)
+        if node is not None:
+            arguments.count(node, "node", 0, MAX_POSITION)
         if thread is None:
+            if node is not None:
+                raise NotFound(f"no topic {node} in this scope's tree")
             return TopicNode(0, *EMPTY_ROOT)
-        root = load_tree(self.backend, thread, messages=messages)
+        if depth is None and node is None and open_at is None:
+            root = load_tree(self.backend, thread, messages=messages)
+        else:
+            at = self.backend.get(open_at.id) if open_at is not None else None
+            leaf = self.backend.message_leaves([at.rowid]).get(at.rowid) if at else None
+            root = load_part(self.backend, thread, depth=depth, node=node, open_leaf=leaf)
+            if messages:
+                leaves = {n.id: n for n in root.walk() if n.kind == "leaf"}
+                placed = self.backend.leaf_messages(thread, list(leaves)) if leaves else []
+                leaf_of = self.backend.message_leaves([r.rowid for r in placed])
+                for r in placed:
+                    found = leaves.get(leaf_of.get(r.rowid, -1))
+                    if found is not None:
+                        found.messages.append(r.message)
         # Topics still growing are named when they freeze; show a provisional name now.
         active = [n for n in root.walk() if n.kind == "topic" and not n.frozen and not n.name]
         if active:
             rows = {r.id: r for r in self.backend.tree_nodes(thread, ids=[n.id for n in active])}
-            for node in active:
-                if node.id in rows:
-                    node.name, node.summary, node.keyphrases = self.describe_growing(
-                        thread, rows[node.id]
+            for growing in active:
+                if growing.id in rows:
+                    growing.name, growing.summary, growing.keyphrases = self.describe_growing(
+                        thread, rows[growing.id]
                     )
         return root
 

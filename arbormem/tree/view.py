@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from arbormem.errors import NotFound
 from arbormem.models import Message
 from arbormem.store.base import Backend
 from arbormem.store.types import NodeRow, Thread
@@ -81,6 +82,10 @@ class TopicNode:
         return out
 
 
+#: The virtual root's fields after its id.
+_EMPTY = ("root", "ROOT", "", 0, -1, None, None, 0, False)
+
+
 def _node(row: NodeRow) -> TopicNode:
     assert row.id is not None
     return TopicNode(
@@ -132,6 +137,76 @@ def load_tree(backend: Backend, thread: Thread, *, messages: bool = True) -> Top
             if leaf is not None:
                 leaf.messages.append(row.message)
     return root
+
+
+def _ordered(rows: list[NodeRow]) -> list[TopicNode]:
+    """Sibling rows as nodes in time order (how :func:`load_tree` orders children)."""
+    return sorted((_node(r) for r in rows), key=lambda n: (n.first_index, n.id))
+
+
+def load_part(
+    backend: Backend,
+    thread: Thread,
+    *,
+    depth: int | None,
+    node: int | None = None,
+    open_leaf: int | None = None,
+) -> TopicNode:
+    """Part of a thread's tree, read level by level: the virtual root (or the node
+    ``node``) with ``depth`` (at least 1) levels of descendants (all when None), plus the
+    children of every topic on the way down to the leaf ``open_leaf``. Nodes whose
+    children were not read come with none; ``path`` is numbered from the real root.
+
+    A page that opens a 5,000-message thread's tree shows its top level only: this
+    reads a few rows where :func:`load_tree` reads every node of the thread.
+    """
+    chain: list[int] = []  # from a top-level node down to open_leaf
+    if open_leaf is not None:
+        at: int | None = open_leaf
+        while at is not None and len(chain) <= 64:  # a cycle never ends: stop deep
+            chain.append(at)
+            at = backend.parents(thread, [at]).get(at)
+        chain.reverse()
+    path: list[int] = []
+    if node is None:
+        top = TopicNode(0, *_EMPTY)
+        top.children = _ordered(backend.tree_nodes(thread, parent=None))
+        if top.children:
+            top.first_index = min(c.first_index for c in top.children)
+            top.last_index = max(c.last_index for c in top.children)
+            top.first_at = min((c.first_at for c in top.children if c.first_at), default=None)
+            top.last_at = max((c.last_at for c in top.children if c.last_at), default=None)
+            top.message_count = sum(c.message_count for c in top.children)
+    else:
+        rows = backend.tree_nodes(thread, ids=[node])
+        if not rows:
+            raise NotFound(f"no topic {node} in this scope's tree")
+        top = _node(rows[0])
+        # Its path: its position among its siblings at each level above it.
+        ancestry = [node]
+        while len(ancestry) <= 64:
+            parent = backend.parents(thread, [ancestry[-1]]).get(ancestry[-1])
+            if parent is None:
+                break
+            ancestry.append(parent)
+        ancestry.reverse()
+        for i, nid in enumerate(ancestry):
+            siblings = backend.tree_nodes(thread, parent=ancestry[i - 1] if i else None)
+            order = [n.id for n in _ordered(siblings)]
+            path.append(order.index(nid) if nid in order else 0)
+        top.children = _ordered(backend.tree_nodes(thread, parent=node))
+    on_way = set(chain)
+
+    def fill(parent: TopicNode, level: int, at: list[int]) -> None:
+        parent.path = at
+        for i, child in enumerate(parent.children):
+            deeper = depth is None or level < depth
+            if child.kind != "leaf" and (deeper or child.id in on_way):
+                child.children = _ordered(backend.tree_nodes(thread, parent=child.id))
+            fill(child, level + 1, [*at, i])
+
+    fill(top, 1, path)
+    return top
 
 
 def find(root: TopicNode, path: list[int]) -> TopicNode:

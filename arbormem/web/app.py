@@ -7,10 +7,8 @@ messages into place. Nothing needs building.
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -33,6 +31,9 @@ KEY_COOKIE = "arbormem_key"
 PAGE_SIZE = 200
 #: Scopes listed on the first page (each costs a count).
 MAX_SCOPES = 200
+#: Records on the records page (each costs a history read), and sources per record.
+MAX_RECORDS = 200
+MAX_SOURCES = 5
 #: The pages of one scope, in the navigation's order.
 NAV = (
     ("sessions", "Sessions"),
@@ -68,60 +69,6 @@ class Unauthorized(Exception):
     """Raised by a ``memory_for`` callable when the request may not see any memory."""
 
 
-@dataclass
-class _Tree:
-    """A scope's tree as loaded once, with what finding a node in it needs."""
-
-    signature: tuple[Any, ...]
-    root: Any
-    nodes: dict[int, Any] = field(default_factory=dict)
-    parent: dict[int, int] = field(default_factory=dict)
-    leaf_starts: list[int] = field(default_factory=list)
-    leaves: list[Any] = field(default_factory=list)
-
-
-class _TreeCache:
-    """Loading a 5,000-message thread's tree takes about half a second; it is kept
-    per scope until the thread, its sessions or its reorganisation log change."""
-
-    def __init__(self, size: int = 32) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.trees: dict[tuple[Any, ...], _Tree] = {}
-
-    def get(self, mem: Any, user: str, agent: str) -> _Tree:
-        key = (id(mem), getattr(mem, "tenant", ""), user, agent)
-        sessions = mem.sessions(user=user, agent=agent)
-        log = mem.tree_log(user=user, agent=agent)
-        signature = (
-            len(sessions),
-            sum(s.message_count for s in sessions),
-            sessions[-1].last_at if sessions else None,
-            len(log),
-            (log[0].id, log[0].undone_at) if log else None,
-        )
-        with self.lock:
-            cached = self.trees.get(key)
-        if cached is not None and cached.signature == signature:
-            return cached
-        tree = _Tree(signature, mem.tree(user=user, agent=agent, messages=False))
-        for node in tree.root.walk():
-            tree.nodes[node.id] = node
-            for child in node.children:
-                tree.parent[child.id] = node.id
-        tree.leaves = sorted(
-            (n for n in tree.nodes.values() if n.kind == "leaf"), key=lambda n: n.first_index
-        )
-        tree.leaf_starts = [n.first_index for n in tree.leaves]
-        pending = getattr(mem, "pending", None)
-        if not (callable(pending) and pending()):  # a job still naming topics: not final
-            with self.lock:
-                if len(self.trees) >= self.size:
-                    self.trees.pop(next(iter(self.trees)))
-                self.trees[key] = tree
-        return tree
-
-
 def _when(node: Any) -> str:
     if node.first_at is None:
         return ""
@@ -146,7 +93,6 @@ class WebView:
         self.memory_for = memory_for
         self.check_key = check_key
         self.title = title
-        self.trees = _TreeCache()
         self.env = Environment(
             loader=PackageLoader("arbormem.web", "templates"),
             autoescape=select_autoescape(default=True),
@@ -154,6 +100,20 @@ class WebView:
             lstrip_blocks=True,
         )
         self.env.globals.update(when=_when, percent=_percent, signal_help=SIGNAL_HELP)
+
+    def prepare(self) -> None:
+        """Do now what a process's first page would otherwise pay for: compile every
+        template (15-50 ms each) and load anyio's event-loop backend and worker threads,
+        which Starlette imports on the first request (100-300 ms)."""
+        try:
+            import anyio
+            import anyio.to_thread
+
+            anyio.run(anyio.to_thread.run_sync, lambda: None)  # a loop of its own thread
+        except Exception:  # only a head start: the first request loads it otherwise
+            pass
+        for name in self.env.list_templates(filter_func=lambda n: n.endswith(".html")):
+            self.env.get_template(name)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -330,39 +290,39 @@ class WebView:
     def tree(self, request: Request) -> Response:
         mem = self._memory(request)
         user, agent = self._scope(request, mem)
-        tree = self.trees.get(mem, user, agent)
         open_ids: set[int] = set()
         leaf_messages: list[Any] = []
-        target = request.query_params.get("message")
+        target = request.query_params.get("message") or None
+        # Only the top level is read (the page opens topics one request at a time), and
+        # with a message, the topics on the way down to it.
+        root = mem.tree(user=user, agent=agent, messages=False, depth=1, open_at=target)
         if target:
-            message = mem.get(target, user=user, agent=agent)
-            at = bisect.bisect_right(tree.leaf_starts, message.index) - 1
-            if at >= 0 and tree.leaves[at].last_index >= message.index:
-                leaf = tree.leaves[at]
-                node_id: int | None = leaf.id
-                while node_id is not None:  # open every topic on the way down
-                    open_ids.add(node_id)
-                    node_id = tree.parent.get(node_id)
+            index = mem.get(target, user=user, agent=agent).index
+            node = root
+            while True:
+                inside = [c for c in node.children if c.first_index <= index <= c.last_index]
+                if not inside:
+                    break
+                node = inside[0]
+                open_ids.add(node.id)
+            if node.kind == "leaf":
                 leaf_messages = mem.messages(
-                    start=leaf.first_index, end=leaf.last_index + 1, user=user, agent=agent
+                    start=node.first_index, end=node.last_index + 1, user=user, agent=agent
                 )
         nodes = self.env.get_template("nodes.html").make_module(
             {**self.env.globals, **self._tree_values(request, user, agent),
              "open_ids": open_ids, "leaf_messages": leaf_messages, "target": target}
         )  # fmt: skip
-        topics = sum(1 for n in tree.nodes.values() if n.kind == "topic")
         return self._page(
-            request, "tree.html", "tree", "Topic tree", (user, agent), root=tree.root,
-            topics=topics, nodes=nodes, has_records=self._has_records(mem),
+            request, "tree.html", "tree", "Topic tree", (user, agent), root=root,
+            nodes=nodes, has_records=self._has_records(mem),
         )  # fmt: skip
 
     def tree_children(self, request: Request) -> Response:
         mem = self._memory(request)
         user, agent = self._scope(request, mem)
-        tree = self.trees.get(mem, user, agent)
-        node = tree.nodes.get(_int(request.query_params.get("node"), "node", 0))
-        if node is None:
-            raise NotFound("no such topic: the tree changed since the page was loaded")
+        node_id = _int(request.query_params.get("node"), "node", 0)
+        node = mem.tree(user=user, agent=agent, messages=False, depth=1, node=node_id)
         html = self.env.get_template("nodes.html").render(
             children=node.children, open_ids=set(), leaf_messages=[], target=None,
             **self._tree_values(request, user, agent),
@@ -467,14 +427,39 @@ class WebView:
         user, agent = self._scope(request, mem)
         if not self._has_records(mem):
             raise NotFound("this memory keeps no records")
+        current = mem.records(user=user, agent=agent, limit=MAX_RECORDS + 1)
+        said: dict[str, Any] = {}
+
+        def sources(record: Any) -> list[dict[str, Any]]:
+            """Each message a record was taken from: who said it when, and a link to it
+            in its topic (a source since forgotten is named, not linked)."""
+            out = []
+            for message_id in list(record.sources)[:MAX_SOURCES]:
+                if message_id not in said:
+                    try:
+                        said[message_id] = mem.get(message_id, user=user, agent=agent)
+                    except NotFound:
+                        said[message_id] = None
+                message = said[message_id]
+                link = self._url(request, "tree", user=user, agent=agent, message=message_id)
+                out.append({"id": message_id, "message": message,
+                            "link": f"{link}#m-{message_id}" if message else None})  # fmt: skip
+            return out
+
         rows = []
-        for record in mem.records(user=user, agent=agent):
-            to_dict = getattr(record, "to_dict", None)
-            rows.append(to_dict() if callable(to_dict) else dict(record))
-        columns = list(dict.fromkeys(c for r in rows for c in r))
+        for record in current[:MAX_RECORDS]:
+            # Earlier values: what the same subject's attribute held before, newest first
+            # (a version that still holds, like a second thing someone likes, is a row
+            # of its own, not an earlier value).
+            history = mem.record_history(record.id, user=user, agent=agent)
+            earlier = [h for h in reversed(history) if h.id != record.id and h.valid_to]
+            rows.append(
+                {"record": record, "sources": sources(record),
+                 "earlier": [{"record": h, "sources": sources(h)} for h in earlier]}
+            )  # fmt: skip
         return self._page(
             request, "records.html", "records", "Records", (user, agent),
-            rows=rows, columns=columns, has_records=True,
+            rows=rows, more=len(current) > MAX_RECORDS, has_records=True,
         )  # fmt: skip
 
     # -- logging in -------------------------------------------------------------------
@@ -576,6 +561,10 @@ def create_app(
         lambda request: memory
     )  # fmt: skip
     view = WebView(memory_for, check_key=check_key, title=title)
+    # In the background: the app is ready at once, and the rest soon after (a caller
+    # that would rather wait joins ``app.state.prepared``, as ``arbormem ui`` does).
+    prepared = threading.Thread(target=view.prepare, name="arbormem-web", daemon=True)
+    prepared.start()
     g = view.guarded
     routes = [
         Route("/", g(view.scopes), name="scopes"),
@@ -598,7 +587,9 @@ def create_app(
     middleware = [Middleware(_Headers)]
     if allowed_hosts:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
-    return Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.prepared = prepared
+    return app
 
 
 __all__ = ["KEY_COOKIE", "Unauthorized", "create_app"]

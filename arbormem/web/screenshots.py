@@ -72,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "search": f"/search?{q}&q={word}",
             "context": f"/context?{q}&q={word}&budget=1500",
             "log": f"/log?{q}",
+            "records": f"/records?{q}",
         }
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
