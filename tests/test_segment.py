@@ -104,6 +104,16 @@ THEN_A_TRAIN = [
     ("assistant", "The 10:24 arrives at 12:58. How many tickets?"),
 ]
 
+#: An in-car assistant: a plain question, its follow-up, then a command with no closing.
+FORECAST_THEN_REMINDER = [
+    ("user", "what's the forecast for Leeds tomorrow?"),
+    ("assistant", "Tomorrow in Leeds: rain in the morning, dry later, a high of 12."),
+    ("user", "and on sunday?"),
+    ("assistant", "Sunday is dry and sunny, with a high of 15."),
+    ("user", "remind me to collect my parcel at five"),
+    ("assistant", "Reminder set for 5 pm: collect your parcel."),
+]
+
 
 @pytest.fixture(scope="module")
 def wordllama() -> CachedEmbedder:
@@ -166,6 +176,11 @@ def test_a_new_request_opens_a_topic_without_a_closing(wordllama: CachedEmbedder
     assert starts(topics_of(TABLE_FOR_FOUR + THEN_A_TRAIN, wordllama)) == [8]
 
 
+def test_commands_and_plain_questions_open_tasks_too(wordllama: CachedEmbedder) -> None:
+    # The follow-up stays with the forecast it asks about; the command opens a topic.
+    assert starts(topics_of(FORECAST_THEN_REMINDER, wordllama)) == [4]
+
+
 def test_the_threshold_is_the_tree_setting(wordllama: CachedEmbedder) -> None:
     from arbormem.tree.config import TreeConfig
 
@@ -221,6 +236,19 @@ def test_closings_requests_and_asking_for_more_are_read_from_the_text() -> None:
     for text in ("Hi, I'm looking for a cheap hotel.", "Can you help me find a train?"):
         assert is_request(text), text
     assert not is_request("The hotel I need is cheap.")
+    # How people talk to in-car and calendar assistants: commands and plain questions.
+    for text in (
+        "We're looking for somewhere to stay near the river.",
+        "remind me to call the garage at 4",
+        "Book me a table for two tonight.",
+        "What's the forecast for Glasgow on Monday?",
+        "will it snow in Oslo this weekend",
+        "what time is my haircut on friday",
+        "Could you check the weather in Rome?",
+    ):
+        assert is_request(text), text
+    for text in ("what is your favourite film?", "do you like dogs?", "It rained all day."):
+        assert not is_request(text), text
     assert asks_more("Great. I also need a taxi.") and not asks_more("I need a taxi.")
 
 

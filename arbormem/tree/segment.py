@@ -22,7 +22,8 @@ the shape of the dialogue around it:
   content words, no question), which this one most likely takes up ("The
   east, please." before the restaurant it asks for);
 * ``request``: the message opens with a request ("I need...", "can you help
-  me find...", "is there a...").
+  me find...", "is there a...", or a command or plain question to an assistant:
+  "remind me to...", "what's the forecast for...").
 
 A fitted logistic model turns them into the probability that the message
 opens a new topic; its complement, the *continuity*, is compared with
@@ -129,10 +130,21 @@ _LEAD = (
     r"|ok|okay|alright|also|and|yes|yeah|no)(?: there)?[\s,.!]+)*"
 )
 _REQUEST = re.compile(
-    _LEAD + r"(?:i(?:'m| am)? (?:now )?(?:need|want|would like|'d like|looking for"
-    r"|am looking for|was wondering|wonder)|i'd like|can you (?:help|find|recommend"
-    r"|tell me about|look up)|could you (?:help|find|recommend|tell me about)|help me find"
-    r"|find me|where(?: is|'s) the (?:nearest|closest)|is there an? |are there any )",
+    _LEAD + r"(?:please )?(?:(?:i|we)(?:'m|'re| am| are)? (?:now )?(?:need|want|would like"
+    r"|'d like|looking for|am looking for|was wondering|wonder|planning|trying to (?:find|book"
+    r"|get))|i'd like|we'd like|(?:can|could|would) you (?:please )?(?:help|find|recommend"
+    r"|tell me about|look up|book|reserve|check|get me|show me|set up|schedule|remind"
+    r"|give me directions|navigate)|help me find|find me|(?:where|what)(?: is|'s) the"
+    r" (?:nearest|closest)|is there an? |are there any "
+    # In-car and calendar assistants are mostly spoken to in commands and plain
+    # questions ("remind me to...", "what's the forecast for...").
+    r"|(?:book|reserve|find|get|show|give) (?:me|us) |(?:book|reserve) (?:a|an|the) "
+    r"|remind me |schedule (?:a|an|my) |set (?:up )?(?:a|an|my) (?:reminder|meeting"
+    r"|appointment|alarm)|navigate |take me to |directions to "
+    r"|(?:what(?:'s| is| will)|how(?:'s| is)) the (?:weather|forecast|temperature)"
+    r"|(?:will|is) it (?:going to |gonna )?(?:rain|snow|be (?:hot|cold|warm|sunny|windy"
+    r"|cloudy|foggy|rainy|dry))|what(?:'s| is) on my |(?:when|what time|where)(?: is|'s)"
+    r" my |do i have (?:any|anything) )",
     re.IGNORECASE,
 )
 _MORE = re.compile(
