@@ -21,7 +21,7 @@ from arbormem.memory import Memory
 from arbormem.server import errors, schemas
 from arbormem.server.auth import Authenticator
 from arbormem.server.errors import error_body
-from arbormem.server.routes import admin, messages, proxy, recall, scopes, tree
+from arbormem.server.routes import admin, messages, proxy, recall, records, scopes, tree
 from arbormem.server.state import ProxyConfig, ServerState
 
 #: Browsers on this machine may always call (a local agent UI, the MCP inspector).
@@ -84,7 +84,7 @@ def create_app(
     )
     app.state.arbormem = state
     errors.install(app)
-    for module in (messages, recall, scopes, tree, admin, proxy):
+    for module in (messages, recall, records, scopes, tree, admin, proxy):
         app.include_router(module.router)
 
     @app.get("/v1/health", tags=["service"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from arbormem.context.assemble import Context
@@ -75,6 +76,37 @@ class TopicsBody(Body):
     query: StrictStr
     k: Count = 3
     all_agents: StrictBool = False
+
+
+class RememberBody(Body):
+    user: Id
+    agent: Id | None = None
+    #: One self-contained statement ("Sam lives in Lyon.").
+    text: StrictStr
+    kind: StrictStr = "fact"
+    subject: StrictStr | None = None
+    attribute: StrictStr | None = None
+    value: StrictStr | None = None
+    negated: StrictBool = False
+    #: When it became true: ISO 8601 text or Unix seconds [default: now].
+    when: StrictStr | float | None = None
+    tags: list[StrictStr] | None = None
+    intent: StrictStr | None = None
+    body: StrictStr | None = None
+
+
+class RecordSearchBody(Body):
+    user: Id
+    agent: Id | None = None
+    query: StrictStr
+    k: Annotated[StrictInt, Field(ge=1, le=10_000)] = 10
+    #: Only the records that hold now (false: every version).
+    current: StrictBool = True
+    #: The records that held at this moment: ISO 8601 text or Unix seconds.
+    as_of: StrictStr | float | None = None
+    kind: StrictStr | None = None
+    #: Who "I" is in the query.
+    speaker: StrictStr | None = None
 
 
 # -- answers -------------------------------------------------------------------------------
@@ -211,6 +243,62 @@ class TopicNodeOut(BaseModel):
     children: list[dict[str, Any]] = []
 
 
+class RecordOut(BaseModel):
+    """A typed record (see docs/records.md)."""
+
+    id: str
+    kind: str
+    text: str
+    subject: str | None
+    attribute: str | None
+    value: str | None
+    negated: bool
+    tags: list[str]
+    entities: list[str]
+    #: Ids of the messages it was distilled from.
+    sources: list[str]
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: str | None
+    supersedes: str | None
+    confidence: float
+    importance: float
+    created_at: str | None
+    updated_at: str | None
+    recall_count: int
+    mentions: int
+    intent: str | None
+    body: str | None
+    scope: str
+
+
+class RecordHitOut(RecordOut):
+    score: float
+    signals: dict[str, float]
+
+
+class RecordList(BaseModel):
+    records: list[RecordOut]
+
+
+class RecordHits(BaseModel):
+    hits: list[RecordHitOut]
+
+
+class RememberedOut(BaseModel):
+    #: added, merged, superseded, closed, history or ignored.
+    action: str
+    record: RecordOut | None
+    #: Ids of the records it closed.
+    closed: list[str]
+
+
+class RecordsForgottenOut(BaseModel):
+    records: list[str]
+    purged: bool
+    purge_pending: str | None
+
+
 class ImportedOut(BaseModel):
     threads: int
     messages: int
@@ -269,6 +357,13 @@ LOOKUP_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 # -- conversions ---------------------------------------------------------------------------
+
+
+def answer(data: Any, status: int = 200) -> Response:
+    """``data`` (a library result's ``to_dict()``, already in the documented shape) as
+    the answer, with no pydantic pass over it: the route's ``response_model`` documents
+    it, and the library's tests pin the shape."""
+    return JSONResponse(data, status_code=status)
 
 
 def message(m: Message) -> dict[str, Any]:
