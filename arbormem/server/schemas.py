@@ -12,9 +12,8 @@ from typing import Annotated, Any, Literal
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from arbormem.context.assemble import Context
-from arbormem.models import Hits, Message, Session
-from arbormem.results import Forgotten, Imported, Stats
+from arbormem.models import Hits
+from arbormem.results import Imported
 from arbormem.tree.recall import TopicPath
 
 Id = Annotated[str, Field(min_length=1, max_length=512)]
@@ -366,38 +365,14 @@ def answer(data: Any, status: int = 200) -> Response:
     return JSONResponse(data, status_code=status)
 
 
-def message(m: Message) -> dict[str, Any]:
-    return m.to_dict()
-
-
-def messages(ms: list[Message]) -> MessageList:
-    return MessageList.model_validate({"messages": [m.to_dict() for m in ms]})
-
-
-def search_result(hits: Hits) -> SearchResult:
-    return SearchResult.model_validate(
+def search_answer(hits: Hits) -> Response:
+    return answer(
         {
             "hits": [h.to_dict() for h in hits],
             "archived": list(hits.archived),
             "archived_count": hits.archived_count,
         }
     )
-
-
-def sessions(items: list[Session]) -> SessionList:
-    return SessionList.model_validate({"sessions": [s.to_dict() for s in items]})
-
-
-def forgotten(f: Forgotten) -> ForgottenOut:
-    return ForgottenOut.model_validate(f.to_dict())
-
-
-def context(c: Context) -> ContextOut:
-    return ContextOut.model_validate(c.to_dict())
-
-
-def stats(s: Stats) -> StatsOut:
-    return StatsOut.model_validate(s.to_dict())
 
 
 def imported(i: Imported) -> ImportedOut:
