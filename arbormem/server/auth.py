@@ -72,9 +72,10 @@ class Authenticator:
         """Whether checking ``token`` may wait on the network or the CPU for long (a
         JWT not verified yet: its key may come from the issuer's JWKS URL), so that
         an event loop should check it in a thread."""
-        if not (self.enabled and self.jwt is not None and token):
+        if not (self.enabled and self.jwt is not None and token) or token.startswith(PREFIX):
             return False
-        return not token.startswith(PREFIX) and token not in self._verified
+        known = self._verified.get(token)
+        return known is None or known[1] <= time.monotonic()
 
     def principal(self, token: str | None) -> Principal | None:
         if not self.enabled:
