@@ -95,10 +95,12 @@ def test_the_async_client_does_the_same(live: Served) -> None:
 # -- tenant isolation as a property ----------------------------------------------------------
 
 USERS = ["alice", "bob"]
+OPERATIONS = ["add", "search", "get_other", "forget_other", "list"]
+OPERATIONS += ["remember", "records", "record_other", "forget_record_other"]
 ops = st.lists(
     st.tuples(
         st.sampled_from(["acme", "beta"]),
-        st.sampled_from(["add", "search", "get_other", "forget_other", "list"]),
+        st.sampled_from(OPERATIONS),
         st.sampled_from(USERS),
         st.integers(0, 5),
     ),
@@ -119,6 +121,7 @@ def test_no_operation_of_one_tenant_reaches_the_other(live: Served, operations: 
         "beta": Client(live.url, api_key=live.beta),
     }
     owned: dict[str, dict[str, str]] = {"acme": {}, "beta": {}}  # id -> content
+    facts: dict[str, dict[str, str]] = {"acme": {}, "beta": {}}  # record id -> text
     try:
         for tenant, op, user, n in operations:
             other = "beta" if tenant == "acme" else "acme"
@@ -132,6 +135,24 @@ def test_no_operation_of_one_tenant_reaches_the_other(live: Served, operations: 
             elif op == "list":
                 for m in mem.messages(user=user):
                     assert m.content.startswith(tenant), m.content
+            elif op == "remember":
+                done = mem.remember(f"{tenant} fact {n} about apples", user=user)
+                assert done.record is not None
+                facts[tenant][done.record.id] = done.record.text
+            elif op == "records":
+                for r in mem.records(user=user, current=False):
+                    assert r.text.startswith(tenant), r.text
+                for hit in mem.search_records("fact about apples", user=user, current=False):
+                    assert hit.record.text.startswith(tenant), hit.record.text
+            elif op in ("record_other", "forget_record_other"):
+                if facts[other]:
+                    victim = sorted(facts[other])[n % len(facts[other])]
+                    for who in USERS:
+                        with pytest.raises(NotFound):
+                            if op == "record_other":
+                                mem.record_history(victim, user=who)
+                            else:
+                                mem.forget_record(victim, user=who)
             elif owned[other]:
                 victim = sorted(owned[other])[n % len(owned[other])]
                 for who in USERS:
@@ -147,6 +168,15 @@ def test_no_operation_of_one_tenant_reaches_the_other(live: Served, operations: 
                     m for u in USERS for m in clients[tenant].messages(user=u) if m.id == message_id
                 ]
                 assert [m.content for m in found] == [content]
+        for tenant, records in facts.items():
+            for record_id, text in records.items():
+                kept = [
+                    r.text
+                    for u in USERS
+                    for r in clients[tenant].records(user=u, current=False)
+                    if r.id == record_id
+                ]
+                assert kept == [text]
     finally:
         for c in clients.values():
             for u in USERS:

@@ -19,7 +19,7 @@ from arbormem.embed import HashingEmbedder
 from tests.serving import serve
 
 TOOLS = {"add_memory", "search_memories", "get_context", "view_topic", "get_messages"}
-TOOLS |= {"delete_memory"}
+TOOLS |= {"delete_memory", "remember", "search_records", "record_history", "forget_record"}
 
 
 def _stdio(db: Path, *extra: str) -> StdioServerParameters:

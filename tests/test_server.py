@@ -216,6 +216,34 @@ def test_a_jwt_from_the_configured_issuer_is_a_tenant(tmp_path: Path) -> None:
             assert _add(http, "erin", "no").status_code == 403
 
 
+def test_a_verified_jwt_is_trusted_a_minute_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jwt
+
+    from arbormem.server import auth as auth_module
+    from arbormem.server.auth import Authenticator
+
+    config = JWTConfig(
+        issuer="https://idp.test", audience="arbormem", key="a" * 32, algorithms=("HS256",)
+    )
+    checker = Authenticator(ring=None, jwt=config)
+    claims = {"iss": "https://idp.test", "aud": "arbormem", "sub": "u1", "tenant": "acme"}
+    long_lived = jwt.encode({**claims, "exp": int(time.time()) + 3600}, "a" * 32, "HS256")
+    assert checker.may_block(long_lived)  # not verified yet: a thread's work
+    first = checker.principal(long_lived)
+    assert first is not None and first.tenant == "acme"
+    assert not checker.may_block(long_lived)
+    # The issuer rotates its key: the verified token still counts for a while...
+    checker._jwt_key = "b" * 32
+    assert checker.principal(long_lived) == first
+    # ...and is checked against the new key once the minute is over.
+    clock = time.monotonic() + auth_module.JWT_TRUST_SECONDS + 1
+    monkeypatch.setattr(auth_module.time, "monotonic", lambda: clock)
+    assert checker.may_block(long_lived)
+    assert checker.principal(long_lived) is None
+
+
 def test_keys_commands_and_serve_refuses_an_open_network_port(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     out = run_cli("--db", db, "keys", "create", "--tenant", "acme", "--read-only", "--json")

@@ -49,8 +49,12 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def fill_store(db: Path, tenants: int, turns: int, embedder: str | None, seed: int) -> None:
-    """One thread of ``turns`` turns for user ``u`` in each tenant ``t0``...``tN``."""
+def fill_store(
+    db: Path, tenants: int, turns: int, embedder: str | None, seed: int, indexed: bool = False
+) -> None:
+    """One thread of ``turns`` turns for user ``u`` in each tenant ``t0``...``tN``;
+    with ``indexed``, also embedded by the background embedder (a store in use has
+    been: without it the server spends the run catching up, on the clock)."""
     with Memory(db, embedder=UNSET if embedder is None else embedder) as mem:
         for t in range(tenants):
             rows = [
@@ -64,7 +68,8 @@ def fill_store(db: Path, tenants: int, turns: int, embedder: str | None, seed: i
                 for turn in generate_turns(turns, seed=seed + t)
             ]
             mem.for_tenant(f"t{t}").add_many(rows, user="u")
-        mem.wait()  # the trees grown in the background, before the clock starts
+        # The trees grown in the background (and the deep vectors), before the clock starts.
+        mem.wait(indexed=indexed)
 
 
 def _start_server(
@@ -235,6 +240,7 @@ def run(
     workers: int = 2,
     embedder: str | None = None,
     seed: int = 0,
+    indexed: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from arbormem.server.keys import KeyRing
@@ -244,7 +250,7 @@ def run(
         db, keyfile = Path(tmp) / "bench.db", Path(tmp) / "bench.keys.json"
         say(f"filling {tenants} tenants with {turns} turns each")
         began = time.perf_counter()
-        fill_store(db, tenants, turns, embedder, seed)
+        fill_store(db, tenants, turns, embedder, seed, indexed)
         fill_s = time.perf_counter() - began
         ring = KeyRing(keyfile)
         keys = [ring.create(f"t{t}") for t in range(tenants)]
@@ -283,6 +289,7 @@ def run(
             "embedder": embedder or "default",
             "cpus": os.cpu_count(),
             "fill_s": round(fill_s, 1),
+            "indexed": indexed,
         },
         **load,
         "server_cpu_ms_per_request": None

@@ -34,6 +34,12 @@ from arbormem.cli.common import StoreOptions, handle_errors
     type=click.IntRange(1, 64),
     help="Server processes (serve --workers).",
 )
+@click.option(
+    "--indexed",
+    is_flag=True,
+    help="Let the background embedder index the filled store before serving (slow: "
+    "without it the server spends the run catching up, counted in its CPU per request).",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -47,6 +53,7 @@ def serve_cmd(
     search_share: float,
     mcp_calls: int,
     workers: int,
+    indexed: bool,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -75,6 +82,7 @@ def serve_cmd(
         workers=workers,
         embedder=opts.embedder,
         seed=seed,
+        indexed=indexed,
         progress=lambda msg: click.echo(msg, err=True),
     )
     if as_json:

@@ -8,20 +8,21 @@ thread pool), so the event loop never waits on the store or the embedder.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arbormem import __version__
 from arbormem.memory import Memory
 from arbormem.server import errors, schemas
 from arbormem.server.auth import Authenticator
 from arbormem.server.errors import error_body
-from arbormem.server.routes import admin, messages, proxy, recall, scopes, tree
+from arbormem.server.routes import admin, messages, proxy, recall, records, scopes, tree
 from arbormem.server.state import ProxyConfig, ServerState
 
 #: Browsers on this machine may always call (a local agent UI, the MCP inspector).
@@ -33,6 +34,40 @@ def origin_allowed(origin: str, allowed: Sequence[str], own: str | None) -> bool
     if origin in allowed or origin == own:
         return True
     return any(origin == base or origin.startswith(base + ":") for base in LOOPBACK_ORIGINS)
+
+
+class OriginCheck:
+    """Refuses (403) a request whose ``Origin`` is neither allowed, this server's own,
+    nor loopback: a page on another site must not drive a local server through the
+    visitor's browser (DNS rebinding, CSRF).
+
+    Plain ASGI rather than ``@app.middleware("http")``: that wrapper runs every
+    request through a task group and a memory stream, a cost paid on each call."""
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str] = ()) -> None:
+        self.app = app
+        self.allowed = tuple(allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            origin = host = None
+            for name, value in scope["headers"]:
+                if name == b"origin":
+                    origin = value.decode("latin-1")
+                elif name == b"host":
+                    host = value.decode("latin-1")
+            if origin is not None:
+                own = f"{scope.get('scheme', 'http')}://{host or ''}"
+                if not origin_allowed(origin, self.allowed, own):
+                    refusal = JSONResponse(
+                        error_body(
+                            "forbidden", f"origin {origin} is not allowed (see --allow-origin)"
+                        ),
+                        status_code=403,
+                    )
+                    await refusal(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -84,22 +119,28 @@ def create_app(
     )
     app.state.arbormem = state
     errors.install(app)
-    for module in (messages, recall, scopes, tree, admin, proxy):
+    for module in (messages, recall, records, scopes, tree, admin, proxy):
         app.include_router(module.router)
 
-    @app.get("/v1/health", tags=["service"])
-    def health() -> schemas.Health:
+    @app.get("/v1/health", tags=["service"], response_model=schemas.Health)
+    async def health() -> JSONResponse:
         """Liveness; no key needed."""
-        return schemas.Health(status="ok", version=__version__)
+        # async: nothing here blocks, so no hop to the thread pool.
+        return JSONResponse({"status": "ok", "version": __version__})
 
-    @app.get("/v1/ready", tags=["service"], responses={503: {"model": schemas.ErrorOut}})
+    @app.get(
+        "/v1/ready",
+        tags=["service"],
+        response_model=schemas.Ready,
+        responses={503: {"model": schemas.ErrorOut}},
+    )
     def ready() -> Any:
         """Readiness: the store answers; no key needed."""
         try:
             memory.scopes("-readiness-probe-")  # one indexed read of the store
         except Exception as exc:  # any failure means not ready, said as such
             return JSONResponse(error_body("store", f"not ready: {exc}"), status_code=503)
-        return schemas.Ready(ready=True, read_only=memory.read_only)
+        return JSONResponse({"ready": True, "read_only": memory.read_only})
 
     if mcp_server is not None:
         # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/.
@@ -118,21 +159,8 @@ def create_app(
         expose_headers=["Mcp-Session-Id"],
     )
 
-    @app.middleware("http")
-    async def check_origin(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        # Added after CORS, so it runs first: a page on another site must not drive
-        # a local server through the visitor's browser (DNS rebinding, CSRF).
-        origin = request.headers.get("origin")
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if origin is not None and not origin_allowed(origin, state.origins, own):
-            return JSONResponse(
-                error_body("forbidden", f"origin {origin} is not allowed (see --allow-origin)"),
-                status_code=403,
-            )
-        return await call_next(request)
-
+    # Added after CORS, so it runs first.
+    app.add_middleware(OriginCheck, allowed=state.origins)
     return app
 
 

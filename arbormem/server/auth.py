@@ -8,15 +8,20 @@ credentials and confine them to the same tenant.
 from __future__ import annotations
 
 import ipaddress
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arbormem.errors import ConfigError
-from arbormem.server.keys import KeyRing, Principal
+from arbormem.server.keys import PREFIX, KeyRing, Principal
 
 #: The scope a JWT must carry to write (space-separated ``scope`` claim).
 WRITE_SCOPE = "memory:write"
+#: How long a verified JWT is trusted without checking its signature again.
+JWT_TRUST_SECONDS = 60.0
+#: Verified JWTs remembered at most (then forgotten all at once).
+JWT_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -56,10 +61,21 @@ class Authenticator:
     #: With auth off every request is this tenant's, able to write.
     enabled: bool = True
     _jwt_key: Any = field(default=None, repr=False)
+    #: Verified tokens: token -> (principal, monotonic time it stops being trusted).
+    _verified: dict[str, tuple[Principal, float]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.jwt is not None:
             self._jwt_key = self.jwt.verification_key()
+
+    def may_block(self, token: str | None) -> bool:
+        """Whether checking ``token`` may wait on the network or the CPU for long (a
+        JWT not verified yet: its key may come from the issuer's JWKS URL), so that
+        an event loop should check it in a thread."""
+        if not (self.enabled and self.jwt is not None and token) or token.startswith(PREFIX):
+            return False
+        known = self._verified.get(token)
+        return known is None or known[1] <= time.monotonic()
 
     def principal(self, token: str | None) -> Principal | None:
         if not self.enabled:
@@ -71,6 +87,9 @@ class Authenticator:
             if found is not None:
                 return found
         if self.jwt is not None and token.count(".") == 2:
+            known = self._verified.get(token)
+            if known is not None and known[1] > time.monotonic():
+                return known[0]
             return self._from_jwt(token)
         return None
 
@@ -100,9 +119,18 @@ class Authenticator:
         if not isinstance(tenant, str) or not tenant.strip():
             return None
         scopes = str(claims.get("scope", "")).split()
-        return Principal(
+        found = Principal(
             tenant=tenant, read_only=WRITE_SCOPE not in scopes, key_id=f"jwt:{claims['sub']}"
         )
+        # An agent sends the same token on every call until it expires: verifying
+        # its signature once is enough (for a minute at most, so a rotated key
+        # counts soon; never past the token's expiry).
+        trust = min(float(claims["exp"]) - time.time(), JWT_TRUST_SECONDS)
+        if trust > 0:
+            if len(self._verified) >= JWT_CACHE_SIZE:
+                self._verified.clear()
+            self._verified[token] = (found, time.monotonic() + trust)
+        return found
 
 
 def is_loopback(host: str) -> bool:

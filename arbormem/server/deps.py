@@ -3,6 +3,11 @@
 Module-level on purpose: FastAPI resolves annotations in module globals, and a
 dependency defined inside the app factory breaks OpenAPI generation. Per-app
 values are read from ``request.app.state.arbormem``.
+
+They are ``async`` because FastAPI runs each plain ``def`` dependency in its thread
+pool: three hops there and back per request for a dictionary lookup. Checking an
+API key never blocks (a hash and a stat of the key file); only a JWT whose key must
+be fetched from the issuer goes to a thread.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from arbormem.memory import Memory
 from arbormem.server.errors import ApiError
@@ -25,11 +31,16 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
-def principal(
+async def principal(
     request: Request,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    found = server_state(request).auth.principal(creds.credentials if creds else None)
+    auth = server_state(request).auth
+    token = creds.credentials if creds else None
+    if auth.may_block(token):
+        found = await run_in_threadpool(auth.principal, token)
+    else:
+        found = auth.principal(token)
     if found is None:
         raise ApiError(
             401,
@@ -43,7 +54,7 @@ def principal(
 PrincipalDep = Annotated[Principal, Depends(principal)]
 
 
-def writer(p: PrincipalDep) -> Principal:
+async def writer(p: PrincipalDep) -> Principal:
     if p.read_only:
         raise ApiError(403, "forbidden", f"key {p.key_id} is read-only: this route writes")
     return p
@@ -52,11 +63,11 @@ def writer(p: PrincipalDep) -> Principal:
 WriterDep = Annotated[Principal, Depends(writer)]
 
 
-def reading_memory(request: Request, p: PrincipalDep) -> Memory:
+async def reading_memory(request: Request, p: PrincipalDep) -> Memory:
     return server_state(request).memory_for(p.tenant)
 
 
-def writing_memory(request: Request, p: WriterDep) -> Memory:
+async def writing_memory(request: Request, p: WriterDep) -> Memory:
     return server_state(request).memory_for(p.tenant)
 
 

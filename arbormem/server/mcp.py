@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 INSTRUCTIONS = (
     "Long-term memory of past conversations. search_memories before answering about the "
     "user's past, preferences or facts; add_memory to keep something worth remembering; "
-    "get_context for a ready prompt. 'scope' is 'user' or 'user/agent' and defaults to the "
-    "server's; leave it out unless you serve several users."
+    "get_context for a ready prompt; search_records for the facts that hold now (where "
+    "someone lives, works...), remember to keep one. 'scope' is 'user' or 'user/agent' "
+    "and defaults to the server's; leave it out unless you serve several users."
 )
 
 Scope = Annotated[
@@ -88,6 +89,45 @@ class MessagesAnswer(BaseModel):
 class DeleteAnswer(BaseModel):
     deleted: int
     purged: bool
+
+
+class RecordItem(BaseModel):
+    """A typed record as an agent reads it: the statement, what it is about, and
+    the dates it held."""
+
+    id: str
+    kind: str
+    text: str
+    subject: str | None
+    attribute: str | None
+    value: str | None
+    #: Whether it still holds (no later record replaced it).
+    current: bool
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: str | None
+
+
+class RecordsAnswer(BaseModel):
+    records: list[RecordItem]
+
+
+class RememberAnswer(BaseModel):
+    #: added, merged, superseded, closed, history or ignored.
+    action: str
+    record: RecordItem | None
+    #: Ids of the records it replaced (they stay in the history).
+    closed: list[str]
+
+
+class ForgetRecordAnswer(BaseModel):
+    deleted: list[str]
+    purged: bool
+
+
+def _record(r: Any) -> RecordItem:
+    d = r.to_dict()
+    return RecordItem(current=r.current, **{k: d[k] for k in RecordItem.model_fields if k in d})
 
 
 def parse_scope(scope: str | None) -> tuple[str | None, str | None]:
@@ -240,6 +280,111 @@ def register_tools(server: MCPServer, caller: Callable[[], Caller]) -> None:
         return DeleteAnswer(deleted=gone.messages, purged=gone.purged)
 
 
+def register_record_tools(server: MCPServer, caller: Callable[[], Caller]) -> None:
+    """The typed-records tools (docs/records.md): what holds now, its history, and
+    explicit statements."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    # The same statement twice is one record (ids hash the text): repeating the
+    # call adds nothing. Replacing a value keeps the old one in the history.
+    remember_hints = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+    delete = ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
+
+    def writer() -> Memory:
+        c = caller()
+        if not c.can_write:
+            raise ToolError("this key is read-only: it cannot change memory")
+        return c.memory
+
+    @server.tool(annotations=remember_hints)
+    def remember(
+        text: Annotated[
+            str, Field(description="One self-contained statement: 'Sam lives in Lyon.'")
+        ],
+        kind: Annotated[
+            str,
+            Field(
+                description="fact, preference, event, constraint, procedure, "
+                "failure_pattern or tool_affordance"
+            ),
+        ] = "fact",
+        subject: Annotated[str | None, Field(description="Who or what it is about")] = None,
+        attribute: Annotated[
+            str | None, Field(description="What can change: home, employer, phone...")
+        ] = None,
+        value: Annotated[str | None, Field(description="The attribute's new value")] = None,
+        when: Annotated[
+            str | None, Field(description="When it became true, ISO 8601 [default: now]")
+        ] = None,
+        scope: Scope = None,
+    ) -> RememberAnswer:
+        """Keep a fact as a typed record. With subject, attribute and value it
+        replaces the subject's current value of that attribute (the old one stays
+        in the history)."""
+        user, agent = parse_scope(scope)
+        with _tool_errors():
+            done = writer().remember(
+                text,
+                kind=kind,
+                subject=subject,
+                attribute=attribute,
+                value=value,
+                when=when,
+                user=user,
+                agent=agent,
+            )
+        return RememberAnswer(
+            action=done.action,
+            record=_record(done.record) if done.record is not None else None,
+            closed=list(done.closed),
+        )
+
+    @server.tool(annotations=read)
+    def search_records(
+        query: Annotated[str, Field(description="What to look for: 'where does Sam live?'")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many records")] = 5,
+        as_of: Annotated[
+            str | None, Field(description="What held at this date (ISO 8601) instead of now")
+        ] = None,
+        scope: Scope = None,
+    ) -> RecordsAnswer:
+        """The facts that hold now (or held at as_of) about what the query asks,
+        best first: one statement each, with the dates it held."""
+        user, agent = parse_scope(scope)
+        with _tool_errors():
+            hits = caller().memory.search_records(query, k=k, as_of=as_of, user=user, agent=agent)
+        return RecordsAnswer(records=[_record(h.record) for h in hits])
+
+    @server.tool(annotations=read)
+    def record_history(
+        id: Annotated[str, Field(description="A record id (from search_records)")],
+        scope: Scope = None,
+    ) -> RecordsAnswer:
+        """Every value a record's subject and attribute had, oldest first, with dates."""
+        user, agent = parse_scope(scope)
+        with _tool_errors():
+            found = caller().memory.record_history(id, user=user, agent=agent)
+        return RecordsAnswer(records=[_record(r) for r in found])
+
+    @server.tool(annotations=delete)
+    def forget_record(
+        id: Annotated[str, Field(description="The record id to forget for good")],
+        scope: Scope = None,
+    ) -> ForgetRecordAnswer:
+        """Forget one typed record for good (the messages stay); what it had
+        replaced holds again."""
+        user, agent = parse_scope(scope)
+        with _tool_errors():
+            gone = writer().forget_record(id, user=user, agent=agent)
+        return ForgetRecordAnswer(deleted=list(gone.records), purged=gone.purged)
+
+
 def build_stdio_mcp(memory: Memory) -> MCPServer:
     """The stdio server of ``arbormem mcp``: one store, one tenant, no keys (the
     process is the agent client's own child)."""
@@ -248,6 +393,7 @@ def build_stdio_mcp(memory: Memory) -> MCPServer:
     server = MCPServer("arbormem", instructions=INSTRUCTIONS, log_level="WARNING")
     who = Caller(memory=memory, can_write=not memory.read_only)
     register_tools(server, lambda: who)
+    register_record_tools(server, lambda: who)
     return server
 
 
@@ -301,6 +447,7 @@ def build_http_mcp(state: ServerState, *, stateless: bool = False) -> tuple[MCPS
         return Caller(memory=state.memory_for(tenant), can_write="write" in token.scopes)
 
     register_tools(server, caller)
+    register_record_tools(server, caller)
     allowed_hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     allowed_origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *state.origins]
     app = server.streamable_http_app(

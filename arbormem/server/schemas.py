@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from arbormem.context.assemble import Context
-from arbormem.models import Hits, Message, Session
-from arbormem.results import Forgotten, Imported, Stats
+from arbormem.models import Hits
+from arbormem.results import Imported
 from arbormem.tree.recall import TopicPath
 
 Id = Annotated[str, Field(min_length=1, max_length=512)]
@@ -75,6 +75,37 @@ class TopicsBody(Body):
     query: StrictStr
     k: Count = 3
     all_agents: StrictBool = False
+
+
+class RememberBody(Body):
+    user: Id
+    agent: Id | None = None
+    #: One self-contained statement ("Sam lives in Lyon.").
+    text: StrictStr
+    kind: StrictStr = "fact"
+    subject: StrictStr | None = None
+    attribute: StrictStr | None = None
+    value: StrictStr | None = None
+    negated: StrictBool = False
+    #: When it became true: ISO 8601 text or Unix seconds [default: now].
+    when: StrictStr | float | None = None
+    tags: list[StrictStr] | None = None
+    intent: StrictStr | None = None
+    body: StrictStr | None = None
+
+
+class RecordSearchBody(Body):
+    user: Id
+    agent: Id | None = None
+    query: StrictStr
+    k: Annotated[StrictInt, Field(ge=1, le=10_000)] = 10
+    #: Only the records that hold now (false: every version).
+    current: StrictBool = True
+    #: The records that held at this moment: ISO 8601 text or Unix seconds.
+    as_of: StrictStr | float | None = None
+    kind: StrictStr | None = None
+    #: Who "I" is in the query.
+    speaker: StrictStr | None = None
 
 
 # -- answers -------------------------------------------------------------------------------
@@ -211,6 +242,62 @@ class TopicNodeOut(BaseModel):
     children: list[dict[str, Any]] = []
 
 
+class RecordOut(BaseModel):
+    """A typed record (see docs/records.md)."""
+
+    id: str
+    kind: str
+    text: str
+    subject: str | None
+    attribute: str | None
+    value: str | None
+    negated: bool
+    tags: list[str]
+    entities: list[str]
+    #: Ids of the messages it was distilled from.
+    sources: list[str]
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: str | None
+    supersedes: str | None
+    confidence: float
+    importance: float
+    created_at: str | None
+    updated_at: str | None
+    recall_count: int
+    mentions: int
+    intent: str | None
+    body: str | None
+    scope: str
+
+
+class RecordHitOut(RecordOut):
+    score: float
+    signals: dict[str, float]
+
+
+class RecordList(BaseModel):
+    records: list[RecordOut]
+
+
+class RecordHits(BaseModel):
+    hits: list[RecordHitOut]
+
+
+class RememberedOut(BaseModel):
+    #: added, merged, superseded, closed, history or ignored.
+    action: str
+    record: RecordOut | None
+    #: Ids of the records it closed.
+    closed: list[str]
+
+
+class RecordsForgottenOut(BaseModel):
+    records: list[str]
+    purged: bool
+    purge_pending: str | None
+
+
 class ImportedOut(BaseModel):
     threads: int
     messages: int
@@ -271,38 +358,21 @@ LOOKUP_ERRORS: dict[int | str, dict[str, Any]] = {
 # -- conversions ---------------------------------------------------------------------------
 
 
-def message(m: Message) -> dict[str, Any]:
-    return m.to_dict()
+def answer(data: Any, status: int = 200) -> Response:
+    """``data`` (a library result's ``to_dict()``, already in the documented shape) as
+    the answer, with no pydantic pass over it: the route's ``response_model`` documents
+    it, and the library's tests pin the shape."""
+    return JSONResponse(data, status_code=status)
 
 
-def messages(ms: list[Message]) -> MessageList:
-    return MessageList.model_validate({"messages": [m.to_dict() for m in ms]})
-
-
-def search_result(hits: Hits) -> SearchResult:
-    return SearchResult.model_validate(
+def search_answer(hits: Hits) -> Response:
+    return answer(
         {
             "hits": [h.to_dict() for h in hits],
             "archived": list(hits.archived),
             "archived_count": hits.archived_count,
         }
     )
-
-
-def sessions(items: list[Session]) -> SessionList:
-    return SessionList.model_validate({"sessions": [s.to_dict() for s in items]})
-
-
-def forgotten(f: Forgotten) -> ForgottenOut:
-    return ForgottenOut.model_validate(f.to_dict())
-
-
-def context(c: Context) -> ContextOut:
-    return ContextOut.model_validate(c.to_dict())
-
-
-def stats(s: Stats) -> StatsOut:
-    return StatsOut.model_validate(s.to_dict())
 
 
 def imported(i: Imported) -> ImportedOut:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from arbormem.errors import ArbormemError
 from arbormem.server import schemas
 from arbormem.server.deps import PrincipalDep, ReadMemory, WriteMemory, server_state
 from arbormem.server.errors import ApiError, body_of
 from arbormem.server.routes.messages import AgentQ, UserQ
-from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, WRITE_ERRORS
+from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, WRITE_ERRORS, answer
 
 router = APIRouter(prefix="/v1", tags=["administration"])
 
@@ -20,24 +20,24 @@ router = APIRouter(prefix="/v1", tags=["administration"])
 BACKGROUND_OVER = 2000
 
 
-@router.get("/stats", responses=AUTH_ERRORS)
-def stats(mem: ReadMemory, user: UserQ, agent: AgentQ = None) -> schemas.StatsOut:
+@router.get("/stats", response_model=schemas.StatsOut, responses=AUTH_ERRORS)
+def stats(mem: ReadMemory, user: UserQ, agent: AgentQ = None) -> Response:
     """Counts of a user's thread, and the vectors the store holds by model."""
-    return schemas.stats(mem.stats(user=user, agent=agent))
+    return answer(mem.stats(user=user, agent=agent).to_dict())
 
 
-@router.get("/export", responses=AUTH_ERRORS)
+@router.get("/export", response_model=dict[str, Any], responses=AUTH_ERRORS)
 def export(
     mem: ReadMemory,
     user: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
     agent: AgentQ = None,
     everything: bool = False,
-) -> dict[str, Any]:
+) -> Response:
     """A user's threads (or one thread, or the whole tenant's with ``everything``) in
     the export format, ready for ``POST /v1/import``."""
     if user is None and not everything:
         raise ApiError(422, "input", "name a user, or ask for everything=true", field="user")
-    return dict(mem.export(user=user, agent=agent, everything=everything).document)
+    return answer(dict(mem.export(user=user, agent=agent, everything=everything).document))
 
 
 def _count(document: Any) -> int:

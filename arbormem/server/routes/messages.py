@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 
 from arbormem.server import schemas
 from arbormem.server.deps import ReadMemory, WriteMemory
-from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, WRITE_ERRORS
+from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, WRITE_ERRORS, answer
 
 router = APIRouter(prefix="/v1", tags=["messages"])
 
@@ -19,8 +20,8 @@ AgentQ = Annotated[
 ]
 
 
-@router.post("/messages", status_code=201, responses=WRITE_ERRORS)
-def add_messages(body: schemas.AddBody, mem: WriteMemory) -> schemas.Added:
+@router.post("/messages", status_code=201, response_model=schemas.Added, responses=WRITE_ERRORS)
+def add_messages(body: schemas.AddBody, mem: WriteMemory) -> Response:
     """Store messages in one transaction (all or none); answers once they are on disk."""
     added = mem.add_many(
         [m.model_dump(exclude_none=True) for m in body.messages],
@@ -28,12 +29,12 @@ def add_messages(body: schemas.AddBody, mem: WriteMemory) -> schemas.Added:
         user=body.user,
         agent=body.agent,
     )
-    return schemas.Added.model_validate(
-        {"ids": [m.id for m in added], "messages": [m.to_dict() for m in added]}
+    return answer(
+        {"ids": [m.id for m in added], "messages": [m.to_dict() for m in added]}, status=201
     )
 
 
-@router.get("/messages", responses=AUTH_ERRORS)
+@router.get("/messages", response_model=schemas.MessageList, responses=AUTH_ERRORS)
 def list_messages(
     mem: ReadMemory,
     user: UserQ,
@@ -41,24 +42,29 @@ def list_messages(
     session: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
     start: Annotated[int | None, Query(ge=0)] = None,
     limit: Annotated[int | None, Query(ge=0, le=10_000)] = 1000,
-) -> schemas.MessageList:
+) -> Response:
     """The thread's messages in order: one session's, or from position ``start``."""
-    return schemas.messages(
-        mem.messages(session=session, start=start, limit=limit, user=user, agent=agent)
-    )
+    found = mem.messages(session=session, start=start, limit=limit, user=user, agent=agent)
+    return answer({"messages": [m.to_dict() for m in found]})
 
 
-@router.get("/messages/{message_id}", responses={**AUTH_ERRORS, **LOOKUP_ERRORS})
-def get_message(
-    message_id: str, mem: ReadMemory, user: UserQ, agent: AgentQ = None
-) -> schemas.MessageOut:
+@router.get(
+    "/messages/{message_id}",
+    response_model=schemas.MessageOut,
+    responses={**AUTH_ERRORS, **LOOKUP_ERRORS},
+)
+def get_message(message_id: str, mem: ReadMemory, user: UserQ, agent: AgentQ = None) -> Response:
     """One message by id (404 when it is not in this scope)."""
-    return schemas.MessageOut.model_validate(mem.get(message_id, user=user, agent=agent).to_dict())
+    return answer(mem.get(message_id, user=user, agent=agent).to_dict())
 
 
-@router.delete("/messages/{message_id}", responses={**WRITE_ERRORS, **LOOKUP_ERRORS})
+@router.delete(
+    "/messages/{message_id}",
+    response_model=schemas.ForgottenOut,
+    responses={**WRITE_ERRORS, **LOOKUP_ERRORS},
+)
 def forget_message(
     message_id: str, mem: WriteMemory, user: UserQ, agent: AgentQ = None
-) -> schemas.ForgottenOut:
+) -> Response:
     """Delete one message for good, with everything derived from it."""
-    return schemas.forgotten(mem.forget(message_id, user=user, agent=agent))
+    return answer(mem.forget(message_id, user=user, agent=agent).to_dict())

@@ -5,20 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import Response
 
 from arbormem.config import UNSET
 from arbormem.server import schemas
 from arbormem.server.deps import PrincipalDep, ReadMemory
 from arbormem.server.errors import ApiError
-from arbormem.server.schemas import AUTH_ERRORS, WRITE_ERRORS
+from arbormem.server.schemas import AUTH_ERRORS, WRITE_ERRORS, answer
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.post("/search", responses=AUTH_ERRORS)
-def search(body: schemas.SearchBody, mem: ReadMemory) -> schemas.SearchResult:
+@router.post("/search", response_model=schemas.SearchResult, responses=AUTH_ERRORS)
+def search(body: schemas.SearchBody, mem: ReadMemory) -> Response:
     """The ``k`` messages that best answer ``query`` in one user's scope, best first."""
-    return schemas.search_result(
+    return schemas.search_answer(
         mem.search(
             body.query,
             k=body.k,
@@ -34,8 +35,8 @@ def search(body: schemas.SearchBody, mem: ReadMemory) -> schemas.SearchResult:
     )
 
 
-@router.post("/context", responses=WRITE_ERRORS)
-def context(body: schemas.ContextBody, mem: ReadMemory, p: PrincipalDep) -> schemas.ContextOut:
+@router.post("/context", response_model=schemas.ContextOut, responses=WRITE_ERRORS)
+def context(body: schemas.ContextBody, mem: ReadMemory, p: PrincipalDep) -> Response:
     """The prompt for the next turn within a token budget (``messages`` is ready for a
     chat call). Naming a ``mode`` stores it with the session, so a read-only key
     may not."""
@@ -44,7 +45,7 @@ def context(body: schemas.ContextBody, mem: ReadMemory, p: PrincipalDep) -> sche
             403, "forbidden", f"key {p.key_id} is read-only: mode is stored", field="mode"
         )
     budget: Any = UNSET if body.budget_tokens is None else body.budget_tokens
-    return schemas.context(
+    return answer(
         mem.context(
             body.query,
             mode=body.mode,
@@ -53,7 +54,7 @@ def context(body: schemas.ContextBody, mem: ReadMemory, p: PrincipalDep) -> sche
             user=body.user,
             agent=body.agent,
             budget_tokens=budget,
-        )
+        ).to_dict()
     )
 
 

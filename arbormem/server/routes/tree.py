@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 
 from arbormem.errors import InputError, NotFound
 from arbormem.server import schemas
 from arbormem.server.deps import ReadMemory
 from arbormem.server.routes.messages import AgentQ, UserQ
-from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS
+from arbormem.server.schemas import AUTH_ERRORS, LOOKUP_ERRORS, answer
 from arbormem.tree.view import TopicNode
 
 router = APIRouter(prefix="/v1", tags=["tree"])
@@ -50,7 +51,9 @@ def node_view(n: TopicNode, *, messages: bool) -> dict[str, Any]:
     return out
 
 
-@router.get("/tree", responses={**AUTH_ERRORS, **LOOKUP_ERRORS})
+@router.get(
+    "/tree", response_model=schemas.TopicNodeOut, responses={**AUTH_ERRORS, **LOOKUP_ERRORS}
+)
 def get_node(
     mem: ReadMemory,
     user: UserQ,
@@ -58,9 +61,7 @@ def get_node(
     node: Annotated[int | None, Query(ge=0, description="A node id")] = None,
     path: Annotated[str | None, Query(max_length=512, description="Child positions, 0/2")] = None,
     messages: bool = False,
-) -> schemas.TopicNodeOut:
+) -> Response:
     """The root (by default), a node by id or by path; its children one level deep."""
     root = mem.tree(user=user, agent=agent, messages=messages)
-    return schemas.TopicNodeOut.model_validate(
-        node_view(find_node(root, node, path), messages=messages)
-    )
+    return answer(node_view(find_node(root, node, path), messages=messages))
