@@ -83,6 +83,7 @@ def _hits(d: Json) -> Hits:
         ],
         archived=d.get("archived", []),
         archived_count=d.get("archived_count", 0),
+        records=[_record_hit(r) for r in d.get("records", [])],
     )
 
 
@@ -119,6 +120,7 @@ def _record(d: Mapping[str, Any]) -> Record:
 def _record_hit(d: Mapping[str, Any]) -> RecordHit:
     fields = dict(d)
     score, signals = fields.pop("score"), fields.pop("signals")
+    fields.pop("message_ids", None)  # the record's sources, said again for turn-minded readers
     return RecordHit(record=_record(fields), score=score, signals=dict(signals))
 
 
@@ -219,8 +221,10 @@ class _Requests:
         user: str | None = None,
         agent: str | None = None,
         all_agents: bool = False,
+        records: bool = False,
     ) -> _Call[Hits]:
-        """The ``k`` messages that best answer ``query``, best first."""
+        """The ``k`` messages that best answer ``query``, best first (with
+        ``records=True``, current typed records beside them in ``Hits.records``)."""
         body: Json = {**self._who(user, agent), "query": query, "k": k}
         if session is not None:
             body["session"] = session if isinstance(session, str) else list(session)
@@ -234,6 +238,8 @@ class _Requests:
             body["neighbors"] = neighbors
         if all_agents:
             body["all_agents"] = True
+        if records:
+            body["records"] = True
         return _Call("POST", "/v1/search", _hits, body=body)
 
     def _get(

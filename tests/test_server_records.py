@@ -245,3 +245,30 @@ def test_record_tools_over_mcp_with_hints_tenants_and_read_only_keys(served: Ser
     assert [r["value"] for r in seen["records"]] == ["Braga"]
     kept = served.memory.for_tenant("acme").records(user="ana")
     assert [r.text for r in kept] == ["Ana lives in Braga."]
+
+
+def test_search_with_records_over_rest_and_the_clients(served: Served) -> None:
+    with Client(served.url, api_key=served.acme, user="sam") as mem:
+        said = mem.add("I moved to Lyon last month, the flat is near the river.", speaker="Sam")
+        plain = mem.search("where does Sam live?", k=5)
+        both = mem.search("where does Sam live?", k=5, records=True)
+        assert [h.id for h in both] == [h.id for h in plain]  # the same turns
+        assert plain.records == [] and both.records
+        assert isinstance(both.records[0], RecordHit)
+        assert said.id in both.records[0].message_ids
+        # A record hit says which turns it stands for, as it does in the library.
+        assert both.records[0].record.sources == (said.id,)
+    with _http(served, served.acme) as http:
+        body = {"user": "sam", "query": "where does Sam live?", "records": True}
+        answer = http.post("/v1/search", json=body).json()
+        assert answer["records"][0]["message_ids"] == [said.id]
+        assert http.post("/v1/search", json={**body, "records": False}).json()["records"] == []
+        bad = http.post("/v1/search", json={**body, "records": "yes"})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "records"
+
+    async def main() -> None:
+        async with AsyncClient(served.url, api_key=served.acme, user="sam") as amem:
+            found = await amem.search("where does Sam live?", records=True)
+            assert found.records[0].message_ids == [said.id]
+
+    asyncio.run(main())

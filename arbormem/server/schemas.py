@@ -57,6 +57,8 @@ class SearchBody(Body):
     role: StrictStr | list[StrictStr] | None = None
     neighbors: Annotated[StrictInt, Field(ge=0, le=100)] = 0
     all_agents: StrictBool = False
+    #: Also current typed records, in ``records`` (the hits are the same turns).
+    records: StrictBool = False
 
 
 class ContextBody(Body):
@@ -146,6 +148,8 @@ class SearchResult(BaseModel):
     #: Soft-archived messages holding the query's words (never hits).
     archived: list[str]
     archived_count: int
+    #: Current typed records for the query, best first (empty unless asked for).
+    records: list[RecordHitOut] = []
 
 
 class SessionOut(BaseModel):
@@ -274,6 +278,8 @@ class RecordOut(BaseModel):
 class RecordHitOut(RecordOut):
     score: float
     signals: dict[str, float]
+    #: The messages the record stands for where turns are scored (its sources).
+    message_ids: list[str]
 
 
 class RecordList(BaseModel):
@@ -366,13 +372,7 @@ def answer(data: Any, status: int = 200) -> Response:
 
 
 def search_answer(hits: Hits) -> Response:
-    return answer(
-        {
-            "hits": [h.to_dict() for h in hits],
-            "archived": list(hits.archived),
-            "archived_count": hits.archived_count,
-        }
-    )
+    return answer(hits.to_dict())
 
 
 def imported(i: Imported) -> ImportedOut:

@@ -31,6 +31,7 @@ def search(body: schemas.SearchBody, mem: ReadMemory) -> Response:
             user=body.user,
             agent=body.agent,
             all_agents=body.all_agents,
+            records=body.records,
         )
     )
 
