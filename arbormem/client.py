@@ -20,7 +20,16 @@ from typing import Any
 
 from arbormem.context.assemble import Context, Section
 from arbormem.errors import InputError, NotFound, RemoteError, StoreError
-from arbormem.models import DEFAULT_AGENT, DEFAULT_USER, Hit, Hits, Message, Scope, Session
+from arbormem.models import (
+    DEFAULT_AGENT,
+    DEFAULT_USER,
+    Hit,
+    Hits,
+    ImageRef,
+    Message,
+    Scope,
+    Session,
+)
 from arbormem.results import Exported, Forgotten, Imported, Stats
 from arbormem.timeutil import format_timestamp, parse_timestamp
 
@@ -66,6 +75,7 @@ def _hits(d: Json) -> Hits:
                 signals=dict(h["signals"]),
                 neighbors=tuple(_message(n) for n in h["neighbors"]),
                 superseded_by=h.get("superseded_by"),
+                image=ImageRef.from_dict(h["image"]) if h.get("image") else None,
             )
             for h in d["hits"]
         ],
