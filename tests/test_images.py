@@ -71,7 +71,7 @@ def kept(mem: Memory) -> int:
     if on_postgres(mem):
         with mem.backend._reading() as conn:  # type: ignore[attr-defined]
             return int(conn.execute("SELECT count(*) FROM image_blobs").fetchone()[0])
-    return kept(mem)
+    return len(files_in(Path(mem.path + ".images")))
 
 
 # -- adding -----------------------------------------------------------------------------
