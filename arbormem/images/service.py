@@ -89,9 +89,7 @@ class ImagesService:
         self._vision_made = False
         self._clip: ClipModel | None = None
         self._clip_made = False
-        # Each image's CLIP embedding by digest, None for one stored without: read
-        # from the store once per process.
-        self._clip_vectors: dict[str, np.ndarray | None] = {}
+        self._clip_vectors: dict[str, np.ndarray] = {}
         self._recalls: dict[str, int] = {}
         self._recalled_at: datetime | None = None
         self._recall_lock = threading.Lock()
@@ -200,7 +198,6 @@ class ImagesService:
                 self.backend.put_blob(digest, image.data)
             if clip_vector is not None and self.clip is not None:
                 self.backend.cache_caption(digest, self.clip.key, {"vector": clip_vector})
-                self._clip_vectors[digest] = np.asarray(clip_vector, dtype=np.float32)
             message = self.writer.add([record], scope=scope).messages[0]
             row = self.backend.get(message.id)
             assert row is not None
@@ -395,19 +392,16 @@ class ImagesService:
         for digest in dict.fromkeys(missing):
             kept = self.backend.cached_caption(digest, clip.key)
             vector = kept.get("vector") if kept else None
-            self._clip_vectors[digest] = (
-                np.asarray(vector, dtype=np.float32)
-                if isinstance(vector, list) and vector
-                else None
-            )
-        embedded = [r for r in rows if self._clip_vectors.get(r.digest) is not None]
+            if isinstance(vector, list) and vector:
+                self._clip_vectors[digest] = np.asarray(vector, dtype=np.float32)
+        embedded = [r for r in rows if r.digest in self._clip_vectors]
         fused: dict[str, float] = {}
         message_of: dict[str, str | None] = {}
         for rank, (image_id, message_id, _) in enumerate(captions):
             fused[image_id] = 1.0 / (RRF_K + rank + 1)
             message_of[image_id] = message_id
         if embedded:
-            matrix = np.stack([self._clip_vectors[r.digest] for r in embedded])  # type: ignore[misc]
+            matrix = np.stack([self._clip_vectors[r.digest] for r in embedded])
             query_vector = clip.embed_texts([query])[0]
             if matrix.shape[1] == query_vector.shape[0]:
                 sims = np.einsum("ij,j->i", matrix, query_vector)
