@@ -104,7 +104,6 @@ FILE_KEYS: Final = frozenset(
         "vision_model",
         "vision_base_url",
         "vision_timeout",
-        "clip_model",
         "llm",
     ]
 )

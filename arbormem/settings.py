@@ -208,7 +208,6 @@ _SOURCES: dict[str, tuple[str, str, Any, Any]] = {
     "vision_model": ("ARBORMEM_VISION_MODEL", "vision_model", "", text),
     "vision_base_url": ("ARBORMEM_VISION_BASE_URL", "vision_base_url", "", text),
     "vision_timeout": ("ARBORMEM_VISION_TIMEOUT", "vision_timeout", 30.0, seconds),
-    "clip_model": ("ARBORMEM_CLIP_MODEL", "clip_model", "", text),
 }
 
 
@@ -274,9 +273,6 @@ class Settings:
     vision_model: str = ""
     vision_base_url: str = ""
     vision_timeout: float = 30.0
-    #: The folder of a saved sentence-transformers CLIP model ("" for none): image
-    #: embeddings for text-to-image search beside the captions (``arbormem[clip]``).
-    clip_model: str = ""
     #: The chat LLM, or None for none (every LLM feature falls back to its heuristic).
     llm: LLMConfig | None = None
 

@@ -20,13 +20,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from arbormem import arguments
 from arbormem.errors import InputError, NotFound
 from arbormem.ids import new_id
 from arbormem.images.caption import Caption, ask_vision, fallback
-from arbormem.images.clip import ClipModel
 from arbormem.images.fading import Curve
 from arbormem.images.files import ImageFile, check, hamming, read_source
 from arbormem.images.ingest import Pending, attach, extract
@@ -50,10 +47,6 @@ AROUND = 2
 SHARED_WORDS = 500
 #: The most images one search returns.
 MAX_IMAGE_HITS = 1000
-#: Images each ranking offers the fusion when a CLIP model ranks beside the captions.
-CLIP_POOL = 50
-#: Reciprocal-rank fusion's constant (as the caption index's).
-RRF_K = 60
 
 
 def vision_client(engine: Engine) -> LLMClient | None:
@@ -87,9 +80,6 @@ class ImagesService:
         self.curve = Curve.of(engine.settings)
         self._vision: LLMClient | None = None
         self._vision_made = False
-        self._clip: ClipModel | None = None
-        self._clip_made = False
-        self._clip_vectors: dict[str, np.ndarray] = {}
         self._recalls: dict[str, int] = {}
         self._recalled_at: datetime | None = None
         self._recall_lock = threading.Lock()
@@ -100,27 +90,6 @@ class ImagesService:
             self._vision = vision_client(self.engine)
             self._vision_made = True
         return self._vision
-
-    @property
-    def clip(self) -> ClipModel | None:
-        """The CLIP model of ``clip_model``, loaded on first use (None when unset)."""
-        if not self._clip_made:
-            path = self.engine.settings.clip_model
-            self._clip = ClipModel(path) if path else None
-            self._clip_made = True
-        return self._clip
-
-    def _clip_of(self, image: ImageFile | None) -> list[float] | None:
-        """The image's CLIP embedding, None without a model (or when it fails: the
-        image is stored without one, found by its caption only)."""
-        clip = self.clip
-        if clip is None or image is None:
-            return None
-        try:
-            return [round(float(x), 7) for x in clip.embed_images([image.data])[0]]
-        except Exception as exc:  # a model's failure must not lose the image
-            log.warning("CLIP could not embed image %s: %s", image.digest[:12], exc)
-            return None
 
     # -- adding ------------------------------------------------------------------------
 
@@ -177,7 +146,6 @@ class ImagesService:
         if existing is not None:
             return self.memory(existing, duplicate=True)
         chosen = self._caption(thread, image, given, session, shared_in, url)
-        clip_vector = self._clip_of(image)
         image_id = new_id()
         link: dict[str, Any] = {"id": image_id}
         if shared_in:
@@ -196,8 +164,6 @@ class ImagesService:
                 return self.memory(raced, duplicate=True)
             if image is not None:
                 self.backend.put_blob(digest, image.data)
-            if clip_vector is not None and self.clip is not None:
-                self.backend.cache_caption(digest, self.clip.key, {"vector": clip_vector})
             message = self.writer.add([record], scope=scope).messages[0]
             row = self.backend.get(message.id)
             assert row is not None
@@ -359,13 +325,7 @@ class ImagesService:
         threads = self.engine.threads(scope, all_agents)
         if not threads:
             return []
-        clip = self.clip
-        pool = k if clip is None else max(k, CLIP_POOL)
-        best: list[tuple[str, str | None, float]] = list(
-            self.engine.caption_index().search(threads, query, pool)
-        )
-        if clip is not None:
-            best = self._fused_with_clip(clip, threads, query, best, k)
+        best = self.engine.caption_index().search(threads, query, k)
         found = {r.id: r for r in self.backend.images(threads, ids=[i for i, _, _ in best])}
         out = [
             ImageHit(image=self.memory(found[i], message_id=mid), score=round(score, 6))
@@ -375,43 +335,6 @@ class ImagesService:
         if out and not self.backend.read_only:
             self._recalled([h.image.id for h in out])
         return out
-
-    def _fused_with_clip(
-        self,
-        clip: ClipModel,
-        threads: Sequence[Thread],
-        query: str,
-        captions: list[tuple[str, str | None, float]],
-        k: int,
-    ) -> list[tuple[str, str | None, float]]:
-        """The caption ranking fused by reciprocal rank with the ranking of the live
-        images' CLIP embeddings against the query's (images stored before the model
-        was set have none, and are ranked by their captions only)."""
-        rows = self.backend.images(threads, expired=False)
-        missing = [r.digest for r in rows if r.size and r.digest not in self._clip_vectors]
-        for digest in dict.fromkeys(missing):
-            kept = self.backend.cached_caption(digest, clip.key)
-            vector = kept.get("vector") if kept else None
-            if isinstance(vector, list) and vector:
-                self._clip_vectors[digest] = np.asarray(vector, dtype=np.float32)
-        embedded = [r for r in rows if r.digest in self._clip_vectors]
-        fused: dict[str, float] = {}
-        message_of: dict[str, str | None] = {}
-        for rank, (image_id, message_id, _) in enumerate(captions):
-            fused[image_id] = 1.0 / (RRF_K + rank + 1)
-            message_of[image_id] = message_id
-        if embedded:
-            matrix = np.stack([self._clip_vectors[r.digest] for r in embedded])
-            query_vector = clip.embed_texts([query])[0]
-            if matrix.shape[1] == query_vector.shape[0]:
-                sims = np.einsum("ij,j->i", matrix, query_vector)
-                order = np.argsort(-sims, kind="stable")[: max(k, CLIP_POOL)]
-                for rank, i in enumerate(order):
-                    image_id = embedded[int(i)].id
-                    fused[image_id] = fused.get(image_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-                    message_of.setdefault(image_id, None)
-        ranked = sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
-        return [(image_id, message_of[image_id], score) for image_id, score in ranked]
 
     def with_refs(self, threads: Sequence[Thread], hits: list[Hit]) -> list[Hit]:
         """``hits`` with :attr:`Hit.image` set on those whose message is an image's
