@@ -24,7 +24,7 @@ from arbormem.errors import (
 )
 from arbormem.jobs import PendingJob
 from arbormem.memory import Memory
-from arbormem.models import Hit, Hits, Ingested, Message, Scope, Session
+from arbormem.models import Hit, Hits, ImageRef, Ingested, Message, Scope, Session
 from arbormem.recall.rerank import Reranker
 from arbormem.recall.retriever import RecallConfig
 from arbormem.records.model import Record
@@ -90,6 +90,7 @@ __all__ = [
     "Hits",
     "ImageHit",
     "ImageMemory",
+    "ImageRef",
     "ImagesExpired",
     "Imported",
     "Ingested",

@@ -21,7 +21,16 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from arbormem.context.assemble import Context, Section
 from arbormem.errors import InputError, NotFound, RemoteError, StoreError
-from arbormem.models import DEFAULT_AGENT, DEFAULT_USER, Hit, Hits, Message, Scope, Session
+from arbormem.models import (
+    DEFAULT_AGENT,
+    DEFAULT_USER,
+    Hit,
+    Hits,
+    ImageRef,
+    Message,
+    Scope,
+    Session,
+)
 from arbormem.records.model import Record, record_from_dict
 from arbormem.records.service import RecordHit
 from arbormem.results import (
@@ -78,6 +87,7 @@ def _hits(d: Json) -> Hits:
                 signals=dict(h["signals"]),
                 neighbors=tuple(_message(n) for n in h["neighbors"]),
                 superseded_by=h.get("superseded_by"),
+                image=ImageRef.from_dict(h["image"]) if h.get("image") else None,
             )
             for h in d["hits"]
         ],

@@ -529,6 +529,7 @@ class Memory(RecordsMethods, ImageMethods, TreeMethods):
         threads = self._threads(scope, all_agents)
         self._engine.touch(threads, wrote=False)
         hits = self._engine.retriever.search(threads, query, k, filters, neighbors=neighbors)
+        hits = self._images.with_refs(threads, hits)
         archived, count = self.backend.archived_matches(threads, query_terms(query), filters, k)
         found = self._records.beside_turns(threads, query, k) if records else []
         return Hits(hits, archived=archived, archived_count=count, records=found)

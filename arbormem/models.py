@@ -116,6 +116,44 @@ class Session:
 
 
 @dataclass(frozen=True)
+class ImageRef:
+    """The image a recalled caption message stands for: enough to tell what it is
+    and to fetch it. ``Memory.image_bytes(id)`` reads the bytes from any store;
+    ``file`` is the stored file beside a SQLite store (None when the bytes are
+    inside the database, or when the picture was recorded by ``url`` only)."""
+
+    id: str
+    #: sha256 of the bytes, hex (``u`` and the sha256 of the URL for a picture
+    #: recorded without its bytes).
+    sha256: str
+    mime: str
+    size: int
+    file: str | None = None
+    url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "sha256": self.sha256,
+            "mime": self.mime,
+            "size": self.size,
+            "file": self.file,
+            "url": self.url,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ImageRef:
+        return cls(
+            id=str(d["id"]),
+            sha256=str(d["sha256"]),
+            mime=str(d["mime"]),
+            size=int(d["size"]),
+            file=d.get("file"),
+            url=d.get("url"),
+        )
+
+
+@dataclass(frozen=True)
 class Hit:
     """One recalled message with the score of every signal that ranked it.
 
@@ -134,6 +172,8 @@ class Hit:
     #: Id of a later hit that updates this one ("she can eat nuts now" after
     #: "she is allergic to nuts"): this hit is the earlier statement.
     superseded_by: str | None = None
+    #: The image this hit's message captions (None for every other message).
+    image: ImageRef | None = None
 
     @property
     def id(self) -> str:
@@ -168,6 +208,7 @@ class Hit:
         # made each consumer test for its presence.
         out["superseded_by"] = self.superseded_by
         out["neighbors"] = [m.to_dict() for m in self.neighbors]
+        out["image"] = None if self.image is None else self.image.to_dict()
         return out
 
 

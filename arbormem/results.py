@@ -133,6 +133,8 @@ class Exported:
     path: str | None = None
     #: Typed records exported (every version, current and closed).
     records: int = 0
+    #: Image memories exported, bytes included.
+    images: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The export document itself, as written to a file."""
@@ -156,6 +158,8 @@ class Imported:
     session_states: int = 0
     #: Typed records restored with their history (an export of version 3 carries them).
     records: int = 0
+    #: Image memories restored with their bytes (an export of version 4 carries them).
+    images: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

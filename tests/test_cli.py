@@ -139,6 +139,7 @@ def test_forget_export_import_reembed(tmp_path: Path, env: dict[str, str]) -> No
         "not_archived": 0,
         "session_states": 0,
         "records": 0,
+        "images": 0,
     }
     stdout_dump = json.loads(run_cli("export", env=other).stdout)
     assert stdout_dump["threads"] == json.loads(dump.read_text())["threads"]

@@ -52,10 +52,26 @@ def files_in(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
 
 
-@pytest.fixture
-def mem(db_path: Path) -> Memory:
-    with Memory(db_path, embedder=HashingEmbedder(64), llm=None) as m:
+@pytest.fixture(params=["sqlite-file", "postgres"])
+def mem(request: pytest.FixtureRequest, db_path: Path) -> Memory:
+    """A memory on each back-end that keeps images: an SQLite file (bytes in files
+    beside it) and PostgreSQL (bytes inside the database)."""
+    target = db_path if request.param == "sqlite-file" else request.getfixturevalue("pg_url")
+    with Memory(target, embedder=HashingEmbedder(64), llm=None) as m:
         yield m
+
+
+def on_postgres(mem: Memory) -> bool:
+    return mem.path.startswith("postgresql")
+
+
+def kept(mem: Memory) -> int:
+    """How many pictures' bytes the store keeps (files beside an SQLite store, rows of
+    PostgreSQL's ``image_blobs``)."""
+    if on_postgres(mem):
+        with mem.backend._reading() as conn:  # type: ignore[attr-defined]
+            return int(conn.execute("SELECT count(*) FROM image_blobs").fetchone()[0])
+    return len(files_in(Path(mem.path + ".images")))
 
 
 # -- adding -----------------------------------------------------------------------------
@@ -70,6 +86,9 @@ def test_each_format_is_stored_from_bytes_and_read_back(mem: Memory, fmt: str, m
     stored = mem.add_image(data, caption="a red card")
     assert stored.mime == mime and (stored.width, stored.height) == (64, 48)
     assert mem.image_bytes(stored.id) == data
+    if on_postgres(mem):
+        assert stored.file is None and kept(mem) == 1
+        return
     assert stored.file is not None and Path(stored.file).read_bytes() == data
     assert Path(stored.file).parent.parent == Path(mem.path + ".images")
 
@@ -129,7 +148,7 @@ def test_same_bytes_are_one_image_per_scope_across_sessions(mem: Memory) -> None
     other = mem.add_image(data, caption="red card", user="bob")
     assert not other.duplicate and other.id != first.id
     # One file for both scopes: the bytes are kept once per hash.
-    assert len(files_in(Path(mem.path + ".images"))) == 1
+    assert kept(mem) == 1
 
 
 def test_an_image_joins_its_session_at_its_time_like_a_message(mem: Memory) -> None:
@@ -297,25 +316,24 @@ def test_async_memory_adds_and_searches_images(db_path: Path) -> None:
 
 
 def test_forget_leaves_no_file_behind(mem: Memory) -> None:
-    folder = Path(mem.path + ".images")
     one = mem.add_image(picture(), caption="one", session="s1")
     mem.add_image(picture(color=(0, 90, 0)), caption="two", session="s2")
     mem.add_image(picture(), caption="one again", user="bob")  # same bytes, other scope
-    assert len(files_in(folder)) == 2
+    assert kept(mem) == 2
     done = mem.forget_image(one.id)
     assert done.messages == 1 and mem.list_images() != []
-    assert len(files_in(folder)) == 2  # bob's image still needs those bytes
+    assert kept(mem) == 2  # bob's image still needs those bytes
     mem.forget(session="s2")
-    assert mem.list_images() == [] and len(files_in(folder)) == 1
+    assert mem.list_images() == [] and kept(mem) == 1
     mem.forget(user="bob")
-    assert files_in(folder) == []
+    assert kept(mem) == 0
 
 
 def test_forgetting_the_caption_message_forgets_the_image(mem: Memory) -> None:
     image = mem.add_image(picture(), caption="one")
     assert image.message_id is not None
     mem.forget(image.message_id)
-    assert mem.list_images() == [] and files_in(Path(mem.path + ".images")) == []
+    assert mem.list_images() == [] and kept(mem) == 0
 
 
 def test_an_in_memory_store_keeps_bytes_in_its_database() -> None:
@@ -421,9 +439,9 @@ def test_expired_images_past_the_maximum_age_are_purged_with_their_files(mem: Me
     first = mem.expire_images(now=T0 + timedelta(days=60))
     assert first.expired == (old.id,) and first.purged == ()
     assert all(h.image.id != old.id for h in mem.search_images("old photo"))
-    assert len(files_in(Path(mem.path + ".images"))) == 2  # soft-expired: kept
+    assert kept(mem) == 2  # soft-expired: kept
     later = mem.expire_images(now=T0 + timedelta(days=100), purge=True)
-    assert later.purged == (old.id,) and len(files_in(Path(mem.path + ".images"))) == 1
+    assert later.purged == (old.id,) and kept(mem) == 1
     with pytest.raises(NotFound):
         mem.get_image(old.id)
 
@@ -465,7 +483,8 @@ def test_openai_image_parts_are_ingested_as_images(mem: Memory, tmp_path: Path) 
     shared = done.messages[0]
     assert images[0].shared_in == shared.id and "error" in images[0].caption
     assert shared.metadata["parts"][0]["image_url"]["url"] == f"sha256:{images[0].digest}"
-    assert images[1].file and "whiteboard sketch" in images[1].caption
+    assert (images[1].file is not None) != on_postgres(mem)  # bytes inside PostgreSQL
+    assert images[1].size and "whiteboard sketch" in images[1].caption
     assert images[2].url == "https://example.org/cat.jpg" and images[2].file is None
     with pytest.raises(NotFound, match="recorded by its URL"):
         mem.image_bytes(images[2].id)

@@ -314,6 +314,7 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path) ->
             "not_archived": 0,
             "session_states": 0,
             "records": 0,
+            "images": 0,
         }
         again = other.export(everything=True)
         assert again.document["threads"] == dump.document["threads"]

@@ -21,6 +21,7 @@ def test_exported_names_are_deliberate() -> None:
         "Hits",
         "ImageHit",
         "ImageMemory",
+        "ImageRef",
         "ImagesExpired",
         "Imported",
         "Ingested",

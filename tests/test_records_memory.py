@@ -208,7 +208,7 @@ def test_export_carries_records_and_import_restores_them_with_their_history(
     tell_the_move(mem)
     mem.remember("Sam is vegetarian.", subject="Sam", attribute="diet", value="vegetarian")
     dump = mem.export(tmp_path / "dump.json")
-    assert dump.document["version"] == 3 and dump.records == 3
+    assert dump.document["version"] == 4 and dump.records == 3
     before = sorted((r.to_dict() for r in mem.records(current=False)), key=lambda r: r["id"])
     with open_memory(tmp_path / "other.db") as other:
         assert other.import_(tmp_path / "dump.json").records == 3

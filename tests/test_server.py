@@ -70,7 +70,8 @@ def test_search_answers_hits_shaped_like_search_json(served: Served) -> None:
     assert hits[0]["content"] == "The cat is called Miso."
     expected = {"id", "index", "session", "role", "speaker", "content", "timestamp", "user"}
     expected |= {"agent", "metadata", "score", "signals", "message_ids", "superseded_by"}
-    assert set(hits[0]) == expected | {"neighbors"}
+    assert set(hits[0]) == expected | {"neighbors", "image"}
+    assert hits[0]["image"] is None  # not an image's caption
 
 
 def test_two_tenants_alice_are_two_people(served: Served) -> None:

@@ -123,13 +123,15 @@ def test_a_version_1_export_still_imports(tmp_path: Path) -> None:
         counts = mem.import_(old)
         assert (counts.messages, counts.session_states) == (1, 0)
         again = mem.export(user="sam")
-        assert again.document["version"] == 3
-        # a session without a state has none; version 3 adds the thread's records
+        assert again.document["version"] == 4
+        # a session without a state has none; version 3 adds the thread's records,
+        # version 4 its images
         assert [
-            {k: v for k, v in t.items() if k != "records"} for t in again.document["threads"]
+            {k: v for k, v in t.items() if k not in ("records", "images")}
+            for t in again.document["threads"]
         ] == old["threads"]
-    for version in (0, 4, "2", True):
-        with pytest.raises(InputError, match="reads 1, 2 and 3"):
+    for version in (0, 5, "2", True):
+        with pytest.raises(InputError, match="reads 1, 2, 3 and 4"):
             open_memory(tmp_path / "v.db").import_({**old, "version": version})
 
 

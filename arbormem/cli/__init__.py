@@ -663,7 +663,8 @@ def import_cmd(opts: StoreOptions, source: str, as_json: bool) -> None:
     else:
         click.echo(
             f"Imported {counts.messages} message(s) into {counts.threads} thread(s)"
-            f" ({counts.skipped} already present)."
+            f" ({counts.skipped} already present)"
+            + (f", and {counts.images} image(s)." if counts.images else ".")
         )
         if counts.not_archived:
             click.echo(
@@ -750,7 +751,8 @@ def migrate_store(source: str, destination: str, batch: int, as_json: bool) -> N
         click.echo(
             f"Copied {done.copied} message(s) of {done.threads} thread(s)"
             + (f" ({done.already} were there already)" if done.already else "")
-            + f"; {done.trees} tree(s) and their states."
+            + f"; {done.trees} tree(s) and their states"
+            + (f"; {done.images} image(s) with their bytes." if done.images else ".")
         )
         click.echo(
             f"Verified: {done.destination.messages} messages, {done.destination.nodes} tree"

@@ -25,7 +25,7 @@ from arbormem.context.modes import get_mode
 from arbormem.context.trackers import new_tracker
 from arbormem.context.working import SessionMemory, WorkingMemory
 from arbormem.errors import InputError
-from arbormem.models import Hit, Message
+from arbormem.models import Hit, ImageRef, Message
 from arbormem.settings import budget_tokens as budget_of
 from arbormem.store.base import Backend
 from arbormem.store.types import Thread
@@ -91,6 +91,19 @@ def check_context_arguments(
     return budget
 
 
+def image_line(message: Message, image: ImageRef) -> str:
+    """A recalled caption message as the model reads it: marked as an image, with
+    the day it was shared and what resolves it (the id for ``get_image`` and
+    ``image_bytes``, the stored file when there is one), then the caption."""
+    caption = message.content.removeprefix(f"[image {image.id}]").strip()
+    where = f", file {image.file}" if image.file else f", url {image.url}" if image.url else ""
+    size = f", {image.size:,} bytes" if image.size else ""
+    mime = image.mime or "not stored"
+    mark = f"[image {image.id}, shared {message.timestamp.date().isoformat()}, {mime}{size}{where}]"
+    who = message.speaker or message.role
+    return f"{who}: {mark} {caption}"
+
+
 def recall_items(hits: Sequence[Hit], paths: Sequence[TopicPath]) -> list[RecallItem]:
     """Recalled turns (grouped under their session's date) and topic paths, ranked.
     Turns the window shows stay in the list: the builder leaves them out while the
@@ -100,7 +113,13 @@ def recall_items(hits: Sequence[Hit], paths: Sequence[TopicPath]) -> list[Recall
     for hit in hits:
         m = hit.message
         # Who said it: the speaker's name, else the role (an assistant turn has no name).
-        text = m.text if m.speaker else f"{m.role}: {m.content}"
+        text = (
+            image_line(m, hit.image)
+            if hit.image is not None
+            else m.text
+            if m.speaker
+            else f"{m.role}: {m.content}"
+        )
         if hit.superseded_by:
             text += "  (earlier; updated later)"
         items.append(

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from arbormem.images.files import ImageFile, check, hamming, read_source
 from arbormem.images.ingest import Pending, attach, extract
 from arbormem.ingest.formats import Record
 from arbormem.llm import LLMClient, LLMConfig, OpenAIChatClient
-from arbormem.models import Message, Scope
+from arbormem.models import Hit, ImageRef, Message, Scope
 from arbormem.results import ImageHit, ImageMemory, ImagesExpired
 from arbormem.store.images import ImageRow
 from arbormem.store.types import Thread
@@ -349,6 +350,36 @@ class ImagesService:
         ]
         if out and not self.backend.read_only:
             self._recalled([h.image.id for h in out])
+        return out
+
+    def with_refs(self, threads: Sequence[Thread], hits: list[Hit]) -> list[Hit]:
+        """``hits`` with :attr:`Hit.image` set on those whose message is an image's
+        caption message. Only a message that names an image in its metadata and its
+        text is looked up, all in one read: a search without image hits reads nothing."""
+        named: dict[int, str] = {}
+        for i, hit in enumerate(hits):
+            link = hit.message.metadata.get("image")
+            image_id = link.get("id") if isinstance(link, Mapping) else None
+            if isinstance(image_id, str) and hit.message.content.startswith(f"[image {image_id}]"):
+                named[i] = image_id
+        if not named:
+            return hits
+        rows = {r.id: r for r in self.backend.images(threads, ids=list(named.values()))}
+        out = list(hits)
+        for i, image_id in named.items():
+            row = rows.get(image_id)
+            if row is None or row.caption_rowid is None:
+                continue
+            path = self.backend.blob_file(row.digest) if row.size else None
+            ref = ImageRef(
+                id=row.id,
+                sha256=row.digest,
+                mime=row.mime,
+                size=row.size,
+                file=None if path is None else str(path),
+                url=row.url,
+            )
+            out[i] = replace(hits[i], image=ref)
         return out
 
     def _recalled(self, image_ids: list[str]) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 from arbormem import arguments
 from arbormem.engine import Engine
 from arbormem.errors import InputError, StoreError
+from arbormem.images.transfer import restore_images
 from arbormem.ingest.dedup import find_stored
 from arbormem.ingest.formats import Record
 from arbormem.ingest.transfer import plan_import
@@ -360,6 +361,7 @@ class Writer:
         self.backend.writable()
         vectors = self.embed_new([m for p in plan for m in p.messages])
         added = archived_again = left_live = states_restored = records_restored = 0
+        images_restored = 0
         touched: list[Thread] = []
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
@@ -374,7 +376,7 @@ class Writer:
             plan, skipped = plan_import(
                 self.backend, data, name, self.limits.message_bytes, self.limits, tenant
             )
-            for scope, msgs, archived, states, records in plan:
+            for scope, msgs, archived, states, records, images in plan:
                 thread = self.engine.thread(scope, create=True)
                 assert thread is not None
                 touched.append(thread)
@@ -392,6 +394,9 @@ class Writer:
                 )
                 rows = self.backend.append(thread, msgs, mine, self.embedder.model_id)
                 self.grower.grow(thread, rows, mine)
+                if images:
+                    appended = {r.message.id: r.rowid for r in rows}
+                    images_restored += restore_images(self.backend, thread, images, appended)
                 marked = [r.rowid for r in rows if r.message.id in archived]
                 if marked:
                     done = self.trees.archive(thread, marked)
@@ -432,6 +437,7 @@ class Writer:
             not_archived=left_live,
             session_states=states_restored,
             records=records_restored,
+            images=images_restored,
         )
 
     def reembed(self, *, prune: bool, progress: Callable[[int], None] | None) -> Reembedded:

@@ -2,10 +2,11 @@
 
 An export is one JSON object::
 
-    {"format": "arbormem-export", "version": 3, "exported_at": "...",
+    {"format": "arbormem-export", "version": 4, "exported_at": "...",
      "threads": [{"user": "...", "agent": "...",
                   "records" (version 3): {"format": 1, "records": [...],
                                           "composites": [...]},
+                  "images" (version 4): [{"id", "sha256", ..., "data"}],
                   "sessions": [{"id": "...", "metadata": {...},
                                 "messages": [{"id", "index", "role", "speaker",
                                               "content", "timestamp", "metadata",
@@ -18,9 +19,11 @@ mode, what the mode tracks, and its rolling summary. A session that holds only a
 state (a mode set before its first message) is listed with no messages. ``records``
 are the thread's typed records and composites, every version, as
 :meth:`arbormem.records.RecordService.to_dict` writes them; an import puts them in
-the thread it restores (their ``scope`` becomes that thread's). Version 1 had no
-states and version 2 no records; their exports still import (the records of their
-messages are extracted again after the import).
+the thread it restores (their ``scope`` becomes that thread's). ``images`` are the
+thread's image memories with their bytes in base64 (see :mod:`arbormem.images.transfer`).
+Version 1 had no states, version 2 no records and version 3 no images; their exports
+still import (the records of their messages are extracted again after the import; their
+images come back as the caption messages they had, without the pictures).
 
 Vectors and the topic tree are derived, so they are not exported; an import
 recomputes them, and archives again the exchanges marked archived.
@@ -41,6 +44,7 @@ from arbormem.arguments import DEFAULT_LIMITS, Limits
 from arbormem.context.modes import MODES, get_mode
 from arbormem.context.trackers import new_tracker, tracker_from_dict
 from arbormem.errors import ArbormemError, InputError
+from arbormem.images.transfer import PlannedImage, check_images, export_images
 from arbormem.ingest.formats import parse_json, read_bytes_as_text
 from arbormem.ingest.validate import Where, check_name, prepare
 from arbormem.models import Scope
@@ -54,10 +58,10 @@ from arbormem.timeutil import format_timestamp, utcnow
 log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "arbormem-export"
-EXPORT_VERSION = 3
+EXPORT_VERSION = 4
 #: The versions an import reads (1: before session states were exported; 2: before
-#: records were).
-IMPORT_VERSIONS = (1, 2, 3)
+#: records were; 3: before images were).
+IMPORT_VERSIONS = (1, 2, 3, 4)
 #: Positions stay below this (as message indices do).
 MAX_POSITION = 2**62
 
@@ -73,6 +77,8 @@ class ThreadPlan(NamedTuple):
     states: dict[str, dict[str, Any]]
     #: The thread's records and composites, checked (None: the export has none).
     records: tuple[list[Record], list[Composite]] | None = None
+    #: The thread's image memories, checked, bytes included.
+    images: tuple[PlannedImage, ...] = ()
 
 
 def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
@@ -123,6 +129,7 @@ def export_thread(backend: Backend, thread: Thread) -> dict[str, Any]:
         "agent": thread.agent,
         "sessions": list(sessions.values()),
         "records": records,
+        "images": export_images(backend, thread),
     }
 
 
@@ -236,6 +243,7 @@ def plan_import(
         raise InputError("must be a list", source=name, field="threads")
     plan: list[ThreadPlan] = []
     seen_ids: set[str] = set()
+    seen_images: set[str] = set()
     planned_next: dict[Scope, int] = {}  # per scope: the first index after this plan's
     skipped = 0
     for ti, t in enumerate(threads):
@@ -257,6 +265,7 @@ def plan_import(
         msgs: list[NewMessage] = []
         archived: set[str] = set()
         states: dict[str, dict[str, Any]] = {}
+        sessions_of: dict[str, str] = {}  # the thread's message ids, with their session
         for si, s in enumerate(sessions):
             where_s = f"{where_t}.sessions[{si}]"
             if not isinstance(s, Mapping) or not isinstance(s.get("messages"), list):
@@ -279,6 +288,7 @@ def plan_import(
                         field=f"{where_s}.messages[{mi}].id",
                     )
                 seen_ids.add(new.id)
+                sessions_of[new.id] = key
                 flag = m.get("archived", False)
                 if not isinstance(flag, bool):
                     raise InputError(
@@ -325,7 +335,12 @@ def plan_import(
             if t.get("records") is not None
             else None
         )
-        plan.append(ThreadPlan(scope, msgs, archived, states, records))
+        images = (
+            tuple(check_images(t["images"], sessions_of, name, where_t + ".images", seen_images))
+            if t.get("images") is not None
+            else ()
+        )
+        plan.append(ThreadPlan(scope, msgs, archived, states, records, images))
     return plan, skipped
 
 
@@ -396,6 +411,7 @@ def export_to(backend: Backend, threads: Sequence[Thread], target: Path | None) 
             len(s["messages"]) for t in document["threads"] for s in t.get("sessions", [])
         ),
         records=sum(len(t.get("records", {}).get("records", [])) for t in document["threads"]),
+        images=sum(len(t.get("images", [])) for t in document["threads"]),
         path=None if target is None else str(target),
     )
 

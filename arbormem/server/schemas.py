@@ -126,12 +126,23 @@ class MessageOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ImageRefOut(BaseModel):
+    id: str
+    sha256: str
+    mime: str
+    size: int
+    file: str | None
+    url: str | None
+
+
 class HitOut(MessageOut):
     score: float
     signals: dict[str, float]
     message_ids: list[str]
     superseded_by: str | None
     neighbors: list[MessageOut]
+    #: The image the hit's message captions (null for any other message).
+    image: ImageRefOut | None = None
 
 
 class Added(BaseModel):

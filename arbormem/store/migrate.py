@@ -8,7 +8,9 @@ new file of the same kind. Per thread:
    positions, sessions, times, metadata and the vectors of every model stored;
 2. then in one transaction: its topic tree (nodes, each message's leaf, topic and
    segment documents, the cursor, whether it passed its check), which messages are
-   archived, its sessions' working memory, and the topic summaries' vectors.
+   archived, its sessions' working memory, and the topic summaries' vectors;
+3. its image memories with their bytes (one transaction; those the destination holds
+   already are skipped).
 
 It is **resumable**: run again after an interruption, it checks that what the
 destination holds of a thread is what the source holds at the same positions, and
@@ -52,6 +54,7 @@ class Counts:
     nodes: int = 0
     session_states: int = 0
     archived: int = 0
+    images: int = 0
     #: Vectors of the messages' and topics' texts, per model (a store may keep
     #: others, no longer used, until it is purged: those are not copied).
     vectors: dict[str, int] = field(default_factory=dict)
@@ -66,6 +69,8 @@ class Migrated:
     copied: int = 0
     already: int = 0
     trees: int = 0
+    #: Image memories copied now, with their bytes.
+    images: int = 0
     source: Counts = field(default_factory=Counts)
     destination: Counts = field(default_factory=Counts)
     source_sha256: str = ""
@@ -112,6 +117,7 @@ def count(backend: Backend) -> Counts:
         out.nodes += len(briefs)
         out.session_states += len(backend.session_states(thread))
         out.archived += len(backend.archived_rowids(thread))
+        out.images += len(backend.images([thread]))
         used.update(b.chash for b in briefs if b.chash)
         used.update(r.chash for r in backend.iter_rows(thread))
     wanted = sorted(used)
@@ -150,6 +156,7 @@ def migrate(
         out.already += already
         if _copy_derived(source, thread, destination, target):
             out.trees += 1
+        out.images += _copy_images(source, thread, destination, target)
     if verify:
         out.source, out.destination = count(source), count(destination)
         out.source_sha256, out.destination_sha256 = (
@@ -352,3 +359,24 @@ def _copy_topic_vectors(source: Backend, destination: Backend, nodes: Sequence[N
             found = source.vectors(model, chashes[start : start + BATCH])
             if found:
                 destination.put_vectors(model, found)
+
+
+def _copy_images(source: Backend, src: Thread, destination: Backend, dst: Thread) -> int:
+    """Copy a thread's image memories and their bytes (those the destination lacks)
+    in one transaction; how many were copied."""
+    rows = [r for r in source.images([src]) if destination.image(r.id) is None]
+    if not rows:
+        return 0
+    captions = source.rows([r.caption_rowid for r in rows if r.caption_rowid is not None])
+    with destination.transaction():
+        for r in rows:
+            caption = captions.get(r.caption_rowid) if r.caption_rowid is not None else None
+            rowid = None
+            if caption is not None:
+                there = destination.get(caption.message.id)
+                rowid = None if there is None else there.rowid
+            data = source.blob(r.digest) if r.size else None
+            if data is not None:
+                destination.put_blob(r.digest, data)
+            destination.insert_image(dataclasses.replace(r, thread_id=dst.id, caption_rowid=rowid))
+    return len(rows)

@@ -5,7 +5,7 @@ One class, :class:`PostgresBackend`, assembled from one module per capability of
 :mod:`arbormem.store` as the SQLite back-end is: :mod:`.connection` (the pool,
 transactions and per-thread locks), :mod:`.messages` (and :mod:`.deleting`),
 :mod:`.lexical` (with :mod:`.windows` and :mod:`.termstats`), :mod:`.vectors`,
-:mod:`.tree` and :mod:`.state`; :mod:`.schema` holds the tables and their
+:mod:`.tree`, :mod:`.state`, :mod:`.records` and :mod:`.images`; :mod:`.schema` holds the tables and their
 migrations, :mod:`.adapt` the ``vector`` type's binary form.
 ``open_store("postgresql://...")`` opens it (see :func:`open_postgres`).
 """
@@ -16,12 +16,11 @@ from typing import Any
 
 from arbormem.store.base import Backend
 from arbormem.store.postgres.deleting import PostgresDeletes
-from arbormem.store.postgres.images import PostgresImages
 
 
-class PostgresBackend(PostgresImages, PostgresDeletes, Backend):
-    """Messages, postings, vectors, trees, session state and typed records in a
-    PostgreSQL database."""
+class PostgresBackend(PostgresDeletes, Backend):
+    """Messages, postings, vectors, trees, session state, typed records and image
+    memories in a PostgreSQL database."""
 
 
 def open_postgres(url: str, **options: Any) -> PostgresBackend:

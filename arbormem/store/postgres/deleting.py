@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from arbormem.store.postgres.common import term_key
+from arbormem.store.postgres.images import PostgresImages
 from arbormem.store.postgres.messages import PostgresMessages, make_thread
 from arbormem.store.postgres.records import PostgresRecords
 from arbormem.store.sqlite.common import REWRITE_LIMIT_BYTES
@@ -21,10 +22,11 @@ log = logging.getLogger("arbormem.store.postgres")
 
 #: The tables that hold a message's text or terms (or its vector), vacuumed by a purge.
 _TEXT_TABLES = ("messages", "turn_postings", "node_postings", "tree_nodes", "lex_df", "vectors",
-                "message_vectors", "session_state", "tree_log")  # fmt: skip
+                "message_vectors", "session_state", "tree_log", "images", "image_blobs",
+                "image_captions")  # fmt: skip
 
 
-class PostgresDeletes(PostgresRecords, PostgresMessages):
+class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
     """Forgetting: deletes that leave no derived trace, and purges."""
 
     def _delete_rowids(self, conn: Any, thread: Thread, rowids: Sequence[int]) -> Deleted:
@@ -108,6 +110,11 @@ class PostgresDeletes(PostgresRecords, PostgresMessages):
             " AND message_id = ANY(%(ids)s)",
             {**k, "ids": sorted(gone)},
         )
+        # An image goes with the message that indexes its caption.
+        conn.execute(
+            "DELETE FROM images WHERE scope_id = %(s)s AND caption_rowid = ANY(%(ids)s)",
+            {**k, "ids": sorted(gone)},
+        )
         result.messages = conn.execute(
             "DELETE FROM messages WHERE scope_id = %(s)s AND id = ANY(%(ids)s)",
             {**k, "ids": sorted(gone)},
@@ -165,13 +172,17 @@ class PostgresDeletes(PostgresRecords, PostgresMessages):
         session, so it waits ``wait`` seconds at most for them, then reports the
         purge as pending (``"readers"``). What this cannot reach (the server's
         write-ahead log, replicas, backups) is in docs/postgres.md."""
+        if not self.read_only:
+            self.sweep_blobs()  # the bytes of forgotten images leave first
         with self._writing() as conn:
             unused = [
                 r[0]
                 for r in conn.execute(
                     "WITH d AS (DELETE FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM messages m"
                     " WHERE m.chash = v.chash) AND NOT EXISTS (SELECT 1 FROM tree_nodes n"
-                    " WHERE n.chash = v.chash) RETURNING chash) SELECT DISTINCT chash FROM d"
+                    " WHERE n.chash = v.chash) AND NOT EXISTS (SELECT 1 FROM images i"
+                    # A picture's CLIP vector is keyed by its digest (arbormem.images.clip).
+                    " WHERE i.digest = v.chash) RETURNING chash) SELECT DISTINCT chash FROM d"
                 ).fetchall()
             ]
         result = Purge(chashes=unused)
@@ -266,6 +277,12 @@ class PostgresDeletes(PostgresRecords, PostgresMessages):
                 " AND session_key = %(key)s",
                 k,
             )
+            # Soft-expired images of the session have no caption message to take them.
+            conn.execute(
+                "DELETE FROM images WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND session_key = %(key)s",
+                k,
+            )
             result.sessions += conn.execute(
                 "DELETE FROM sessions WHERE scope_id = %(s)s AND thread_id = %(t)s"
                 " AND key = %(key)s",
@@ -299,7 +316,7 @@ class PostgresDeletes(PostgresRecords, PostgresMessages):
             for table in ("turn_postings", "node_postings", "lex_stats", "lex_df",
                           "message_vectors", "vector_progress", "tree_nodes", "tree_state",
                           "tree_log", "session_state", "record_rows", "record_composites",
-                          "record_cursors"):  # fmt: skip
+                          "record_cursors", "images"):  # fmt: skip
                 column = "id" if table in ("threads",) else "thread_id"
                 conn.execute(f"DELETE FROM {table} WHERE scope_id = %(s)s AND {column} = %(t)s", k)
             self._drop_ann_indexes(conn, thread)

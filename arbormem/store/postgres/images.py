@@ -1,47 +1,170 @@
-"""Image memories on PostgreSQL: not stored yet.
+"""Image memories in PostgreSQL: rows keyed by scope, bytes inside the database.
 
-The capability is answered honestly rather than left out: reads find no image, and
-storing one raises a :class:`~arbormem.errors.StoreError` that says so, so
-``Memory.add_image`` on a ``postgresql://`` store fails clearly, before anything
-is written, and every other capability works.
+``images`` holds one row per image memory, keyed like every table by its scope and
+thread, and unique per thread by content hash (the dedup of a scope). The bytes are
+kept once per hash in ``image_blobs`` and a vision model's answers once per hash and
+model in ``image_captions``: both are content-addressed, as the embedding cache
+``vectors`` is, and hold no scope. A blob is reached only through an image row of
+the caller's scope, so two tenants storing the same picture share its bytes and
+nothing else. Forgetting a caption message, a session or a thread deletes the image
+rows in the same transaction (:mod:`.deleting`); the bytes no row uses go at the next
+purge (:meth:`PostgresImages.sweep_blobs`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from arbormem.errors import StoreError
-from arbormem.store.images import ImageRow
+from arbormem.ids import new_id
+from arbormem.store.images import MUTABLE_FIELDS, ImageRow
+from arbormem.store.postgres.common import utc
 from arbormem.store.postgres.connection import PostgresConnection
 from arbormem.store.types import Thread
+from arbormem.timeutil import utcnow
 
-NOT_YET = (
-    "image memories are not stored in PostgreSQL yet: keep images in a SQLite store "
-    "(a file path or sqlite:///path) for now"
+_COLUMNS = (
+    "uid, thread_id, digest, mime, size, width, height, phash, session_key, ts, caption,"
+    " caption_source, scene, importance, entities, speaker, caption_rowid, shared_in, url,"
+    " metadata, recalls, recalled_at, expired_at, created_at"
 )
 
 
+def _row(r: Sequence[Any]) -> ImageRow:
+    return ImageRow(
+        id=r[0],
+        thread_id=int(r[1]),
+        digest=r[2],
+        mime=r[3],
+        size=int(r[4]),
+        width=r[5],
+        height=r[6],
+        phash=r[7],
+        session=r[8],
+        timestamp=utc(r[9]),
+        caption=r[10],
+        caption_source=r[11],
+        scene=r[12],
+        importance=float(r[13]),
+        entities=tuple(json.loads(r[14])),
+        speaker=r[15],
+        caption_rowid=None if r[16] is None else int(r[16]),
+        shared_in=r[17],
+        url=r[18],
+        metadata=json.loads(r[19]),
+        recalls=int(r[20]),
+        recalled_at=utc(r[21]) if r[21] else None,
+        expired_at=utc(r[22]) if r[22] else None,
+        created_at=utc(r[23]),
+    )
+
+
 class PostgresImages(PostgresConnection):
-    """The :class:`~arbormem.store.images.ImageStore` capability: no images yet."""
+    """The :class:`~arbormem.store.images.ImageStore` capability."""
+
+    # -- bytes ---------------------------------------------------------------------------
 
     def put_blob(self, digest: str, data: bytes) -> None:
-        raise StoreError(NOT_YET)
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT INTO image_blobs (digest, data) VALUES (%s, %s)"
+                " ON CONFLICT (digest) DO NOTHING",
+                (digest, data),
+            )
 
     def blob(self, digest: str) -> bytes | None:
-        return None
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT data FROM image_blobs WHERE digest = %s", (digest,)
+            ).fetchone()
+        return bytes(row[0]) if row else None
 
     def sweep_blobs(self) -> int:
-        return 0
+        if self.read_only:
+            return 0
+        with self._writing() as conn:
+            conn.execute(
+                "DELETE FROM image_captions c WHERE NOT EXISTS"
+                " (SELECT 1 FROM images i WHERE i.digest = c.digest)"
+            )
+            # The CLIP vectors of pictures no image refers to (arbormem.images.clip).
+            conn.execute(
+                "DELETE FROM vectors v WHERE v.model LIKE 'clip:%%' AND NOT EXISTS"
+                " (SELECT 1 FROM images i WHERE i.digest = v.chash)"
+            )
+            return int(
+                conn.execute(
+                    "DELETE FROM image_blobs b WHERE NOT EXISTS"
+                    " (SELECT 1 FROM images i WHERE i.digest = b.digest)"
+                ).rowcount
+            )
+
+    # -- rows ----------------------------------------------------------------------------
 
     def insert_image(self, row: ImageRow) -> ImageRow:
-        raise StoreError(NOT_YET)
+        image_id = row.id or new_id()
+        with self._writing() as conn:
+            # The scope comes with the thread: a row is never written to a scope its
+            # thread is not in.
+            done = conn.execute(
+                f"INSERT INTO images (scope_id, id, {_COLUMNS})"
+                " SELECT t.scope_id, nextval('image_ids'), %(uid)s, t.id, %(digest)s, %(mime)s,"
+                " %(size)s, %(width)s, %(height)s, %(phash)s, %(session)s, %(ts)s, %(caption)s,"
+                " %(source)s, %(scene)s, %(importance)s, %(entities)s, %(speaker)s,"
+                " %(caption_rowid)s, %(shared_in)s, %(url)s, %(metadata)s, %(recalls)s,"
+                " %(recalled_at)s, %(expired_at)s, %(created_at)s"
+                " FROM threads t WHERE t.id = %(thread)s",
+                {
+                    "uid": image_id,
+                    "thread": row.thread_id,
+                    "digest": row.digest,
+                    "mime": row.mime,
+                    "size": row.size,
+                    "width": row.width,
+                    "height": row.height,
+                    "phash": row.phash,
+                    "session": row.session,
+                    "ts": row.timestamp,
+                    "caption": row.caption,
+                    "source": row.caption_source,
+                    "scene": row.scene,
+                    "importance": float(row.importance),
+                    "entities": json.dumps(list(row.entities), ensure_ascii=False),
+                    "speaker": row.speaker,
+                    "caption_rowid": row.caption_rowid,
+                    "shared_in": row.shared_in,
+                    "url": row.url,
+                    "metadata": json.dumps(dict(row.metadata), ensure_ascii=False),
+                    "recalls": row.recalls,
+                    "recalled_at": row.recalled_at,
+                    "expired_at": row.expired_at,
+                    "created_at": row.created_at or utcnow(),
+                },
+            )
+            if done.rowcount != 1:
+                raise StoreError(f"no thread {row.thread_id} to store image {image_id!r} in")
+        stored = self.image(image_id)
+        assert stored is not None
+        return stored
 
     def image(self, image_id: str) -> ImageRow | None:
-        return None
+        with self._reading() as conn:
+            r = conn.execute(
+                f"SELECT {_COLUMNS} FROM images WHERE uid = %s", (image_id,)
+            ).fetchone()
+        return _row(r) if r else None
 
     def image_by_digest(self, thread: Thread, digest: str) -> ImageRow | None:
-        return None
+        with self._reading() as conn:
+            r = conn.execute(
+                f"SELECT {_COLUMNS} FROM images WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND digest = %(d)s",
+                {**self._keys(thread), "d": digest},
+            ).fetchone()
+        return _row(r) if r else None
 
     def images(
         self,
@@ -51,16 +174,77 @@ class PostgresImages(PostgresConnection):
         caption_rowids: Sequence[int] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[ImageRow]:
-        return []
+        if not threads:
+            return []
+        where = "scope_id = ANY(%(s)s) AND thread_id = ANY(%(t)s)"
+        args: dict[str, Any] = {
+            "s": sorted({self._keys(t)["s"] for t in threads}),
+            "t": sorted({t.id for t in threads}),
+        }
+        if expired is not None:
+            where += " AND expired_at IS NOT NULL" if expired else " AND expired_at IS NULL"
+        if caption_rowids is not None:
+            where += " AND caption_rowid = ANY(%(c)s)"
+            args["c"] = sorted({int(r) for r in caption_rowids})
+        elif ids is not None:
+            where += " AND uid = ANY(%(u)s)"
+            args["u"] = sorted(set(ids))
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM images WHERE {where} ORDER BY id", args
+            ).fetchall()
+        return [_row(r) for r in rows]
+
+    def images_by_id(self, image_ids: Sequence[str]) -> list[ImageRow]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM images WHERE uid = ANY(%s) ORDER BY id",
+                (sorted(set(image_ids)),),
+            ).fetchall()
+        return [_row(r) for r in rows]
+
+    def recall_images(self, recalls: Mapping[str, int], at: datetime) -> None:
+        if not recalls:
+            return
+        with self._writing() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE images SET recalls = recalls + %s, recalled_at = %s WHERE uid = %s",
+                [(n, at, image_id) for image_id, n in sorted(recalls.items())],
+            )
 
     def update_image(self, image_id: str, **changes: Any) -> None:
-        raise StoreError(NOT_YET)
+        unknown = set(changes) - MUTABLE_FIELDS
+        if unknown:
+            raise ValueError(f"cannot change {sorted(unknown)} of an image")
+        if not changes:
+            return
+        # The names are checked above: only known columns reach the SQL.
+        sets = ", ".join(f"{name} = %({name})s" for name in sorted(changes))
+        with self._writing() as conn:
+            conn.execute(
+                f"UPDATE images SET {sets} WHERE uid = %(uid__)s", {**changes, "uid__": image_id}
+            )
 
     def delete_images(self, image_ids: Sequence[str]) -> int:
-        return 0
+        if not image_ids:
+            return 0
+        with self._writing() as conn:
+            return int(
+                conn.execute("DELETE FROM images WHERE uid = ANY(%s)", (list(image_ids),)).rowcount
+            )
 
     def cached_caption(self, digest: str, model: str) -> dict[str, Any] | None:
-        return None
+        with self._reading() as conn:
+            r = conn.execute(
+                "SELECT answer FROM image_captions WHERE digest = %s AND model = %s",
+                (digest, model),
+            ).fetchone()
+        return json.loads(r[0]) if r else None
 
     def cache_caption(self, digest: str, model: str, answer: Mapping[str, Any]) -> None:
-        raise StoreError(NOT_YET)
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT INTO image_captions (digest, model, answer) VALUES (%s, %s, %s)"
+                " ON CONFLICT (digest, model) DO UPDATE SET answer = excluded.answer",
+                (digest, model, json.dumps(dict(answer), ensure_ascii=False)),
+            )

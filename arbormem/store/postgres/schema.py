@@ -277,6 +277,60 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         )
         """,
     ),
+    (
+        3,
+        "image memories: their rows, their bytes and a vision model's captions",
+        """
+        CREATE SEQUENCE image_ids;
+        -- An image memory: its caption is indexed through a message of its thread
+        -- (caption_rowid, NULL while soft-expired); one per thread and content hash.
+        CREATE TABLE images (
+            scope_id       bigint NOT NULL,
+            thread_id      bigint NOT NULL,
+            digest         text NOT NULL,
+            id             bigint NOT NULL,
+            uid            text NOT NULL,
+            mime           text NOT NULL,
+            size           bigint NOT NULL,
+            width          integer,
+            height         integer,
+            phash          text,
+            session_key    text NOT NULL,
+            ts             timestamptz NOT NULL,
+            caption        text NOT NULL,
+            caption_source text NOT NULL,
+            scene          text NOT NULL,
+            importance     double precision NOT NULL,
+            entities       text NOT NULL DEFAULT '[]',
+            speaker        text,
+            caption_rowid  bigint,
+            shared_in      text,
+            url            text,
+            metadata       text NOT NULL DEFAULT '{}',
+            recalls        bigint NOT NULL DEFAULT 0,
+            recalled_at    timestamptz,
+            expired_at     timestamptz,
+            created_at     timestamptz NOT NULL,
+            PRIMARY KEY (scope_id, thread_id, digest)
+        );
+        CREATE UNIQUE INDEX images_by_uid ON images (uid);
+        CREATE INDEX images_by_caption ON images (scope_id, caption_rowid);
+        CREATE INDEX images_by_session ON images (scope_id, thread_id, session_key);
+        CREATE INDEX images_by_digest ON images (digest);
+        -- Content-addressed, as the vector cache is: reached only through an image
+        -- row of the reader's scope.
+        CREATE TABLE image_blobs (
+            digest  text PRIMARY KEY,
+            data    bytea NOT NULL
+        );
+        CREATE TABLE image_captions (
+            digest  text NOT NULL,
+            model   text NOT NULL,
+            answer  text NOT NULL,
+            PRIMARY KEY (digest, model)
+        )
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
