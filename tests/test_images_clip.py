@@ -135,10 +135,18 @@ def reference(folder: Path) -> object:
     return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
 
 
+@pytest.fixture(params=["sqlite-file", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the memory lives: a SQLite file, or a real PostgreSQL database."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "m.db")
+
+
 @pytest.fixture
-def clip_memory(tiny_clip: Path, tmp_path: Path) -> Iterator[Memory]:
+def clip_memory(tiny_clip: Path, store: str) -> Iterator[Memory]:
     with Memory(
-        tmp_path / "m.db",
+        store,
         settings=with_clip(f"clip:{tiny_clip}"),
         embedder=HashingEmbedder(64),
         llm=None,
@@ -164,14 +172,14 @@ def test_a_picture_is_embedded_when_added_and_its_vector_kept_by_its_bytes(
 
 
 def test_the_picture_signal_joins_the_caption_signals_by_its_rank(
-    clip_memory: Memory, tiny_clip: Path, tmp_path: Path
+    clip_memory: Memory, tiny_clip: Path, store: str
 ) -> None:
     datas = [png(c) for c in COLORS]
     images = [clip_memory.add_image(d, caption="a picture") for d in datas]
     query = "a red picture of the sky"
     with_clip = {h.image.id: h.score for h in clip_memory.search_images(query, k=10)}
     clip_memory.close()
-    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as plain:
+    with Memory(store, embedder=HashingEmbedder(64), llm=None) as plain:
         without = {h.image.id: h.score for h in plain.search_images(query, k=10)}
     model = reference(tiny_clip)
     pictures = model.encode(  # type: ignore[attr-defined]
@@ -205,9 +213,9 @@ def test_forgetting_a_picture_takes_its_vector_and_reembedding_keeps_the_others(
 
 
 def test_a_picture_without_a_stored_vector_is_embedded_when_search_first_reads_it(
-    tiny_clip: Path, tmp_path: Path
+    tiny_clip: Path, store: str
 ) -> None:
-    db = tmp_path / "m.db"
+    db = store
     with Memory(db, embedder=HashingEmbedder(64), llm=None) as plain:
         image = plain.add_image(png(COLORS[3]), caption="a picture of the sun")
     with Memory(
