@@ -123,6 +123,19 @@ def test_bad_images_are_refused_naming_the_argument(
     assert mem.list_images() == [] and mem.messages() == []
 
 
+def test_an_image_id_is_its_scope_and_bytes_so_storing_again_gives_the_same_text(
+    tmp_path: Path,
+) -> None:
+    texts = []
+    for n in (1, 2):
+        with Memory(tmp_path / f"{n}.db", embedder=HashingEmbedder(64), llm=None) as m:
+            first = m.add_image(picture(), caption="the harbour at dusk")
+            other = m.add_image(picture(), caption="the harbour at dusk", user="bea")
+            assert first.id != other.id  # another scope, another image
+            texts.append((first.id, m.get(first.message_id or "").content))
+    assert texts[0] == texts[1]
+
+
 def test_a_text_file_object_is_refused_with_the_fix(mem: Memory, tmp_path: Path) -> None:
     (tmp_path / "x.png").write_bytes(picture())
     with (

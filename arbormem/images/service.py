@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from arbormem import arguments
 from arbormem.errors import InputError, NotFound
-from arbormem.ids import new_id
+from arbormem.ids import stable_id
 from arbormem.images.caption import Caption, ask_vision, fallback
 from arbormem.images.fading import Curve
 from arbormem.images.files import ImageFile, check, hamming, read_source
@@ -146,7 +146,10 @@ class ImagesService:
         if existing is not None:
             return self.memory(existing, duplicate=True)
         chosen = self._caption(thread, image, given, session, shared_in, url)
-        image_id = new_id()
+        # The id is the scope's and the bytes' (or the URL's): it is written into the
+        # caption's text, and a random one made the indexed words, the embedding and
+        # the topic names differ each time the same conversation was stored.
+        image_id = stable_id("image", thread.tenant, thread.user, thread.agent, digest)
         link: dict[str, Any] = {"id": image_id}
         if shared_in:
             link["shared_in"] = shared_in
