@@ -223,6 +223,39 @@ class Candidates:
     around: dict[int, list[tuple[int, int, str]]]
 
 
+@dataclass
+class RowVectors:
+    """Vectors by row id: the vector of ``rowid`` is row ``at[rowid]`` of ``matrix``.
+
+    One matrix, not a vector per row, so features pick many rows in one step."""
+
+    at: dict[int, int] = field(default_factory=dict)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+
+    @classmethod
+    def of(cls, vectors: Mapping[int, np.ndarray]) -> RowVectors:
+        """The table of a mapping from row id to vector."""
+        if not vectors:
+            return cls()
+        return cls(
+            {r: i for i, r in enumerate(vectors)},
+            np.stack(list(vectors.values())).astype(np.float32),
+        )
+
+    def pick(self, rowids: Sequence[int | None], dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``rowids`` row for row (zero where a row has none, or is
+        None), and the mask of those that have one."""
+        at = self.at
+        idx = np.fromiter(
+            (at.get(r, -1) if r is not None else -1 for r in rowids), np.int64, len(rowids)
+        )
+        present = idx >= 0
+        out = np.zeros((len(rowids), dim), dtype=np.float32)
+        if present.any():
+            out[present] = self.matrix[idx[present]]
+        return out, present
+
+
 class DocStats:
     """Full-text documents split into terms, kept between searches.
 
@@ -253,8 +286,8 @@ def features(
     question: Question,
     cands: Candidates,
     qvec: np.ndarray | None,
-    vector_of: Mapping[int, np.ndarray],
-    centroid_of: Mapping[int, np.ndarray],
+    vector_of: RowVectors,
+    centroid_of: RowVectors,
     tree: Mapping[int, Mapping[str, float]] | None = None,
     docs: DocStats | None = None,
 ) -> np.ndarray:
@@ -408,26 +441,21 @@ def _dense_features(
     prev_ids: Sequence[int | None],
     next_ids: Sequence[int | None],
     qvec: np.ndarray,
-    vector_of: Mapping[int, np.ndarray],
-    centroid_of: Mapping[int, np.ndarray],
+    vector_of: RowVectors,
+    centroid_of: RowVectors,
 ) -> None:
     """Fill ``de_t`` (the turn's cosine), ``de_w`` (the turn with half of each
-    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once."""
-    zero = np.zeros_like(qvec, dtype=np.float32)
-
-    def stack(vectors: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
-        present = np.array([v is not None for v in vectors], dtype=bool)
-        matrix = np.stack([v if v is not None else zero for v in vectors]).astype(np.float32)
-        return matrix, present
-
-    own, has_own = stack([vector_of.get(r) for r in ids])
-    prev, _ = stack([vector_of.get(r) if r is not None else None for r in prev_ids])
-    nxt, _ = stack([vector_of.get(r) if r is not None else None for r in next_ids])
+    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once.
+    ``centroid_of`` holds each candidate's session centroid under its row id."""
+    dim = len(qvec)
+    own, has_own = vector_of.pick(ids, dim)
+    prev, _ = vector_of.pick(prev_ids, dim)
+    nxt, _ = vector_of.pick(next_ids, dim)
     total = own + 0.5 * prev
     total += 0.5 * nxt
     norms = np.linalg.norm(total, axis=1)
     ok = has_own & (norms > 0)
     X[has_own, FEATURES.index("de_t")] = own[has_own] @ qvec
     X[ok, FEATURES.index("de_w")] = (total[ok] @ qvec) / norms[ok]
-    centroids, has_centroid = stack([centroid_of.get(r) for r in ids])
+    centroids, has_centroid = centroid_of.pick(ids, dim)
     X[has_centroid, FEATURES.index("de_s")] = centroids[has_centroid] @ qvec
