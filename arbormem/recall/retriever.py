@@ -736,12 +736,11 @@ class Retriever:
                 reported[i] = value
             kept = head + kept[depth:]
         out: list[tuple[Row, float, dict[str, float]]] = []
-        for i in kept[:k]:
-            signals = {
-                name: round(float(X[i, j]), 4)
-                for j, name in enumerate(FEATURES)
-                if X[i, j] and w[j]
-            }
+        # The weighted features' values of the hits as floats, read in one step.
+        weighted = [(j, name) for j, name in enumerate(FEATURES) if w[j]]
+        values = X[kept[:k]].tolist()
+        for i, row in zip(kept[:k], values):
+            signals = {name: round(row[j], 4) for j, name in weighted if row[j]}
             if i in rerank:
                 signals["rerank"] = round(rerank[i], 4)
             out.append((self.reads.detached(rows[rowids[i]]), reported[i], signals))
