@@ -176,6 +176,27 @@ class BM25:
             return 0.0
         return sum(self.idf.get(t, 0.0) for t in tf) / self._idf_total
 
+    def scores(self, tf: np.ndarray, lengths: np.ndarray, terms: Sequence[str]) -> np.ndarray:
+        """:meth:`score` of many documents at once: ``tf`` holds one row per document,
+        one column per term of ``terms``; ``lengths`` the documents' lengths."""
+        norm = self.k1 * (1.0 - self.b + self.b * lengths / self.avgdl)
+        total = np.zeros(len(tf), dtype=np.float64)
+        # Term by term, as :meth:`score` adds them; a term a document lacks adds 0.
+        for j, t in enumerate(terms):
+            f = tf[:, j]
+            held = f > 0
+            total[held] += self.idf.get(t, 0.0) * f[held] * (self.k1 + 1.0) / (f[held] + norm[held])
+        return total
+
+    def coverages(self, tf: np.ndarray, terms: Sequence[str]) -> np.ndarray:
+        """:meth:`coverage` of many documents at once (``tf`` as for :meth:`scores`)."""
+        total = np.zeros(len(tf), dtype=np.float64)
+        if not self._idf_total:
+            return total
+        for j, t in enumerate(terms):
+            total[tf[:, j] > 0] += self.idf.get(t, 0.0)
+        return total / self._idf_total
+
 
 def _bm25(stats: TermStats, key: str, terms: Sequence[str]) -> BM25:
     n_docs, avgdl = stats.lexical_stats(key)
@@ -200,6 +221,39 @@ class Candidates:
     thread_of: dict[int, Thread]
     #: Each candidate's session neighbourhood, as :meth:`Backend.around` returns it.
     around: dict[int, list[tuple[int, int, str]]]
+
+
+@dataclass
+class RowVectors:
+    """Vectors by row id: the vector of ``rowid`` is row ``at[rowid]`` of ``matrix``.
+
+    One matrix, not a vector per row, so features pick many rows in one step."""
+
+    at: dict[int, int] = field(default_factory=dict)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+
+    @classmethod
+    def of(cls, vectors: Mapping[int, np.ndarray]) -> RowVectors:
+        """The table of a mapping from row id to vector."""
+        if not vectors:
+            return cls()
+        return cls(
+            {r: i for i, r in enumerate(vectors)},
+            np.stack(list(vectors.values())).astype(np.float32),
+        )
+
+    def pick(self, rowids: Sequence[int | None], dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``rowids`` row for row (zero where a row has none, or is
+        None), and the mask of those that have one."""
+        at = self.at
+        idx = np.fromiter(
+            (at.get(r, -1) if r is not None else -1 for r in rowids), np.int64, len(rowids)
+        )
+        present = idx >= 0
+        out = np.zeros((len(rowids), dim), dtype=np.float32)
+        if present.any():
+            out[present] = self.matrix[idx[present]]
+        return out, present
 
 
 class DocStats:
@@ -232,8 +286,8 @@ def features(
     question: Question,
     cands: Candidates,
     qvec: np.ndarray | None,
-    vector_of: Mapping[int, np.ndarray],
-    centroid_of: Mapping[int, np.ndarray],
+    vector_of: RowVectors,
+    centroid_of: RowVectors,
     tree: Mapping[int, Mapping[str, float]] | None = None,
     docs: DocStats | None = None,
 ) -> np.ndarray:
@@ -244,87 +298,116 @@ def features(
     if n == 0:
         return X
     docs = docs or DocStats()
-    terms = question.terms
-    query = set(terms)
+    # The query's distinct terms in one fixed order: BM25 sums each document's terms
+    # in it (the order the per-document sums always used, so scores stay as they were).
+    qterms = list(set(question.terms))
+    qset = set(qterms)
     around = cands.around
-    bm_turn = _bm25(stats, "turn", terms)
-    bm_win = _bm25(stats, "window", terms)
+    bm_turn = _bm25(stats, "turn", question.terms)
+    bm_win = _bm25(stats, "window", question.terms)
     qpairs = set(question.pairs)
-    ptf: dict[int, dict[str, int]] = {}
-    # Per document only the query's terms matter: their frequencies and the length.
-    qtf: dict[int, dict[str, int]] = {}
-    lengths: dict[int, int] = {}
-    turn_score: dict[int, float] = {}
+    # Each document of the neighbourhoods once: row d of ``tf`` holds the query terms'
+    # frequencies in document d; the last row stands for "no document" (all zero).
+    slot: dict[int, int] = {}
+    counts: list[list[int]] = []
+    lengths: list[int] = []
+    pair_counts: dict[int, dict[str, int]] = {}
     for neighbourhood in around.values():
         for rid, _, text in neighbourhood:
-            if rid in qtf:
+            if rid in slot:
                 continue
             toks = docs.get(text)
-            length = len(toks)
-            counts = {t: c for t in query if (c := toks.count(t))}
-            qtf[rid] = counts
-            lengths[rid] = length
-            if qpairs and len(counts) > 1:
+            slot[rid] = len(lengths)
+            lengths.append(len(toks))
+            row = [toks.count(t) for t in qterms] if qset.intersection(toks) else [0] * len(qterms)
+            counts.append(row)
+            if qpairs and sum(1 for c in row if c) > 1:
                 # A query pair joins two query terms: only those positions can match.
+                held = {t for t, c in zip(qterms, row) if c}
                 pc: dict[str, int] = {}
                 for a, b in pairwise(toks):
-                    if a in counts and b in counts and a != b:
+                    if a in held and b in held and a != b:
                         pr = f"{a}_{b}"
                         if pr in qpairs:
                             pc[pr] = pc.get(pr, 0) + 1
-                ptf[rid] = pc
-            turn_score[rid] = bm_turn.score(counts, length) if counts else 0.0
-    # Only the pairs some candidate holds need a frequency (a phrase count each).
-    found_pairs = sorted({p for pc in ptf.values() for p in pc})
-    bm_pairs = _bm25_pairs(stats, found_pairs) if found_pairs else None
-    session_best: dict[tuple[int, str], float] = {}
-    for rowid in ids:
-        m = cands.rows[rowid].message
-        key = (cands.thread_of[rowid].id, m.session)
-        score = turn_score.get(rowid, 0.0)
-        session_best[key] = max(session_best.get(key, 0.0), score)
-    cols: dict[str, list[float]] = {name: [0.0] * n for name in FEATURES}
-    c_bm_t, c_bm_w, c_bm_pair = cols["bm_t"], cols["bm_w"], cols["bm_pair"]
-    c_prev, c_next, c_sess = cols["bm_prev"], cols["bm_next"], cols["sess_max"]
-    c_cov_t, c_cov_w, c_spk, c_temp = cols["cov_t"], cols["cov_w"], cols["spk"], cols["temp"]
-    c_when, c_count, c_who = cols["when_time"], cols["num_count"], cols["cap_who"]
-    c_first, c_len = cols["first"], cols["len"]
+                if pc:
+                    pair_counts[slot[rid]] = pc
+    n_docs = len(lengths)
+    tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
+    if n_docs:
+        tf[:n_docs] = counts
+    doc_len = np.zeros(n_docs + 1, dtype=np.float64)
+    doc_len[:n_docs] = lengths
+    turn_score = bm_turn.scores(tf, doc_len, qterms)
+    # Candidates' neighbourhoods as rows of document slots, padded with "no document".
+    width = max((len(around.get(r, ())) for r in ids), default=0)
+    members = np.full((n, max(width, 1)), n_docs, dtype=np.int64)
+    own = np.full(n, n_docs, dtype=np.int64)
+    prev = np.full(n, n_docs, dtype=np.int64)
+    nxt = np.full(n, n_docs, dtype=np.int64)
     prev_ids: list[int | None] = [None] * n
     next_ids: list[int | None] = [None] * n
+    first = np.zeros(n, dtype=np.float64)
+    for i, rowid in enumerate(ids):
+        neighbourhood = around.get(rowid, [])
+        if not neighbourhood:
+            continue
+        rids = [rid for rid, _, _ in neighbourhood]
+        members[i, : len(rids)] = [slot[rid] for rid in rids]
+        if rowid in slot:
+            own[i] = slot[rowid]
+        if rowid in rids:
+            pos = rids.index(rowid)
+            if pos > 0:
+                prev_ids[i] = rids[pos - 1]
+                prev[i] = slot[rids[pos - 1]]
+            if pos + 1 < len(rids):
+                next_ids[i] = rids[pos + 1]
+                nxt[i] = slot[rids[pos + 1]]
+        if min(idx for _, idx, _ in neighbourhood) >= cands.rows[rowid].message.index:
+            first[i] = 1.0
+    win_tf = tf[members].sum(axis=1)
+    win_len = doc_len[members].sum(axis=1)
+    col = FEATURES.index
+    X[:, col("bm_t")] = turn_score[own]
+    X[:, col("bm_w")] = bm_win.scores(win_tf, win_len, qterms)
+    X[:, col("bm_prev")] = turn_score[prev]
+    X[:, col("bm_next")] = turn_score[nxt]
+    X[:, col("cov_t")] = bm_turn.coverages(tf[own], qterms)
+    X[:, col("cov_w")] = bm_win.coverages(win_tf, qterms)
+    X[:, col("first")] = first
+    X[:, col("len")] = np.log1p(doc_len[own])
+    # Only the pairs some candidate holds need a frequency (a phrase count each).
+    found_pairs = sorted({p for pc in pair_counts.values() for p in pc})
+    if found_pairs:
+        bm_pairs = _bm25_pairs(stats, found_pairs)
+        ptf = np.zeros((n_docs + 1, len(found_pairs)), dtype=np.float64)
+        pcol = {p: j for j, p in enumerate(found_pairs)}
+        for d, pc in pair_counts.items():
+            for p, c in pc.items():
+                ptf[d, pcol[p]] = c
+        X[:, col("bm_pair")] = bm_pairs.scores(ptf[members].sum(axis=1), win_len, found_pairs)
+    cols = {
+        name: np.zeros(n, dtype=np.float64)
+        for name in ("sess_max", "spk", "temp", "when_time", "num_count", "cap_who")
+    }
+    c_sess, c_spk, c_temp = cols["sess_max"], cols["spk"], cols["temp"]
+    c_when, c_count, c_who = cols["when_time"], cols["num_count"], cols["cap_who"]
+    bm_t = turn_score[own].tolist()
+    session_best: dict[tuple[int, str], float] = {}
+    keys: list[tuple[int, str]] = []
+    for i, rowid in enumerate(ids):
+        key = (cands.thread_of[rowid].id, cands.rows[rowid].message.session)
+        keys.append(key)
+        session_best[key] = max(session_best.get(key, 0.0), bm_t[i])
+    names, ranges = question.names, question.ranges
     for i, rowid in enumerate(ids):
         m = cands.rows[rowid].message
-        neighbourhood = around.get(rowid, [])
-        pos = next((k for k, (rid, _, _) in enumerate(neighbourhood) if rid == rowid), None)
-        doc = qtf.get(rowid, {})
-        window: dict[str, int] = {}
-        window_len = 0
-        for rid, _, _ in neighbourhood:
-            for t, f in qtf[rid].items():
-                window[t] = window.get(t, 0) + f
-            window_len += lengths[rid]
-        c_bm_t[i] = turn_score.get(rowid, 0.0)
-        if window:
-            c_bm_w[i] = bm_win.score(window, window_len)
-        if bm_pairs is not None:
-            pwin: dict[str, int] = {}
-            for rid, _, _ in neighbourhood:
-                for t, f in ptf.get(rid, {}).items():
-                    pwin[t] = pwin.get(t, 0) + f
-            if pwin:
-                c_bm_pair[i] = bm_pairs.score(pwin, window_len)
-        if pos is not None and pos > 0:
-            prev_ids[i] = neighbourhood[pos - 1][0]
-            c_prev[i] = turn_score.get(neighbourhood[pos - 1][0], 0.0)
-        if pos is not None and pos + 1 < len(neighbourhood):
-            next_ids[i] = neighbourhood[pos + 1][0]
-            c_next[i] = turn_score.get(neighbourhood[pos + 1][0], 0.0)
-        c_sess[i] = session_best[(cands.thread_of[rowid].id, m.session)]
-        c_cov_t[i] = bm_turn.coverage(doc)
-        c_cov_w[i] = bm_win.coverage(window)
-        if question.names and m.speaker in question.names:
+        c_sess[i] = session_best[keys[i]]
+        if names and m.speaker in names:
             c_spk[i] = 1.0
-        if question.ranges:
-            c_temp[i] = closeness(m.timestamp, question.ranges)
+        if ranges:
+            c_temp[i] = closeness(m.timestamp, ranges)
         content = m.content
         if question.when and _TIME.search(content):
             c_when[i] = 1.0
@@ -332,19 +415,18 @@ def features(
             c_count[i] = 1.0
         if question.who and _PROPER.search(content[1:]):
             c_who[i] = 1.0
-        if neighbourhood and not any(idx < m.index for _, idx, _ in neighbourhood):
-            c_first[i] = 1.0
-        c_len[i] = math.log1p(lengths.get(rowid, 0))
-        if tree and rowid in tree:
-            signals = tree[rowid]
-            for name in TREE_FEATURES:
-                cols[name][i] = signals.get(name, 0.0)
-    for j, name in enumerate(FEATURES):
-        X[:, j] = cols[name]
+    for name, values in cols.items():
+        X[:, col(name)] = values
+    if tree:
+        for i, rowid in enumerate(ids):
+            signals = tree.get(rowid)
+            if signals:
+                for name in TREE_FEATURES:
+                    X[i, col(name)] = signals.get(name, 0.0)
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:
-        j = FEATURES.index(name)
+        j = col(name)
         top = float(X[:, j].max())
         if top > 0:
             X[:, j] = np.maximum(X[:, j], 0) / top
@@ -359,26 +441,21 @@ def _dense_features(
     prev_ids: Sequence[int | None],
     next_ids: Sequence[int | None],
     qvec: np.ndarray,
-    vector_of: Mapping[int, np.ndarray],
-    centroid_of: Mapping[int, np.ndarray],
+    vector_of: RowVectors,
+    centroid_of: RowVectors,
 ) -> None:
     """Fill ``de_t`` (the turn's cosine), ``de_w`` (the turn with half of each
-    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once."""
-    zero = np.zeros_like(qvec, dtype=np.float32)
-
-    def stack(vectors: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
-        present = np.array([v is not None for v in vectors], dtype=bool)
-        matrix = np.stack([v if v is not None else zero for v in vectors]).astype(np.float32)
-        return matrix, present
-
-    own, has_own = stack([vector_of.get(r) for r in ids])
-    prev, _ = stack([vector_of.get(r) if r is not None else None for r in prev_ids])
-    nxt, _ = stack([vector_of.get(r) if r is not None else None for r in next_ids])
+    neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once.
+    ``centroid_of`` holds each candidate's session centroid under its row id."""
+    dim = len(qvec)
+    own, has_own = vector_of.pick(ids, dim)
+    prev, _ = vector_of.pick(prev_ids, dim)
+    nxt, _ = vector_of.pick(next_ids, dim)
     total = own + 0.5 * prev
     total += 0.5 * nxt
     norms = np.linalg.norm(total, axis=1)
     ok = has_own & (norms > 0)
     X[has_own, FEATURES.index("de_t")] = own[has_own] @ qvec
     X[ok, FEATURES.index("de_w")] = (total[ok] @ qvec) / norms[ok]
-    centroids, has_centroid = stack([centroid_of.get(r) for r in ids])
+    centroids, has_centroid = centroid_of.pick(ids, dim)
     X[has_centroid, FEATURES.index("de_s")] = centroids[has_centroid] @ qvec

@@ -38,7 +38,15 @@ from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
 from arbormem.jobs import Jobs
 from arbormem.models import Hit
-from arbormem.recall.features import FEATURES, WINDOW, Candidates, DocStats, Question, features
+from arbormem.recall.features import (
+    FEATURES,
+    WINDOW,
+    Candidates,
+    DocStats,
+    Question,
+    RowVectors,
+    features,
+)
 from arbormem.recall.ranker import (
     DEEP_FLAT_WEIGHTS,
     DEEP_TREE_WEIGHTS,
@@ -46,6 +54,7 @@ from arbormem.recall.ranker import (
     TREE_WEIGHTS,
     weight_vector,
 )
+from arbormem.recall.reads import SearchReads
 from arbormem.recall.rerank import Reranker, blend, checked_scores
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
 from arbormem.store.base import Backend
@@ -174,6 +183,8 @@ class Retriever:
         self.config = config or RecallConfig()
         self.tree = tree
         self.docs = DocStats()
+        #: Rows and neighbourhoods read by searches, while the store is unchanged.
+        self.reads = SearchReads(backend)
         #: The store-wide statistics' cache (see stats_for for a search's own).
         self.stats = TermStats(backend)
         self._stats_of: dict[object, TermStats] = {}
@@ -334,6 +345,8 @@ class Retriever:
         With ``every_feature=False`` features whose weight is zero may be left at 0.
         """
         cfg = config or self.config
+        # Before anything is read: what is kept from earlier searches is checked first.
+        mark = self.reads.begin()
         states = [self.backend.state(t) for t in threads]
         question = self._question(threads, states, query)
         # The deep vectors once every searched thread has them; the store's until then.
@@ -440,7 +453,7 @@ class Retriever:
         rowids = list(found)
         if not rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
-        rows.update(self.backend.rows([r for r in rowids if r not in rows]))
+        rows.update(self.reads.rows(mark, [r for r in rowids if r not in rows]))
         by_scope = {(t.user, t.agent): t for t in threads}
         # A searched thread forgotten meanwhile can pass its row id to another scope's
         # new thread (another process, between resolving the thread and reading rows):
@@ -451,10 +464,15 @@ class Retriever:
             if r in rows and (rows[r].message.user, rows[r].message.agent) in by_scope
         ]
         thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
-        around.update(self.backend.around([r for r in rowids if r not in around], WINDOW))
-        vector_of: dict[int, np.ndarray] = {}
-        centroid_of: dict[int, np.ndarray] = {}
+        around.update(self.reads.around(mark, [r for r in rowids if r not in around], WINDOW))
+        vector_of = RowVectors()
+        centroid_of = RowVectors()
         if qvec is not None:
+            found_at: dict[int, int] = {}
+            blocks: list[np.ndarray] = []
+            cent_at: dict[int, int] = {}
+            cent_blocks: list[np.ndarray] = []
+            n_vecs = n_cents = 0
             for thread in threads:
                 mine = [r for r in rowids if thread_of[r].id == thread.id]
                 if not mine:
@@ -469,15 +487,24 @@ class Retriever:
                     | set(mine)
                 )
                 ok, vecs = vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
-                for rid, good, vec in zip(wanted, ok.tolist(), vecs):
-                    if good:
-                        vector_of[rid] = vec
-                sessions = {rows[r].message.session for r in mine}
-                cents = vectors.session_centroids(thread, sorted(sessions))
+                kept = np.flatnonzero(ok)
+                for j, i in enumerate(kept.tolist()):
+                    found_at[wanted[i]] = n_vecs + j
+                n_vecs += len(kept)
+                blocks.append(np.asarray(vecs)[kept])
+                sessions = sorted({rows[r].message.session for r in mine})
+                cents = vectors.session_centroids(thread, sessions)
+                slot = {s: n_cents + j for j, s in enumerate(cents)}
+                n_cents += len(cents)
+                cent_blocks.extend(cents.values())
                 for r in mine:
-                    c = cents.get(rows[r].message.session)
-                    if c is not None:
-                        centroid_of[r] = c
+                    at = slot.get(rows[r].message.session)
+                    if at is not None:
+                        cent_at[r] = at
+            if n_vecs:
+                vector_of = RowVectors(found_at, np.concatenate(blocks).astype(np.float32))
+            if cent_blocks:
+                centroid_of = RowVectors(cent_at, np.stack(cent_blocks).astype(np.float32))
         tree_signals = None
         if self.tree is not None and question.terms:
             # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
@@ -709,15 +736,14 @@ class Retriever:
                 reported[i] = value
             kept = head + kept[depth:]
         out: list[tuple[Row, float, dict[str, float]]] = []
-        for i in kept[:k]:
-            signals = {
-                name: round(float(X[i, j]), 4)
-                for j, name in enumerate(FEATURES)
-                if X[i, j] and w[j]
-            }
+        # The weighted features' values of the hits as floats, read in one step.
+        weighted = [(j, name) for j, name in enumerate(FEATURES) if w[j]]
+        values = X[kept[:k]].tolist()
+        for i, row in zip(kept[:k], values):
+            signals = {name: round(row[j], 4) for j, name in weighted if row[j]}
             if i in rerank:
                 signals["rerank"] = round(rerank[i], 4)
-            out.append((rows[rowids[i]], reported[i], signals))
+            out.append((self.reads.detached(rows[rowids[i]]), reported[i], signals))
         return out
 
     def _rerank(

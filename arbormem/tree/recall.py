@@ -289,6 +289,9 @@ class TreeRecall:
     ) -> None:
         self.backend = backend
         self.embedder = embedder
+        #: The distinct terms of topic contents, by content: the same text always has
+        #: the same terms, so an entry never goes stale (the size alone is bounded).
+        self._term_sets: dict[str, frozenset[str]] = {}
         #: Where topic vectors are saved between processes (None: not saved).
         self.folder = folder
         #: The folder's lock, shared with other processes (see arbormem.store.sidecar).
@@ -486,7 +489,7 @@ class TreeRecall:
         if coverage:
             wanted_terms = set(terms)
             shares = {
-                node: len(wanted_terms.intersection(doc.split())) / len(wanted_terms)
+                node: len(wanted_terms.intersection(self._terms_of(doc))) / len(wanted_terms)
                 for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
             }
         out: dict[int, dict[str, float]] = {}
@@ -496,6 +499,15 @@ class TreeRecall:
                 out[rowid]["cov_topic"] = shares.get(topic, 0.0)
                 out[rowid]["cov_sess"] = shares.get(session, 0.0)
         return out
+
+    def _terms_of(self, doc: str) -> frozenset[str]:
+        """The distinct terms of a topic's content (split once per distinct text)."""
+        found = self._term_sets.get(doc)
+        if found is None:
+            if len(self._term_sets) >= 4_096:  # topics hold long texts
+                self._term_sets.clear()
+            found = self._term_sets[doc] = frozenset(doc.split())
+        return found
 
     def expand(
         self,

@@ -1,0 +1,94 @@
+"""Rows and neighbourhoods kept between searches (arbormem.recall.reads) never outlive
+a change to the store: after an add or a forget, in this Memory or another one on
+the same file, a search ranks exactly as a Memory opened afresh does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+
+QUERY = "kayak trip swordfish locker"
+
+
+def _open(path: Path) -> Memory:
+    return Memory(path, embedder=HashingEmbedder(64), llm=None, user="alice", agent="bot")
+
+
+def _chat(m: Memory) -> list[Any]:
+    return m.add_many(
+        [
+            {"role": "user", "content": "We are planning a kayak trip for the spring"},
+            {"role": "assistant", "content": "A spring kayak trip sounds lovely."},
+            {"role": "user", "content": "My locker code for the trip is swordfish"},
+            {"role": "assistant", "content": "Noted: the locker code is swordfish."},
+            {"role": "user", "content": "I still need paddles for the kayak"},
+            {"role": "assistant", "content": "Light paddles pack well for a trip."},
+        ],
+        session="s1",
+    )
+
+
+def _ranking(m: Memory) -> list[tuple[str, float, dict[str, float]]]:
+    return [(h.message.id, h.score, h.signals) for h in m.search(QUERY, k=10)]
+
+
+def _fresh(path: Path) -> list[tuple[str, float, dict[str, float]]]:
+    m = _open(path)
+    try:
+        return _ranking(m)
+    finally:
+        m.close()
+
+
+def test_a_forget_changes_the_next_search_as_in_a_fresh_memory(tmp_path: Path) -> None:
+    m = _open(tmp_path / "m.db")
+    msgs = _chat(m)
+    before = _ranking(m)
+    assert any(mid == msgs[2].id for mid, _, _ in before)
+    m.forget(msgs[2].id)
+    after = _ranking(m)
+    assert all(mid != msgs[2].id for mid, _, _ in after)
+    # The neighbours of the forgotten turn lost its words from their windows.
+    assert after == _fresh(tmp_path / "m.db")
+    assert after != [r for r in before if r[0] != msgs[2].id]
+    m.close()
+
+
+def test_an_add_changes_the_next_search_as_in_a_fresh_memory(tmp_path: Path) -> None:
+    m = _open(tmp_path / "m.db")
+    _chat(m)
+    before = _ranking(m)
+    new = m.add("The swordfish locker is by the kayak trip dock", session="s1")
+    after = _ranking(m)
+    assert any(mid == new.id for mid, _, _ in after)
+    assert after != before
+    assert after == _fresh(tmp_path / "m.db")
+    m.close()
+
+
+def test_a_write_through_another_memory_is_seen_by_the_next_search(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    m = _open(path)
+    msgs = _chat(m)
+    _ranking(m)
+    other = _open(path)
+    other.forget(msgs[2].id)
+    other.add("Paddles and the kayak trip locker are sorted", session="s1")
+    other.close()
+    after = _ranking(m)
+    assert all(mid != msgs[2].id for mid, _, _ in after)
+    assert after == _fresh(path)
+    m.close()
+
+
+def test_editing_a_hits_metadata_changes_no_later_search(tmp_path: Path) -> None:
+    m = _open(tmp_path / "m.db")
+    m.add("Our kayak trip locker code is swordfish", session="s1", metadata={"tags": ["trip"]})
+    first = m.search(QUERY, k=1)[0]
+    first.message.metadata["tags"].append("edited")  # type: ignore[index]
+    again = m.search(QUERY, k=1)[0]
+    assert again.message.metadata == {"tags": ["trip"]}
+    m.close()
