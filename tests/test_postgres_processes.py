@@ -251,9 +251,14 @@ def test_a_server_process_killed_mid_write_loses_no_acknowledged_message(
             if len(acknowledged) % 15 == 0 and not enough and kills < MAX_KILLS:
                 # SIGKILL a backend serving the writer, mid-write: PostgreSQL then
                 # stops every session and replays its log (crash recovery).
+                landed = False
                 for pid in _backends(own_server, "crash"):
-                    os.kill(int(pid), signal.SIGKILL)
-                kills += 1
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                        landed = True
+                    except ProcessLookupError:
+                        pass  # gone since it was listed (ended, or stopped by a recovery)
+                kills += landed
             if enough and len(acknowledged) >= 15 * kills + 15:
                 break
     finally:
