@@ -14,7 +14,8 @@ purge (:meth:`ImageStore.sweep_blobs`, which every purge runs).
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -61,6 +62,47 @@ class ImageRow:
     recalled_at: datetime | None = None
     expired_at: datetime | None = None
     created_at: datetime | None = None
+
+
+#: The columns of an image row, in the order :func:`image_row` reads them (the same
+#: in every back-end's ``images`` table).
+IMAGE_COLUMNS = (
+    "uid, thread_id, digest, mime, size, width, height, phash, session_key, ts, caption,"
+    " caption_source, scene, importance, entities, speaker, caption_rowid, shared_in, url,"
+    " metadata, recalls, recalled_at, expired_at, created_at"
+)
+
+
+def image_row(r: Sequence[Any], when: Callable[[Any], datetime]) -> ImageRow:
+    """An :class:`ImageRow` from the values of :data:`IMAGE_COLUMNS`; ``when`` turns a
+    stored time into an aware datetime (each back-end stores times its own way)."""
+    metadata = json.loads(r[19]) if r[19] else {}
+    return ImageRow(
+        id=r[0],
+        thread_id=int(r[1]),
+        digest=r[2],
+        mime=r[3],
+        size=int(r[4]),
+        width=r[5],
+        height=r[6],
+        phash=r[7],
+        session=r[8],
+        timestamp=when(r[9]),
+        caption=r[10],
+        caption_source=r[11],
+        scene=r[12],
+        importance=float(r[13]),
+        entities=tuple(json.loads(r[14])),
+        speaker=r[15],
+        caption_rowid=None if r[16] is None else int(r[16]),
+        shared_in=r[17],
+        url=r[18],
+        metadata=metadata if isinstance(metadata, dict) else {},
+        recalls=int(r[20]),
+        recalled_at=when(r[21]) if r[21] else None,
+        expired_at=when(r[22]) if r[22] else None,
+        created_at=when(r[23]),
+    )
 
 
 class ImageStore(StoreCore):

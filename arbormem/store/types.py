@@ -5,14 +5,15 @@ Every back-end speaks in these types; they carry no behaviour of a back-end.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from arbormem.models import Message
+from arbormem.models import Message, Session
 
 #: Lexical keys every back-end indexes for each message: the turn alone, and the
 #: turn with its neighbours in the same session (two before, two after).
@@ -258,3 +259,45 @@ class TreeLogEntry:
     stats: dict[str, Any]
     undo: list[Any]
     undone_at: datetime | None
+
+
+def stored_json(text: str | None) -> dict[str, Any]:
+    """A stored metadata object ({} for none, or for anything but an object)."""
+    if not text or text == "{}":
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def message_row(r: Sequence[Any], when: Callable[[Any], datetime]) -> Row:
+    """A :class:`Row` from a message query's columns (row id, id, position, role,
+    speaker, content, time, metadata, content hash, session, user, agent, tenant);
+    ``when`` turns a stored time into an aware datetime, as each back-end stores it."""
+    message = Message(
+        id=r[1],
+        index=r[2],
+        role=r[3],
+        speaker=r[4],
+        content=r[5],
+        timestamp=when(r[6]),
+        metadata=stored_json(r[7]),
+        session=r[9],
+        user=r[10],
+        agent=r[11],
+        tenant=r[12],
+    )
+    return Row(rowid=r[0], message=message, chash=r[8])
+
+
+def session_row(r: Sequence[Any], thread: Thread, when: Callable[[Any], datetime]) -> Session:
+    """A :class:`~arbormem.models.Session` from a session query's columns (id, first
+    and last time, message count, metadata)."""
+    return Session(
+        id=r[0],
+        user=thread.user,
+        agent=thread.agent,
+        started_at=when(r[1]),
+        last_at=when(r[2]),
+        message_count=r[3],
+        metadata=stored_json(r[4]),
+    )

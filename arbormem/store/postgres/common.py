@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from arbormem.models import Message, Session
-from arbormem.store.types import Row, Thread
+from arbormem.models import Session
+from arbormem.store.types import Row, Thread, message_row, session_row
 
 #: FTS5's ``bm25()`` constants: the lexical search ranks exactly as SQLite's does.
 K1 = 1.2
@@ -97,32 +97,11 @@ def utc(value: datetime) -> datetime:
 
 
 def row_of(r: Sequence[Any]) -> Row:
-    message = Message(
-        id=r[1],
-        index=r[2],
-        role=r[3],
-        speaker=r[4],
-        content=r[5],
-        timestamp=utc(r[6]),
-        metadata=load_json(r[7]),
-        session=r[9],
-        user=r[10],
-        agent=r[11],
-        tenant=r[12],
-    )
-    return Row(rowid=r[0], message=message, chash=r[8])
+    return message_row(r, utc)
 
 
 def session_of(r: Sequence[Any], thread: Thread) -> Session:
-    return Session(
-        id=r[0],
-        user=thread.user,
-        agent=thread.agent,
-        started_at=utc(r[1]),
-        last_at=utc(r[2]),
-        message_count=r[3],
-        metadata=load_json(r[4]),
-    )
+    return session_row(r, thread, utc)
 
 
 # -- pgvector's ``vector`` in binary form -----------------------------------------------

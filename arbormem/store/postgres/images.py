@@ -20,46 +20,17 @@ from typing import Any
 
 from arbormem.errors import StoreError
 from arbormem.ids import new_id
-from arbormem.store.images import MUTABLE_FIELDS, ImageRow
+from arbormem.store.images import IMAGE_COLUMNS, MUTABLE_FIELDS, ImageRow, image_row
 from arbormem.store.postgres.common import utc
 from arbormem.store.postgres.connection import PostgresConnection
 from arbormem.store.types import Thread
 from arbormem.timeutil import utcnow
 
-_COLUMNS = (
-    "uid, thread_id, digest, mime, size, width, height, phash, session_key, ts, caption,"
-    " caption_source, scene, importance, entities, speaker, caption_rowid, shared_in, url,"
-    " metadata, recalls, recalled_at, expired_at, created_at"
-)
+_COLUMNS = IMAGE_COLUMNS
 
 
 def _row(r: Sequence[Any]) -> ImageRow:
-    return ImageRow(
-        id=r[0],
-        thread_id=int(r[1]),
-        digest=r[2],
-        mime=r[3],
-        size=int(r[4]),
-        width=r[5],
-        height=r[6],
-        phash=r[7],
-        session=r[8],
-        timestamp=utc(r[9]),
-        caption=r[10],
-        caption_source=r[11],
-        scene=r[12],
-        importance=float(r[13]),
-        entities=tuple(json.loads(r[14])),
-        speaker=r[15],
-        caption_rowid=None if r[16] is None else int(r[16]),
-        shared_in=r[17],
-        url=r[18],
-        metadata=json.loads(r[19]),
-        recalls=int(r[20]),
-        recalled_at=utc(r[21]) if r[21] else None,
-        expired_at=utc(r[22]) if r[22] else None,
-        created_at=utc(r[23]),
-    )
+    return image_row(r, utc)
 
 
 class PostgresImages(PostgresConnection):

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from arbormem.errors import StoreError
-from arbormem.models import Message, Session
+from arbormem.models import Session
 from arbormem.store.sqlite.driver import sqlite3
-from arbormem.store.types import Filters, Row, Thread
+from arbormem.store.types import Filters, Row, Thread, message_row, session_row
 from arbormem.timeutil import format_timestamp, parse_stored
 
 if TYPE_CHECKING:
@@ -106,32 +106,11 @@ def batches(items: Sequence[T], size: int = 500) -> Iterator[tuple[list[T], str]
 
 
 def row_of(r: Sequence[Any]) -> Row:
-    message = Message(
-        id=r[1],
-        index=r[2],
-        role=r[3],
-        speaker=r[4],
-        content=r[5],
-        timestamp=parse_stored(r[6]),
-        metadata=load_json(r[7]),
-        session=r[9],
-        user=r[10],
-        agent=r[11],
-        tenant=r[12],
-    )
-    return Row(rowid=r[0], message=message, chash=r[8])
+    return message_row(r, parse_stored)
 
 
 def session_of(r: Sequence[Any], thread: Thread) -> Session:
-    return Session(
-        id=r[0],
-        user=thread.user,
-        agent=thread.agent,
-        started_at=parse_stored(r[1]),
-        last_at=parse_stored(r[2]),
-        message_count=r[3],
-        metadata=load_json(r[4]),
-    )
+    return session_row(r, thread, parse_stored)
 
 
 def blob(vec: np.ndarray) -> bytes:
