@@ -41,12 +41,12 @@ from arbormem.models import Hit
 from arbormem.recall.features import (
     FEATURES,
     WINDOW,
-    Candidates,
     DocStats,
     Question,
     RowVectors,
     features,
 )
+from arbormem.recall.pool import CandidatePool
 from arbormem.recall.ranker import (
     DEEP_FLAT_WEIGHTS,
     DEEP_TREE_WEIGHTS,
@@ -426,8 +426,54 @@ class Retriever:
         # A transformer's query embedding takes milliseconds: the worker thread runs it
         # beside the full-text searches whatever the thread's size.
         aside = ("dense",) if big or question.deep else ()
-        done = self._gather(jobs, aside=aside)
+        tree_on = self.tree is not None and bool(question.terms)
+        # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
+        weights = self.weights(cfg, deep=question.deep)
+        pool = CandidatePool(
+            self.reads,
+            mark,
+            threads,
+            self.tree if tree_on else None,
+            question.terms,
+            coverage=every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess")),
+            vectors=vectors if cfg.dense else None,
+        )
 
+        def read_lexical(done: Mapping[str, Any]) -> None:
+            # While the worker embeds the query: the full-text candidates' rows,
+            # neighbourhoods, topic signals and vectors.
+            pool.set_topics(done.get("topics", []))
+            pool.add(self._lexical_found(threads, done, allowed, cfg))
+
+        done = self._gather(jobs, aside=aside, meanwhile=read_lexical)
+        qvec: np.ndarray | None = None
+        if "dense" in done:
+            qvec, nearest, rows, around = done["dense"]
+            pool.add(nearest, rows, around)
+        if not pool.rowids:
+            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
+        vector_of, centroid_of = pool.row_vectors() if qvec is not None else (RowVectors(),) * 2
+        X = features(
+            self.stats_for(threads),
+            question,
+            pool.candidates(),
+            qvec,
+            vector_of,
+            centroid_of,
+            pool.signals if tree_on else None,
+            self.docs,
+        )
+        return question, pool.rowids, X, qvec, pool.rows
+
+    def _lexical_found(
+        self,
+        threads: Sequence[Thread],
+        done: Mapping[str, Any],
+        allowed: np.ndarray | None,
+        cfg: RecallConfig,
+    ) -> list[int]:
+        """The full-text and topic candidates of the sources' results ``done``, in
+        order: turns, windows, dates, then the turns of the best topics."""
         found: dict[int, None] = {}
         for key in ("turn", "window"):
             for rowid, _ in done.get(key, []):
@@ -435,95 +481,14 @@ class Retriever:
         for hits in done.get("dates", []):
             for rowid, _ in hits:
                 found[rowid] = None
-        segment_hits: list[tuple[int, float]] = done.get("topics", [])
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
-            expanded = self.tree.expand(threads, segment_hits, cfg.topic_candidates)
+            expanded = self.tree.expand(threads, done.get("topics", []), cfg.topic_candidates)
             if allowed is not None:
                 permitted = set(allowed.tolist())
                 expanded = [r for r in expanded if r in permitted]
             for rowid in expanded:
                 found[rowid] = None
-        qvec: np.ndarray | None = None
-        rows: dict[int, Row] = {}
-        around: dict[int, list[tuple[int, int, str]]] = {}
-        if "dense" in done:
-            qvec, nearest, rows, around = done["dense"]
-            for rowid in nearest:
-                found[rowid] = None
-        rowids = list(found)
-        if not rowids:
-            return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
-        rows.update(self.reads.rows(mark, [r for r in rowids if r not in rows]))
-        by_scope = {(t.user, t.agent): t for t in threads}
-        # A searched thread forgotten meanwhile can pass its row id to another scope's
-        # new thread (another process, between resolving the thread and reading rows):
-        # rows of any scope not searched are dropped, never shown.
-        rowids = [
-            r
-            for r in rowids
-            if r in rows and (rows[r].message.user, rows[r].message.agent) in by_scope
-        ]
-        thread_of = {r: by_scope[(rows[r].message.user, rows[r].message.agent)] for r in rowids}
-        around.update(self.reads.around(mark, [r for r in rowids if r not in around], WINDOW))
-        vector_of = RowVectors()
-        centroid_of = RowVectors()
-        if qvec is not None:
-            found_at: dict[int, int] = {}
-            blocks: list[np.ndarray] = []
-            cent_at: dict[int, int] = {}
-            cent_blocks: list[np.ndarray] = []
-            n_vecs = n_cents = 0
-            for thread in threads:
-                mine = [r for r in rowids if thread_of[r].id == thread.id]
-                if not mine:
-                    continue
-                wanted = sorted(
-                    {
-                        rid
-                        for r in mine
-                        for rid, idx, _ in around.get(r, [])
-                        if abs(idx - rows[r].message.index) <= 1
-                    }
-                    | set(mine)
-                )
-                ok, vecs = vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
-                kept = np.flatnonzero(ok)
-                for j, i in enumerate(kept.tolist()):
-                    found_at[wanted[i]] = n_vecs + j
-                n_vecs += len(kept)
-                blocks.append(np.asarray(vecs)[kept])
-                sessions = sorted({rows[r].message.session for r in mine})
-                cents = vectors.session_centroids(thread, sessions)
-                slot = {s: n_cents + j for j, s in enumerate(cents)}
-                n_cents += len(cents)
-                cent_blocks.extend(cents.values())
-                for r in mine:
-                    at = slot.get(rows[r].message.session)
-                    if at is not None:
-                        cent_at[r] = at
-            if n_vecs:
-                vector_of = RowVectors(found_at, np.concatenate(blocks).astype(np.float32))
-            if cent_blocks:
-                centroid_of = RowVectors(cent_at, np.stack(cent_blocks).astype(np.float32))
-        tree_signals = None
-        if self.tree is not None and question.terms:
-            # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
-            weights = self.weights(cfg, deep=question.deep)
-            coverage = every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess"))
-            tree_signals = self.tree.turn_signals(
-                threads, question.terms, rowids, segment_hits, coverage=coverage
-            )
-        X = features(
-            self.stats_for(threads),
-            question,
-            Candidates(rowids, rows, thread_of, around),
-            qvec,
-            vector_of,
-            centroid_of,
-            tree_signals,
-            self.docs,
-        )
-        return question, rowids, X, qvec, rows
+        return list(found)
 
     def _dense(
         self,
@@ -636,12 +601,17 @@ class Retriever:
                 log.debug("%d entries preloaded in %.1f s", n, time.perf_counter() - start)
 
     def _gather(
-        self, jobs: Mapping[str, Callable[[], Any]], aside: Sequence[str] = ()
+        self,
+        jobs: Mapping[str, Callable[[], Any]],
+        aside: Sequence[str] = (),
+        meanwhile: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Run the candidate sources: those named in ``aside`` on a worker thread when
         the store can read on other threads (see :data:`PARALLEL_FROM`), the others
-        here, in order. Every job has finished when this returns or raises; the
-        failure of the first failing job (in job order) is raised, and any other is
+        here, in order; then ``meanwhile`` here, given this thread's results, while
+        the worker's jobs may still run (not when a job failed). Every job has
+        finished when this returns or raises; the failure of the first failing job
+        (in job order, ``meanwhile`` after them all) is raised, and any other is
         logged."""
         names = list(jobs)
         futures: dict[str, Future[Any]] = {}
@@ -664,9 +634,19 @@ class Retriever:
         # stops at once: a job not started is cancelled, and one under way (embedding
         # the query) is left to finish on its own; close() waits for it.
         try:
-            for name in [n for n in names if n not in futures] + list(futures):
+            for name in [n for n in names if n not in futures]:
                 try:
-                    out[name] = futures[name].result() if name in futures else jobs[name]()
+                    out[name] = jobs[name]()
+                except Exception as exc:
+                    failed[name] = exc
+            if meanwhile is not None and not failed:
+                try:
+                    meanwhile(out)
+                except Exception as exc:
+                    failed["meanwhile"] = exc
+            for name in futures:
+                try:
+                    out[name] = futures[name].result()
                 except Exception as exc:
                     failed[name] = exc
         except BaseException:
@@ -674,7 +654,7 @@ class Retriever:
                 future.cancel()
             raise
         if failed:
-            first, *others = [name for name in names if name in failed]
+            first, *others = [name for name in [*names, "meanwhile"] if name in failed]
             for name in others:
                 log.debug("candidate source %s also failed: %r", name, failed[name])
             raise failed[first]
