@@ -266,18 +266,45 @@ class DocStats:
 
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
-        self._docs: dict[str, tuple[str, ...]] = {}
+        self._docs: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {}
+        self._says: dict[tuple[str, str], bool] = {}
 
     def get(self, text: str) -> tuple[str, ...]:
         """The terms in order."""
+        return self.terms(text)[0]
+
+    def terms(self, text: str) -> tuple[tuple[str, ...], dict[str, int]]:
+        """The terms in order, and how often each occurs."""
         found = self._docs.get(text)
         if found is None:
             if len(self._docs) >= self.max_docs:
                 self._docs.clear()
             # A tuple of strings leaves the garbage collector's view (a list never
-            # does): at 200,000 documents each full collection took 50 ms more.
-            found = tuple(text.split())
-            self._docs[text] = found
+            # does): at 200,000 documents each full collection took 50 ms more. So
+            # does a dict of strings and numbers.
+            toks = tuple(text.split())
+            counts: dict[str, int] = {}
+            for t in toks:
+                counts[t] = counts.get(t, 0) + 1
+            found = self._docs[text] = (toks, counts)
+        return found
+
+    def says(self, kind: str, content: str) -> bool:
+        """Whether a turn's content states a time (``when``), holds a number
+        (``count``) or a proper name (``who``): the searches of a conversation
+        test the same turns again and again."""
+        key = (kind, content)
+        found = self._says.get(key)
+        if found is None:
+            if len(self._says) >= self.max_docs:
+                self._says.clear()
+            if kind == "when":
+                found = _TIME.search(content) is not None
+            elif kind == "count":
+                found = _NUMBER.search(content) is not None
+            else:
+                found = _PROPER.search(content[1:]) is not None
+            self._says[key] = found
         return found
 
 
@@ -312,18 +339,20 @@ def features(
     counts: list[list[int]] = []
     lengths: list[int] = []
     pair_counts: dict[int, dict[str, int]] = {}
+    none = [0] * len(qterms)
     for neighbourhood in around.values():
         for rid, _, text in neighbourhood:
             if rid in slot:
                 continue
-            toks = docs.get(text)
+            toks, tally = docs.terms(text)
             slot[rid] = len(lengths)
             lengths.append(len(toks))
-            row = [toks.count(t) for t in qterms] if qset.intersection(toks) else [0] * len(qterms)
-            counts.append(row)
-            if qpairs and sum(1 for c in row if c) > 1:
+            if tally.keys().isdisjoint(qset):
+                counts.append(none)
+                continue
+            counts.append([tally.get(t, 0) for t in qterms])
+            if qpairs and len(held := tally.keys() & qset) > 1:
                 # A query pair joins two query terms: only those positions can match.
-                held = {t for t, c in zip(qterms, row) if c}
                 pc: dict[str, int] = {}
                 for a, b in pairwise(toks):
                     if a in held and b in held and a != b:
@@ -354,6 +383,7 @@ def features(
             continue
         rids = [rid for rid, _, _ in neighbourhood]
         members[i, : len(rids)] = [slot[rid] for rid in rids]
+        start = min([idx for _, idx, _ in neighbourhood])
         if rowid in slot:
             own[i] = slot[rowid]
         if rowid in rids:
@@ -364,7 +394,7 @@ def features(
             if pos + 1 < len(rids):
                 next_ids[i] = rids[pos + 1]
                 nxt[i] = slot[rids[pos + 1]]
-        if min(idx for _, idx, _ in neighbourhood) >= cands.rows[rowid].message.index:
+        if start >= cands.rows[rowid].message.index:
             first[i] = 1.0
     win_tf = tf[members].sum(axis=1)
     win_len = doc_len[members].sum(axis=1)
@@ -409,20 +439,18 @@ def features(
         if ranges:
             c_temp[i] = closeness(m.timestamp, ranges)
         content = m.content
-        if question.when and _TIME.search(content):
+        if question.when and docs.says("when", content):
             c_when[i] = 1.0
-        if question.count and _NUMBER.search(content):
+        if question.count and docs.says("count", content):
             c_count[i] = 1.0
-        if question.who and _PROPER.search(content[1:]):
+        if question.who and docs.says("who", content):
             c_who[i] = 1.0
     for name, values in cols.items():
         X[:, col(name)] = values
     if tree:
-        for i, rowid in enumerate(ids):
-            signals = tree.get(rowid)
-            if signals:
-                for name in TREE_FEATURES:
-                    X[i, col(name)] = signals.get(name, 0.0)
+        found = [tree.get(rowid) or {} for rowid in ids]
+        for name in TREE_FEATURES:
+            X[:, col(name)] = [signals.get(name, 0.0) for signals in found]
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:

@@ -23,10 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -57,9 +56,9 @@ from arbormem.recall.ranker import (
 from arbormem.recall.reads import SearchReads
 from arbormem.recall.rerank import Reranker, blend, checked_scores
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
+from arbormem.recall.updates import mark_updates
 from arbormem.store.base import Backend
 from arbormem.store.types import Filters, Row, Thread, ThreadState
-from arbormem.text import analyze, query_terms, words
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
 
@@ -717,10 +716,11 @@ class Retriever:
             kept = head + kept[depth:]
         out: list[tuple[Row, float, dict[str, float]]] = []
         # The weighted features' values of the hits as floats, read in one step.
-        weighted = [(j, name) for j, name in enumerate(FEATURES) if w[j]]
-        values = X[kept[:k]].tolist()
+        weighted = [j for j in range(len(FEATURES)) if w[j]]
+        names = [FEATURES[j] for j in weighted]
+        values = X[np.ix_(kept[:k], weighted)].tolist()
         for i, row in zip(kept[:k], values):
-            signals = {name: round(row[j], 4) for j, name in weighted if row[j]}
+            signals = {name: round(v, 4) for name, v in zip(names, row) if v}
             if i in rerank:
                 signals["rerank"] = round(rerank[i], 4)
             out.append((self.reads.detached(rows[rowids[i]]), reported[i], signals))
@@ -779,87 +779,6 @@ class Retriever:
                 )
             hits.append(Hit(message=row.message, score=score, signals=sig, neighbors=around))
         return mark_updates(hits, query)
-
-
-#: Words that announce a statement replaces an earlier one (matched before stop words go).
-#: Deliberately narrow: "now" and "actually" are everywhere in chat and would
-#: reorder ordinary results.
-_UPDATE_MARKERS = frozenset(
-    [
-        "anymore",
-        "changed",
-        "instead",
-        "update",
-        "updated",
-        "cleared",
-        "switched",
-        "outgrew",
-        "stopped",
-        "cancelled",
-        "canceled",
-    ]
-)
-
-
-def mark_updates(hits: list[Hit], query: str) -> list[Hit]:
-    """Mark a hit that a later hit updates ("she can eat nuts now" after "she is
-    allergic to nuts"), and make sure the update does not rank below it.
-
-    Two hits are about the same thing when they share at least two of the
-    query's terms (the speakers' names aside); the later one updates the earlier
-    when it also carries an update word ("anymore", "no longer", "changed", "instead", "cleared"...).
-    The update is moved up only when its score is within a quarter of the
-    earlier one's.
-    """
-    q = set(query_terms(query))
-    if len(hits) < 2 or len(q) < 2:
-        return hits
-    head, tail = hits[:UPDATE_DEPTH], hits[UPDATE_DEPTH:]
-    return _mark(head, q) + tail
-
-
-#: Only the best hits are compared for updates: what an agent reads first.
-UPDATE_DEPTH = 20
-
-
-def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
-    terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
-    # A speaker's name says who spoke, not what about: every turn of theirs holds it,
-    # and two of them sharing it and one more word were taken for the same fact.
-    q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
-    # Update words are looked for only in hits that share the query's terms with another.
-    marker: dict[int, bool] = {}
-
-    def has_marker(j: int) -> bool:
-        if j not in marker:
-            said = words(hits[j].message.content)
-            marker[j] = bool(set(said) & _UPDATE_MARKERS) or any(
-                a == "no" and b == "longer" for a, b in pairwise(said)
-            )
-        return marker[j]
-
-    def later(j: int, i: int) -> bool:
-        a, b = hits[j].message, hits[i].message
-        # Positions order one thread; across agents (all_agents) only times compare.
-        if (a.user, a.agent) == (b.user, b.agent):
-            return a.index > b.index
-        return a.timestamp > b.timestamp
-
-    order = list(range(len(hits)))
-    marked = list(hits)
-    for i in range(len(hits)):
-        for j in range(len(hits)):
-            if not later(j, i) or marked[i].superseded_by:
-                continue
-            if len(terms[i] & terms[j] & q) < 2 or not has_marker(j):
-                continue
-            marked[i] = replace(marked[i], superseded_by=hits[j].message.id)
-            pos_i, pos_j = order.index(i), order.index(j)
-            # The update goes right before what it updates, when the ranking had them
-            # close anyway; a far weaker "update" is more likely a false alarm.
-            if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
-                order.insert(pos_i, order.pop(pos_j))
-    return [marked[i] for i in order]
 
 
 def _releasing(job: Callable[[], Any], slot: threading.Semaphore) -> Callable[[], Any]:
