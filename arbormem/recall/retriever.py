@@ -282,6 +282,7 @@ class Retriever:
         terms: Sequence[str],
         budget: int,
         threads: Sequence[Thread] | None = None,
+        stats: TermStats | None = None,
     ) -> tuple[list[str], float]:
         """The query terms worth a full-text search, rarest first, while their
         posting lists stay within ``budget`` entries in all; and the share of those
@@ -293,7 +294,7 @@ class Retriever:
         """
         if not terms:
             return [], 1.0
-        df = self.stats_for(threads).doc_frequencies(key, terms)
+        df = (stats or self.stats_for(threads)).doc_frequencies(key, terms)
         ranked = sorted(terms, key=lambda t: df.get(t, 0))
         kept: list[str] = []
         spent = 0
@@ -359,6 +360,8 @@ class Retriever:
             (deep.embedder, deep) if question.deep and deep else (self.embedder, self.dense)
         )
         budget = cfg.posting_budget
+        # The statistics as this search reads them (each key's counted once).
+        stats = self.stats_for(threads).for_search()
         self.backend.map_for_search()
         self._warm_up(threads, states, cfg)
         allowed = None
@@ -372,7 +375,7 @@ class Retriever:
             last = max(st.max_rowid for st in states)
             for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
-                    terms, share = self._affordable(key, question.terms, budget, threads)
+                    terms, share = self._affordable(key, question.terms, budget, threads, stats)
                     jobs[key] = partial(
                         self.backend.lexical_search,
                         threads,
@@ -400,7 +403,7 @@ class Retriever:
                     self.backend.lexical_search_spans,
                     threads,
                     "window",
-                    self._affordable("window", question.terms, budget, threads)[0],
+                    self._affordable("window", question.terms, budget, threads, stats)[0],
                     -(-cfg.date_candidates // max(1, len(spans))),
                     spans,
                     filters,
@@ -408,7 +411,7 @@ class Retriever:
         if self.tree is not None and question.terms:
             # A topic's content holds each of its turns' terms: the turn key's posting
             # counts bound the cost of searching topics too.
-            terms, share = self._affordable("turn", question.terms, budget, threads)
+            terms, share = self._affordable("turn", question.terms, budget, threads, stats)
             jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
         if cfg.dense:
@@ -438,22 +441,33 @@ class Retriever:
             vectors=vectors if cfg.dense else None,
         )
 
+        lexical: list[int] | None = None
+
         def read_lexical(done: Mapping[str, Any]) -> None:
             # While the worker embeds the query: the full-text candidates' rows,
             # neighbourhoods, topic signals and vectors.
+            nonlocal lexical
             pool.set_topics(done.get("topics", []))
-            pool.add(self._lexical_found(threads, done, allowed, cfg))
+            lexical = self._lexical_found(threads, done, allowed, cfg)
+            pool.add(lexical)
 
         done = self._gather(jobs, aside=aside, meanwhile=read_lexical)
+        if lexical is None:  # nothing ran beside this thread, or it had finished
+            pool.set_topics(done.get("topics", []))
+            lexical = self._lexical_found(threads, done, allowed, cfg)
         qvec: np.ndarray | None = None
+        nearest: list[int] = []
+        rows: dict[int, Row] = {}
+        around: dict[int, list[tuple[int, int, str]]] = {}
         if "dense" in done:
             qvec, nearest, rows, around = done["dense"]
-            pool.add(nearest, rows, around)
+        # In one step what was not read meanwhile: reading costs less so.
+        pool.add([*lexical, *nearest], rows, around)
         if not pool.rowids:
             return question, [], np.zeros((0, len(FEATURES)), dtype=np.float32), qvec, {}
         vector_of, centroid_of = pool.row_vectors() if qvec is not None else (RowVectors(),) * 2
         X = features(
-            self.stats_for(threads),
+            stats,
             question,
             pool.candidates(),
             qvec,
@@ -607,8 +621,8 @@ class Retriever:
     ) -> dict[str, Any]:
         """Run the candidate sources: those named in ``aside`` on a worker thread when
         the store can read on other threads (see :data:`PARALLEL_FROM`), the others
-        here, in order; then ``meanwhile`` here, given this thread's results, while
-        the worker's jobs may still run (not when a job failed). Every job has
+        here, in order; then ``meanwhile`` here, given this thread's results, if a
+        worker's job still runs (and none failed). Every job has
         finished when this returns or raises; the failure of the first failing job
         (in job order, ``meanwhile`` after them all) is raised, and any other is
         logged."""
@@ -638,7 +652,7 @@ class Retriever:
                     out[name] = jobs[name]()
                 except Exception as exc:
                     failed[name] = exc
-            if meanwhile is not None and not failed:
+            if meanwhile is not None and not failed and not all(f.done() for f in futures.values()):
                 try:
                     meanwhile(out)
                 except Exception as exc:

@@ -17,6 +17,7 @@ large store moves no result that a fresh count would not.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
@@ -48,6 +49,14 @@ class TermStats:
         #: (key, term) -> (document frequency, documents under the key when read, and
         #: what identified the store's state then: see ``_get``).
         self._df: dict[tuple[str, str], tuple[int, int, object]] = {}
+
+    def for_search(self) -> TermStats:
+        """These statistics as one search reads them: the keys' document counts and
+        mean lengths, and the store's change mark, are read once (a search asks for
+        them a dozen times); the frequencies are the ones kept here."""
+        view = copy.copy(self)  # the same cache of frequencies
+        view.backend = _ReadOnce(self.backend)
+        return view
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         """Documents under a key and their mean length (one row: not cached)."""
@@ -115,3 +124,35 @@ class TermStats:
         for term, (df, n_then, then) in entries.items():
             out[term] = df if then == state or not n_then else round(df * n_now / n_then)
         return out
+
+
+class _ReadOnce:
+    """A :class:`TermStatistics` that reads each key's statistics and the change
+    mark once (see :meth:`TermStats.for_search`)."""
+
+    def __init__(self, source: TermStatistics) -> None:
+        self.source = source
+        self._stats: dict[str, tuple[int, float]] = {}
+        self._mark: tuple[int, int] | None = None
+
+    def lexical_stats(self, key: str) -> tuple[int, float]:
+        found = self._stats.get(key)
+        if found is None:
+            found = self._stats[key] = self.source.lexical_stats(key)
+        return found
+
+    def change_mark(self) -> tuple[int, int]:
+        if self._mark is None:
+            self._mark = self.source.change_mark()
+        return self._mark
+
+    def doc_frequencies(self, key: str, terms: Sequence[str]) -> dict[str, int]:
+        return self.source.doc_frequencies(key, terms)
+
+    def pair_frequencies(self, pairs: Sequence[str]) -> dict[str, int]:
+        return self.source.pair_frequencies(pairs)
+
+    def frequent_terms(
+        self, key: str, min_docs: int, stop: threading.Event | None = None
+    ) -> tuple[dict[str, int], int, float, tuple[int, int]] | None:
+        return self.source.frequent_terms(key, min_docs, stop)
