@@ -116,7 +116,14 @@ class OnnxEmbedder(Embedder):
             # One text a run: the int8 model quantises its activations over the whole
             # input, padding included, so a text's vector would depend on its batch.
             # Unpadded single runs were also the fastest on two busy cores.
-            for row, encoded in enumerate(tokenizer.encode_batch(list(texts))):
+            # One text (a query) is encoded here: the batch call hands it to a pool
+            # of threads, which cost more than the encoding, beside the searches.
+            encodings = (
+                [tokenizer.encode(texts[0])]
+                if len(texts) == 1
+                else tokenizer.encode_batch(list(texts))
+            )
+            for row, encoded in enumerate(encodings):
                 mask = np.asarray([encoded.attention_mask], dtype=np.int64)
                 feeds = {
                     "input_ids": np.asarray([encoded.ids], dtype=np.int64),

@@ -732,9 +732,13 @@ class Retriever:
         # The weighted features' values of the hits as floats, read in one step.
         weighted = [j for j in range(len(FEATURES)) if w[j]]
         names = [FEATURES[j] for j in weighted]
-        values = X[np.ix_(kept[:k], weighted)].tolist()
-        for i, row in zip(kept[:k], values):
-            signals = {name: round(v, 4) for name, v in zip(names, row) if v}
+        values = X[np.ix_(kept[:k], weighted)].astype(np.float64)
+        # Rounded as round(value, 4) does, all at once: a float32 times 10,000 is exact
+        # in a float64, so rint rounds the value itself, half to even, and the quotient
+        # is the float nearest to the decimal, which is what round returns.
+        shown = np.round(values, 4).tolist()
+        for i, row, held in zip(kept[:k], shown, (values != 0).tolist()):
+            signals = {name: v for name, v, h in zip(names, row, held) if h}
             if i in rerank:
                 signals["rerank"] = round(rerank[i], 4)
             out.append((self.reads.detached(rows[rowids[i]]), reported[i], signals))

@@ -1,0 +1,180 @@
+"""The candidate pool read while the worker embeds the query (arbormem.recall.pool):
+the full-text candidates are read meanwhile, the ranking is the one read in one
+step, and an embedder or a read that fails leaves nothing behind."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import arbormem.recall.retriever as recall
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.errors import EmbedderError, StoreError
+
+QUERIES = ["peanut allergy", "what did Ana say about Lisbon on day 4?", "the new bike", "garden"]
+
+
+def _conversation(mem: Memory) -> None:
+    topics = [
+        "the garden and tomatoes",
+        "a trip to Lisbon",
+        "the new bike",
+        "Sarah's peanut allergy",
+    ]
+    for i in range(120):
+        mem.add(
+            f"turn {i} about {topics[i % 4]} and day {i % 9}",
+            speaker=["Ana", "Bo"][i % 2],
+            session=f"s{i // 12}",
+        )
+
+
+@pytest.fixture
+def mem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """A memory whose searches embed the query on the worker thread."""
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(64), llm=None) as m:
+        _conversation(m)
+        yield m
+
+
+def _candidates(m: Memory, query: str) -> tuple[list[int], list[list[float]]]:
+    threads = [m.backend.thread(m.scope.user, m.scope.agent)]
+    _, rowids, X, _, _ = m.engine.retriever.candidates(threads, query)  # type: ignore[arg-type]
+    return rowids, X.tolist()
+
+
+def _on_this_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def test_full_text_candidates_are_read_while_the_query_is_embedded(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = mem.engine.retriever
+    # Read in one step (the embedding on this thread, before any candidate is read).
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 10**12)
+    alone = [_candidates(mem, q) for q in QUERIES]
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+
+    read = threading.Event()
+    around = retriever.reads.around
+
+    def reading(*args: Any, **kwargs: Any) -> Any:
+        if _on_this_thread():
+            read.set()
+        return around(*args, **kwargs)
+
+    dense = retriever._dense
+    overlapped: list[bool] = []
+
+    def embedding(*args: Any, **kwargs: Any) -> Any:
+        # The worker holds the embedding back until the searching thread has read
+        # the full-text candidates' neighbourhoods (it did so only after the join).
+        overlapped.append(read.wait(10))
+        return dense(*args, **kwargs)
+
+    monkeypatch.setattr(retriever.reads, "around", reading)
+    monkeypatch.setattr(retriever, "_dense", embedding)
+    for query, expected in zip(QUERIES, alone):
+        read.clear()
+        assert _candidates(mem, query) == expected
+    assert overlapped == [True] * len(QUERIES)
+
+
+def test_an_embedder_failing_on_the_worker_ranks_as_without_dense_recall(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = mem.engine.retriever
+    threads = [mem.backend.thread(mem.scope.user, mem.scope.agent)]
+    lexical_only = replace(retriever.config, dense=False)
+    expected = [
+        [
+            (row.rowid, score)
+            for row, score, _ in retriever.rank(threads, q, 10, config=lexical_only)
+        ]  # type: ignore[arg-type]
+        for q in QUERIES
+    ]
+
+    def failing(texts: Any) -> np.ndarray:
+        raise EmbedderError("the embedding endpoint is down")
+
+    monkeypatch.setattr(mem.engine.embedder, "embed_batch", failing)
+    monkeypatch.setattr(mem.engine.embedder, "embed_many", failing)
+    monkeypatch.setattr(mem.engine.embedder, "embed", failing)
+    # The vectors read meanwhile for the full-text candidates are left out.
+    got = [
+        [(row.rowid, score) for row, score, _ in retriever.rank(threads, q, 10)]  # type: ignore[arg-type]
+        for q in QUERIES
+    ]
+    assert got == expected
+    assert all(got)
+
+
+def test_a_read_failing_meanwhile_fails_the_search_after_the_embedding_ends(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = mem.engine.retriever
+    dense = retriever._dense
+    release = threading.Event()
+    finished: list[bool] = []
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        out = dense(*args, **kwargs)
+        finished.append(True)
+        return out
+
+    rows = retriever.reads.rows
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        if _on_this_thread() and not release.is_set():
+            release.set()  # the worker goes on while this read fails
+            raise StoreError("disk went away")
+        return rows(*args, **kwargs)
+
+    monkeypatch.setattr(retriever, "_dense", slow)
+    monkeypatch.setattr(retriever.reads, "rows", failing)
+    with pytest.raises(StoreError, match="disk went away"):
+        mem.search("peanut allergy", k=5)
+    assert finished == [True]  # the worker's job had ended when the search raised
+    monkeypatch.undo()
+    # The worker is free again: the next search embeds there and succeeds.
+    used: list[str] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        used.append(threading.current_thread().name)
+        return dense(*args, **kwargs)
+
+    monkeypatch.setattr(recall, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(retriever, "_dense", spy)
+    assert mem.search("peanut allergy", k=5)
+    assert used and used[0].startswith("arbormem-recall")
+
+
+def test_a_full_text_source_failing_skips_the_reads_meanwhile(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = mem.engine.retriever
+    read: list[int] = []
+    around = retriever.reads.around
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        read.append(1)
+        return around(*args, **kwargs)
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("index is corrupt")
+
+    monkeypatch.setattr(retriever.reads, "around", counting)
+    monkeypatch.setattr(mem.backend, "lexical_search", failing)
+    with pytest.raises(StoreError, match="index is corrupt"):
+        mem.search("peanut allergy", k=5)
+    assert read == []
