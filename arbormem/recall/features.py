@@ -369,33 +369,39 @@ def features(
     doc_len[:n_docs] = lengths
     turn_score = bm_turn.scores(tf, doc_len, qterms)
     # Candidates' neighbourhoods as rows of document slots, padded with "no document".
-    width = max((len(around.get(r, ())) for r in ids), default=0)
-    members = np.full((n, max(width, 1)), n_docs, dtype=np.int64)
-    own = np.full(n, n_docs, dtype=np.int64)
-    prev = np.full(n, n_docs, dtype=np.int64)
-    nxt = np.full(n, n_docs, dtype=np.int64)
+    width = max(max((len(around.get(r, ())) for r in ids), default=0), 1)
+    # Python lists filled in the loop, arrays at the end: a numpy item set costs more.
+    member_rows: list[list[int]] = []
+    own_at = [n_docs] * n
+    prev_at = [n_docs] * n
+    next_at = [n_docs] * n
     prev_ids: list[int | None] = [None] * n
     next_ids: list[int | None] = [None] * n
-    first = np.zeros(n, dtype=np.float64)
+    opens = [0.0] * n
     for i, rowid in enumerate(ids):
         neighbourhood = around.get(rowid, [])
         if not neighbourhood:
+            member_rows.append([n_docs] * width)
             continue
         rids = [rid for rid, _, _ in neighbourhood]
-        members[i, : len(rids)] = [slot[rid] for rid in rids]
-        start = min([idx for _, idx, _ in neighbourhood])
+        member_rows.append([slot[rid] for rid in rids] + [n_docs] * (width - len(rids)))
         if rowid in slot:
-            own[i] = slot[rowid]
+            own_at[i] = slot[rowid]
         if rowid in rids:
             pos = rids.index(rowid)
             if pos > 0:
                 prev_ids[i] = rids[pos - 1]
-                prev[i] = slot[rids[pos - 1]]
+                prev_at[i] = slot[rids[pos - 1]]
             if pos + 1 < len(rids):
                 next_ids[i] = rids[pos + 1]
-                nxt[i] = slot[rids[pos + 1]]
-        if start >= cands.rows[rowid].message.index:
-            first[i] = 1.0
+                next_at[i] = slot[rids[pos + 1]]
+        if min([idx for _, idx, _ in neighbourhood]) >= cands.rows[rowid].message.index:
+            opens[i] = 1.0
+    members = np.asarray(member_rows, dtype=np.int64)
+    own = np.asarray(own_at, dtype=np.int64)
+    prev = np.asarray(prev_at, dtype=np.int64)
+    nxt = np.asarray(next_at, dtype=np.int64)
+    first = np.asarray(opens, dtype=np.float64)
     win_tf = tf[members].sum(axis=1)
     win_len = doc_len[members].sum(axis=1)
     col = FEATURES.index
@@ -417,36 +423,27 @@ def features(
             for p, c in pc.items():
                 ptf[d, pcol[p]] = c
         X[:, col("bm_pair")] = bm_pairs.scores(ptf[members].sum(axis=1), win_len, found_pairs)
-    cols = {
-        name: np.zeros(n, dtype=np.float64)
-        for name in ("sess_max", "spk", "temp", "when_time", "num_count", "cap_who")
-    }
-    c_sess, c_spk, c_temp = cols["sess_max"], cols["spk"], cols["temp"]
-    c_when, c_count, c_who = cols["when_time"], cols["num_count"], cols["cap_who"]
     bm_t = turn_score[own].tolist()
+    messages = [cands.rows[rowid].message for rowid in ids]
     session_best: dict[tuple[int, str], float] = {}
     keys: list[tuple[int, str]] = []
     for i, rowid in enumerate(ids):
-        key = (cands.thread_of[rowid].id, cands.rows[rowid].message.session)
+        key = (cands.thread_of[rowid].id, messages[i].session)
         keys.append(key)
         session_best[key] = max(session_best.get(key, 0.0), bm_t[i])
+    X[:, col("sess_max")] = [session_best[key] for key in keys]
     names, ranges = question.names, question.ranges
-    for i, rowid in enumerate(ids):
-        m = cands.rows[rowid].message
-        c_sess[i] = session_best[keys[i]]
-        if names and m.speaker in names:
-            c_spk[i] = 1.0
-        if ranges:
-            c_temp[i] = closeness(m.timestamp, ranges)
-        content = m.content
-        if question.when and docs.says("when", content):
-            c_when[i] = 1.0
-        if question.count and docs.says("count", content):
-            c_count[i] = 1.0
-        if question.who and docs.says("who", content):
-            c_who[i] = 1.0
-    for name, values in cols.items():
-        X[:, col(name)] = values
+    if names:
+        X[:, col("spk")] = [1.0 if m.speaker in names else 0.0 for m in messages]
+    if ranges:
+        X[:, col("temp")] = [closeness(m.timestamp, ranges) for m in messages]
+    for name, kind, asked in (
+        ("when_time", "when", question.when),
+        ("num_count", "count", question.count),
+        ("cap_who", "who", question.who),
+    ):
+        if asked:
+            X[:, col(name)] = [1.0 if docs.says(kind, m.content) else 0.0 for m in messages]
     if tree:
         found = [tree.get(rowid) or {} for rowid in ids]
         for name in TREE_FEATURES:
@@ -476,9 +473,11 @@ def _dense_features(
     neighbour's vector) and ``de_s`` (the session centroid's cosine), all at once.
     ``centroid_of`` holds each candidate's session centroid under its row id."""
     dim = len(qvec)
-    own, has_own = vector_of.pick(ids, dim)
-    prev, _ = vector_of.pick(prev_ids, dim)
-    nxt, _ = vector_of.pick(next_ids, dim)
+    n = len(ids)
+    # The three picks as one: a gather of three times the rows costs less.
+    picked, has = vector_of.pick([*ids, *prev_ids, *next_ids], dim)
+    own, prev, nxt = picked[:n], picked[n : 2 * n], picked[2 * n :]
+    has_own = has[:n]
     total = own + 0.5 * prev
     total += 0.5 * nxt
     norms = np.linalg.norm(total, axis=1)

@@ -55,11 +55,11 @@ UPDATE_DEPTH = 20
 
 
 def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
-    terms = [set(analyze(h.message.content)) | set(analyze(h.message.speaker or "")) for h in hits]
     # A speaker's name says who spoke, not what about: every turn of theirs holds it,
     # and two of them sharing it and one more word were taken for the same fact.
+    # (So the query terms a hit shares are those of its content.)
     q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
-    shared = [t & q for t in terms]
+    shared = [q.intersection(analyze(h.message.content)) for h in hits]
 
     def has_marker(j: int) -> bool:
         said = words(hits[j].message.content)
