@@ -426,7 +426,8 @@ class Retriever:
                 vectors=vectors,
             )
         # A transformer's query embedding takes milliseconds: the worker thread runs it
-        # beside the full-text searches whatever the thread's size.
+        # beside the full-text searches whatever the thread's size, and beside the
+        # reading of their candidates (see recall/pool.py).
         aside = ("dense",) if big or question.deep else ()
         tree_on = self.tree is not None and bool(question.terms)
         # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
