@@ -17,6 +17,7 @@ import arbormem.recall.retriever as recall
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
 from arbormem.errors import EmbedderError, StoreError
+from arbormem.store.types import Thread
 
 QUERIES = ["peanut allergy", "what did Ana say about Lisbon on day 4?", "the new bike", "garden"]
 
@@ -45,9 +46,14 @@ def mem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
         yield m
 
 
+def _threads(m: Memory) -> list[Thread]:
+    thread = m.backend.thread(m.scope.user, m.scope.agent)
+    assert thread is not None
+    return [thread]
+
+
 def _candidates(m: Memory, query: str) -> tuple[list[int], list[list[float]]]:
-    threads = [m.backend.thread(m.scope.user, m.scope.agent)]
-    _, rowids, X, _, _ = m.engine.retriever.candidates(threads, query)  # type: ignore[arg-type]
+    _, rowids, X, _, _ = m.engine.retriever.candidates(_threads(m), query)
     return rowids, X.tolist()
 
 
@@ -93,29 +99,30 @@ def test_an_embedder_failing_on_the_worker_ranks_as_without_dense_recall(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     retriever = mem.engine.retriever
-    threads = [mem.backend.thread(mem.scope.user, mem.scope.agent)]
+    threads = _threads(mem)
     lexical_only = replace(retriever.config, dense=False)
     expected = [
         [
             (row.rowid, score)
             for row, score, _ in retriever.rank(threads, q, 10, config=lexical_only)
-        ]  # type: ignore[arg-type]
+        ]
         for q in QUERIES
     ]
 
-    def failing(texts: Any) -> np.ndarray:
+    calls: list[str] = []
+
+    def failing(text: Any) -> np.ndarray:
+        calls.append(threading.current_thread().name)
         raise EmbedderError("the embedding endpoint is down")
 
-    monkeypatch.setattr(mem.engine.embedder, "embed_batch", failing)
-    monkeypatch.setattr(mem.engine.embedder, "embed_many", failing)
-    monkeypatch.setattr(mem.engine.embedder, "embed", failing)
+    monkeypatch.setattr(retriever.embedder, "embed", failing)
     # The vectors read meanwhile for the full-text candidates are left out.
     got = [
-        [(row.rowid, score) for row, score, _ in retriever.rank(threads, q, 10)]  # type: ignore[arg-type]
-        for q in QUERIES
+        [(row.rowid, score) for row, score, _ in retriever.rank(threads, q, 10)] for q in QUERIES
     ]
     assert got == expected
     assert all(got)
+    assert len(calls) == len(QUERIES) and all(c.startswith("arbormem-recall") for c in calls)
 
 
 def test_a_read_failing_meanwhile_fails_the_search_after_the_embedding_ends(
@@ -178,3 +185,19 @@ def test_a_full_text_source_failing_skips_the_reads_meanwhile(
     with pytest.raises(StoreError, match="index is corrupt"):
         mem.search("peanut allergy", k=5)
     assert read == []
+
+
+def test_kept_documents_count_terms_and_test_contents_as_read_afresh() -> None:
+    from arbormem.recall.features import _NUMBER, _PROPER, _TIME, DocStats
+
+    docs = DocStats(max_docs=3)
+    texts = ["kite kite repair", "boat", "", "kite shop kite kite", "kite kite repair"]
+    for text in texts * 2:  # the second pass reads what was kept (or cleared, when full)
+        toks, tally = docs.terms(text)
+        assert toks == tuple(text.split())
+        assert tally == {t: toks.count(t) for t in toks}
+    contents = ["We met Anna in May", "two cats", "no", "Yesterday at 5", "ok"]
+    for content in contents * 2:
+        assert docs.says("when", content) == bool(_TIME.search(content))
+        assert docs.says("count", content) == bool(_NUMBER.search(content))
+        assert docs.says("who", content) == bool(_PROPER.search(content[1:]))

@@ -213,3 +213,32 @@ def test_preloading_inside_a_write_transaction_and_in_memory(tmp_path: Path) -> 
         read = store.frequent_terms("turn", 2)
         assert read is not None and read[0] == {"kite": 2}
         store.close()
+
+
+def test_a_search_view_reads_the_statistics_once_and_shares_the_counts(tmp_path: Path) -> None:
+    class Stats(Counting):
+        asked: list[str]
+
+        def lexical_stats(self, key: str) -> tuple[int, float]:
+            self.asked.append(key)
+            return super().lexical_stats(key)
+
+    store = Stats(tmp_path / "s.db")
+    store.reads, store.asked = [], []
+    add(store, ["kite flying", "kite repair", "boat"], 0)
+    expected = store.lexical_stats("turn")
+    store.asked = []
+    stats = TermStats(store)
+    view = stats.for_search()
+    for _ in range(3):
+        assert view.doc_frequencies("turn", ["kite"]) == {"kite": 2}
+        assert view.lexical_stats("turn") == expected
+    assert store.asked == ["turn"] and store.reads == [["kite"]]
+    # The count it read is the store-wide cache's: the next search reads nothing.
+    assert stats.for_search().doc_frequencies("turn", ["kite"]) == {"kite": 2}
+    assert store.reads == [["kite"]]
+    # A write seen by the next search's view reads the count again.
+    add(store, ["kite shop"], 3)
+    assert stats.for_search().doc_frequencies("turn", ["kite"]) == {"kite": 3}
+    assert store.reads == [["kite"], ["kite"]]
+    store.close()
