@@ -266,46 +266,45 @@ class DocStats:
 
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
-        self._docs: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {}
-        self._says: dict[tuple[str, str], bool] = {}
+        self._docs: dict[str, tuple[str, ...]] = {}
+        #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
+        #: 2i + 1): one small number a turn, whatever was asked of it.
+        self._says: dict[str, int] = {}
 
     def get(self, text: str) -> tuple[str, ...]:
         """The terms in order."""
-        return self.terms(text)[0]
-
-    def terms(self, text: str) -> tuple[tuple[str, ...], dict[str, int]]:
-        """The terms in order, and how often each occurs."""
         found = self._docs.get(text)
         if found is None:
             if len(self._docs) >= self.max_docs:
                 self._docs.clear()
             # A tuple of strings leaves the garbage collector's view (a list never
-            # does): at 200,000 documents each full collection took 50 ms more. So
-            # does a dict of strings and numbers.
-            toks = tuple(text.split())
-            counts: dict[str, int] = {}
-            for t in toks:
-                counts[t] = counts.get(t, 0) + 1
-            found = self._docs[text] = (toks, counts)
+            # does): at 200,000 documents each full collection took 50 ms more.
+            found = tuple(text.split())
+            self._docs[text] = found
         return found
 
     def says(self, kind: str, content: str) -> bool:
         """Whether a turn's content states a time (``when``), holds a number
         (``count``) or a proper name (``who``): the searches of a conversation
         test the same turns again and again."""
-        key = (kind, content)
-        found = self._says.get(key)
-        if found is None:
-            if len(self._says) >= self.max_docs:
+        i = _TESTS.index(kind)
+        bits = self._says.get(content, 0)
+        if not bits >> (2 * i) & 1:
+            if not bits and len(self._says) >= self.max_docs:
                 self._says.clear()
-            if kind == "when":
-                found = _TIME.search(content) is not None
-            elif kind == "count":
-                found = _NUMBER.search(content) is not None
-            else:
-                found = _PROPER.search(content[1:]) is not None
-            self._says[key] = found
-        return found
+            held = _TEST_OF[kind](content)
+            bits |= (1 | held << 1) << (2 * i)
+            self._says[content] = bits
+        return bool(bits >> (2 * i + 1) & 1)
+
+
+#: What :meth:`DocStats.says` can test a turn's content for.
+_TESTS = ("when", "count", "who")
+_TEST_OF = {
+    "when": lambda content: _TIME.search(content) is not None,
+    "count": lambda content: _NUMBER.search(content) is not None,
+    "who": lambda content: _PROPER.search(content[1:]) is not None,
+}
 
 
 def features(
@@ -344,14 +343,16 @@ def features(
         for rid, _, text in neighbourhood:
             if rid in slot:
                 continue
-            toks, tally = docs.terms(text)
+            toks = docs.get(text)
             slot[rid] = len(lengths)
             lengths.append(len(toks))
-            if tally.keys().isdisjoint(qset):
+            if qset.isdisjoint(toks):
                 counts.append(none)
                 continue
-            counts.append([tally.get(t, 0) for t in qterms])
-            if qpairs and len(held := tally.keys() & qset) > 1:
+            row = [toks.count(t) for t in qterms]
+            counts.append(row)
+            if qpairs and len(row) - row.count(0) > 1:
+                held = {t for t, c in zip(qterms, row) if c}
                 # A query pair joins two query terms: only those positions can match.
                 pc: dict[str, int] = {}
                 for a, b in pairwise(toks):
