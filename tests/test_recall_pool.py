@@ -203,3 +203,37 @@ def test_kept_contents_are_tested_as_afresh_whatever_was_asked_before() -> None:
             for kind in order:
                 assert docs.says(kind, content) == expected[kind](content), (kind, content)
         assert len(docs._says) <= 3
+
+
+def test_steps_a_call_leaves_are_taken_by_the_next_with_the_same_values(mem: Memory) -> None:
+    from arbormem.recall.pool import CandidatePool
+    from arbormem.text import query_terms
+
+    retriever = mem.engine.retriever
+    assert retriever.tree is not None
+    threads = _threads(mem)
+    terms = query_terms("Ana peanut allergy trip to Lisbon")
+    rowids, _ = _candidates(mem, "Ana peanut allergy trip to Lisbon")
+    hits = retriever.tree.segment_hits(threads, terms)
+    mark = retriever.reads.begin()
+
+    def pool() -> CandidatePool:
+        made = CandidatePool(
+            retriever.reads, mark, threads, retriever.tree, terms, vectors=retriever.dense
+        )
+        made.set_topics(hits)
+        return made
+
+    whole = pool()
+    whole.add(rowids)
+    parts = pool()
+    parts.add(rowids[:10], more=lambda: False)
+    assert parts.rowids == rowids[:10] and parts.signals == {}
+    parts.add(rowids[5:])
+    assert parts.rowids == whole.rowids and parts.signals == whole.signals
+    assert any(whole.signals.values())
+    (v1, c1), (v2, c2) = whole.row_vectors(), parts.row_vectors()
+    for a, b in ((v1, v2), (c1, c2)):
+        assert a.at.keys() == b.at.keys() and len(a.at) > 0
+        for r in a.at:
+            assert np.array_equal(a.matrix[a.at[r]], b.matrix[b.at[r]])

@@ -12,7 +12,7 @@ gives the same features.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -58,6 +58,9 @@ class CandidatePool:
         self.around: dict[int, Near] = {}
         self.thread_of: dict[int, Thread] = {}
         self.signals: dict[int, dict[str, float]] = {}
+        #: The candidates whose topic signals were read, and how many of the first
+        #: ones have their vectors read: each step reads in order (see add).
+        self._signalled = self._vectored = 0
         self._vec_at: dict[int, int] = {}
         self._vec_blocks: list[np.ndarray] = []
         self._n_vecs = 0
@@ -74,17 +77,19 @@ class CandidatePool:
         rowids: Iterable[int],
         rows: Mapping[int, Row] | None = None,
         around: Mapping[int, Near] | None = None,
+        more: Callable[[], bool] | None = None,
     ) -> None:
         """Join the row ids not yet offered, in order, with their rows and
-        neighbourhoods (those not in ``rows`` and ``around`` are read).
+        neighbourhoods (those not in ``rows`` and ``around`` are read), then read
+        the topic signals and the vectors of every candidate that lacks them.
+        ``more``: asked before each of those two steps, whether to take it (else
+        a later call does).
 
         A row that no longer exists is dropped, and so is one of a scope not
         searched: a searched thread forgotten meanwhile can pass its row id to
         another scope's new thread (another process, between resolving the thread
         and reading rows), and such a row is never shown."""
         new = [r for r in dict.fromkeys(rowids) if r not in self._seen]
-        if not new:
-            return
         self._seen.update(new)
         got = dict(rows or {})
         got.update(self.reads.rows(self.mark, [r for r in new if r not in got]))
@@ -100,20 +105,24 @@ class CandidatePool:
             kept.append(r)
             self.rows[r] = row
             self.thread_of[r] = thread
-        if not kept:
-            return
-        self.rowids.extend(kept)
-        near = {r: v for r, v in (around or {}).items() if r in self.thread_of}
-        near.update(self.reads.around(self.mark, [r for r in kept if r not in near], WINDOW))
-        self.around.update(near)
-        if self.tree is not None:
+        if kept:
+            self.rowids.extend(kept)
+            near = {r: v for r, v in (around or {}).items() if r in self.thread_of}
+            near.update(self.reads.around(self.mark, [r for r in kept if r not in near], WINDOW))
+            self.around.update(near)
+        # Each step reads the store (and the tree) once more: one left to the next call
+        # costs less when that call comes at once.
+        if self.tree is not None and self._signalled < len(self.rowids) and (more or _yes)():
+            todo = self.rowids[self._signalled :]
             self.signals.update(
                 self.tree.turn_signals(
-                    self.threads, self.terms, kept, self.segment_hits, coverage=self.coverage
+                    self.threads, self.terms, todo, self.segment_hits, coverage=self.coverage
                 )
             )
-        if self.vectors is not None:
-            self._read_vectors(kept)
+            self._signalled = len(self.rowids)
+        if self.vectors is not None and self._vectored < len(self.rowids) and (more or _yes)():
+            self._read_vectors(self.rowids[self._vectored :])
+            self._vectored = len(self.rowids)
 
     def _read_vectors(self, kept: Sequence[int]) -> None:
         """The vectors of the candidates ``kept`` and of their next neighbours (the
@@ -173,3 +182,7 @@ class CandidatePool:
         if self._cent_blocks:
             centroid_of = RowVectors(self._cent_at, np.stack(self._cent_blocks).astype(np.float32))
         return vector_of, centroid_of
+
+
+def _yes() -> bool:
+    return True

@@ -444,13 +444,13 @@ class Retriever:
 
         lexical: list[int] | None = None
 
-        def read_lexical(done: Mapping[str, Any]) -> None:
-            # While the worker embeds the query: the full-text candidates' rows,
-            # neighbourhoods, topic signals and vectors.
+        def read_lexical(done: Mapping[str, Any], running: Callable[[], bool]) -> None:
+            # While the worker embeds the query: the full-text candidates' rows and
+            # neighbourhoods, then their topic signals and vectors if it still runs.
             nonlocal lexical
             pool.set_topics(done.get("topics", []))
             lexical = self._lexical_found(threads, done, allowed, cfg)
-            pool.add(lexical)
+            pool.add(lexical, more=running)
 
         done = self._gather(jobs, aside=aside, meanwhile=read_lexical)
         if lexical is None:  # nothing ran beside this thread, or it had finished
@@ -618,12 +618,13 @@ class Retriever:
         self,
         jobs: Mapping[str, Callable[[], Any]],
         aside: Sequence[str] = (),
-        meanwhile: Callable[[Mapping[str, Any]], None] | None = None,
+        meanwhile: Callable[[Mapping[str, Any], Callable[[], bool]], None] | None = None,
     ) -> dict[str, Any]:
         """Run the candidate sources: those named in ``aside`` on a worker thread when
         the store can read on other threads (see :data:`PARALLEL_FROM`), the others
-        here, in order; then ``meanwhile`` here, given this thread's results, if a
-        worker's job still runs (and none failed). Every job has
+        here, in order; then ``meanwhile`` here, given this thread's results and a
+        test of whether a worker's job still runs, if one does (and none failed).
+        Every job has
         finished when this returns or raises; the failure of the first failing job
         (in job order, ``meanwhile`` after them all) is raised, and any other is
         logged."""
@@ -653,9 +654,13 @@ class Retriever:
                     out[name] = jobs[name]()
                 except Exception as exc:
                     failed[name] = exc
-            if meanwhile is not None and not failed and not all(f.done() for f in futures.values()):
+
+            def running() -> bool:
+                return not all(f.done() for f in futures.values())
+
+            if meanwhile is not None and not failed and running():
                 try:
-                    meanwhile(out)
+                    meanwhile(out, running)
                 except Exception as exc:
                     failed["meanwhile"] = exc
             for name in futures:
