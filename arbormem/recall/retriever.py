@@ -19,10 +19,8 @@ features are computed for a few hundred turns, never for the whole thread.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -55,6 +53,7 @@ from arbormem.recall.ranker import (
 )
 from arbormem.recall.reads import SearchReads
 from arbormem.recall.rerank import Reranker, blend, checked_scores
+from arbormem.recall.sources import Sources
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
 from arbormem.recall.updates import mark_updates
 from arbormem.store.base import Backend
@@ -188,11 +187,8 @@ class Retriever:
         self.stats = TermStats(backend)
         self._stats_of: dict[object, TermStats] = {}
         self._facts: dict[int, _ThreadFacts] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        #: Held while the worker runs a job (see _gather).
-        self._idle_worker = threading.Semaphore(1)
-        self._closed = False
+        #: Where the candidate sources run (see _gather).
+        self.sources = Sources()
         #: Common terms' counts, and large threads' tree shapes and session sums, are
         #: read in the background once (see _warm_up); close() stops the loaders.
         self._terms_started = False
@@ -573,8 +569,8 @@ class Retriever:
         )
         if not terms and not shapes and not sums:
             return
-        with self._pool_lock:
-            if self._closed:
+        with self.sources.lock:
+            if self.sources.closed:
                 return
             tasks: list[Callable[[], Any]] = []
             if terms and not self._terms_started:
@@ -620,77 +616,13 @@ class Retriever:
         aside: Sequence[str] = (),
         meanwhile: Callable[[Mapping[str, Any], Callable[[], bool]], None] | None = None,
     ) -> dict[str, Any]:
-        """Run the candidate sources: those named in ``aside`` on a worker thread when
-        the store can read on other threads (see :data:`PARALLEL_FROM`), the others
-        here, in order; then ``meanwhile`` here, given this thread's results and a
-        test of whether a worker's job still runs, if one does (and none failed).
-        Every job has
-        finished when this returns or raises; the failure of the first failing job
-        (in job order, ``meanwhile`` after them all) is raised, and any other is
-        logged."""
-        names = list(jobs)
-        futures: dict[str, Future[Any]] = {}
-        for name in names:
-            # The worker takes a job only when idle: searches on other threads would
-            # otherwise queue behind each other's embedding.
-            if name not in aside or not self.backend.concurrent_reads():
-                continue
-            pool = self._executor()
-            if pool is None or not self._idle_worker.acquire(blocking=False):
-                break
-            try:
-                futures[name] = pool.submit(_releasing(jobs[name], self._idle_worker))
-            except RuntimeError:  # interpreter exiting, or closed meanwhile
-                self._idle_worker.release()
-                break
-        out: dict[str, Any] = {}
-        failed: dict[str, Exception] = {}
-        # This thread's share first, then the worker's results. An interrupt (Ctrl-C)
-        # stops at once: a job not started is cancelled, and one under way (embedding
-        # the query) is left to finish on its own; close() waits for it.
-        try:
-            for name in [n for n in names if n not in futures]:
-                try:
-                    out[name] = jobs[name]()
-                except Exception as exc:
-                    failed[name] = exc
-
-            def running() -> bool:
-                return not all(f.done() for f in futures.values())
-
-            if meanwhile is not None and not failed and running():
-                try:
-                    meanwhile(out, running)
-                except Exception as exc:
-                    failed["meanwhile"] = exc
-            for name in futures:
-                try:
-                    out[name] = futures[name].result()
-                except Exception as exc:
-                    failed[name] = exc
-        except BaseException:
-            for future in futures.values():
-                future.cancel()
-            raise
-        if failed:
-            first, *others = [name for name in [*names, "meanwhile"] if name in failed]
-            for name in others:
-                log.debug("candidate source %s also failed: %r", name, failed[name])
-            raise failed[first]
-        return out
-
-    def _executor(self) -> ThreadPoolExecutor | None:
-        """The worker pool (started on first use); None once closed."""
-        with self._pool_lock:
-            if self._pool is None and not self._closed:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbormem-recall")
-            return self._pool
+        """Run the candidate sources (see :meth:`Sources.gather`); those named in
+        ``aside`` on the worker only when the store can read on other threads."""
+        return self.sources.gather(jobs, aside, meanwhile, self.backend.concurrent_reads)
 
     def close(self) -> None:
         """Stop the worker threads; later searches run their sources one by one."""
-        with self._pool_lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
+        pool = self.sources.stop()
         if self._own_jobs:
             self.jobs.close()
         if pool is not None:
@@ -803,18 +735,6 @@ class Retriever:
                 )
             hits.append(Hit(message=row.message, score=score, signals=sig, neighbors=around))
         return mark_updates(hits, query)
-
-
-def _releasing(job: Callable[[], Any], slot: threading.Semaphore) -> Callable[[], Any]:
-    """The job, giving ``slot`` back when it ends however it ends."""
-
-    def run() -> Any:
-        try:
-            return job()
-        finally:
-            slot.release()
-
-    return run
 
 
 def _slice(last: int, share: float) -> int:
