@@ -111,6 +111,32 @@ def test_session_centroids_are_the_unit_mean_of_live_members(backend: Backend) -
         assert np.allclose(centroid, total / np.linalg.norm(total), atol=1e-5)
 
 
+def test_session_centroids_follow_forgetting_archiving_and_adding(backend: Backend) -> None:
+    # Searches keep what they read of sessions between them; each change must show.
+    emb = HashingEmbedder(48)
+    t = backend.thread("u", "a", create=True)
+    assert t is not None
+    ms = _messages(24, sessions=3)
+    rows = backend.append(t, ms[:12])  # no vectors: centroids from what the search embeds
+
+    def check() -> None:
+        live = {r.message.id for r in backend.messages(t, archived=False)}
+        got = backend.session_centroids(t, emb, ["s0", "s1", "s2"])
+        for key in ("s0", "s1", "s2"):
+            members = [m for m in ms if m.session == key and m.id in live]
+            total = emb.embed_many([m.content for m in members]).sum(axis=0)
+            assert np.allclose(got[key], total / np.linalg.norm(total), atol=1e-5), key
+
+    check()
+    backend.delete_messages([ms[3].id], t)  # s0 loses a member
+    check()
+    backend.set_message_leaf([rows[4].rowid], 9)
+    backend.set_archived(t, [9], True)  # s1 loses one to the archive
+    check()
+    backend.append(t, ms[12:])  # every session gains members
+    check()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_past_the_threshold_search_is_approximate_and_finds_the_same(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -392,7 +392,10 @@ class VectorCache:
         self.ann_threshold = ann_threshold
         self.follow = follow
         self._entries: dict[int, _Entry] = {}
-        self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
+        self._centroids: dict[tuple[int, str], tuple[tuple[int, int, int], np.ndarray]] = {}
+        #: Each thread's session members read by searches, valid for one change mark
+        #: of the store (which moves with every message added, forgotten or archived).
+        self._members: dict[int, tuple[object, dict[str, list[int]]]] = {}
         #: Every stored session sum of a thread, read in one pass (see preload_sums).
         self._sums: dict[int, _SessionSums] = {}
         self._sums_lock = threading.Lock()
@@ -682,11 +685,14 @@ class VectorCache:
         if not rest:
             return out
         todo: list[tuple[str, list[int]]] = []
-        for key, rowids in self.backend.session_members(thread, rest).items():
+        # The index's size is part of a centroid's stamp: vectors of the background
+        # embedder arrive after their messages, without moving the change mark.
+        size = len(index)
+        for key, rowids in self._session_members(thread, rest).items():
             if not rowids:
                 continue
             cached = self._centroids.get((thread.id, key))
-            if cached is not None and cached[0] == (len(rowids), rowids[-1]):
+            if cached is not None and cached[0] == (len(rowids), rowids[-1], size):
                 out[key] = cached[1]
             else:
                 todo.append((key, rowids))
@@ -705,10 +711,33 @@ class VectorCache:
                 centroid = total / norm if norm else total
                 if len(self._centroids) > 100_000:
                     self._centroids.clear()
-                self._centroids[(thread.id, key)] = ((len(rowids), rowids[-1]), centroid)
+                self._centroids[(thread.id, key)] = ((len(rowids), rowids[-1], size), centroid)
                 out[key] = centroid
             start = end
         return out
+
+    def _session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
+        """:meth:`session_members` of the store, kept while its change mark holds: a
+        search read every member of its candidates' sessions each time (a millisecond
+        or two a query on a long conversation) to learn that nothing had changed."""
+        mark = self.backend.change_mark()
+        with self._lock:
+            kept = self._members.get(thread.id)
+            known = kept[1] if kept is not None and kept[0] == mark else {}
+            missing = [s for s in dict.fromkeys(sessions) if s not in known]
+        if missing:
+            read = self.backend.session_members(thread, missing)
+            with self._lock:
+                kept = self._members.get(thread.id)
+                if kept is None or kept[0] != mark:
+                    kept = (mark, {})
+                    if len(self._members) > 1_000:
+                        self._members.clear()
+                    self._members[thread.id] = kept
+                if sum(len(v) for v in kept[1].values()) < 1_000_000:
+                    kept[1].update(read)
+            known = {**known, **read}
+        return {s: known[s] for s in dict.fromkeys(sessions)}
 
     def invalidate(self, thread: Thread | None = None) -> None:
         """Drop cached indexes (one thread's, or all)."""
@@ -721,6 +750,8 @@ class VectorCache:
             if thread is None:
                 self._entries.clear()
                 self._centroids.clear()
+                self._members.clear()
             else:
                 self._entries.pop(thread.id, None)
+                self._members.pop(thread.id, None)
                 self._centroids = {k: v for k, v in self._centroids.items() if k[0] != thread.id}
