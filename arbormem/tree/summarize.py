@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from arbormem.models import Message
@@ -218,7 +219,11 @@ class _Analysed:
             for sentence in _SENTENCE.split(m.content[:DIGEST_CHARS].strip()):
                 if sentence:
                     out.append(
-                        (i, sentence, [(t, _term(t, j)) for j, t in enumerate(tokens(sentence))])
+                        (
+                            i,
+                            sentence,
+                            [(t, _term_at(t, j == 0)) for j, t in enumerate(tokens(sentence))],
+                        )
                     )
         return cls(out)
 
@@ -226,7 +231,13 @@ class _Analysed:
 def _term(raw: str, position: int) -> str | None:
     """The term of a token for naming, None for a vague word: one of :data:`_VAGUE`
     written in lower case or opening its sentence ("new", but not "New York")."""
-    if raw.lower() in _VAGUE and (position == 0 or not raw[:1].isupper()):
+    return _term_at(raw, position == 0)
+
+
+@lru_cache(maxsize=200_000)
+def _term_at(raw: str, first: bool) -> str | None:
+    # Every token of every digested message comes here: the same words, over and over.
+    if raw.lower() in _VAGUE and (first or not raw[:1].isupper()):
         return None
     return term_of(raw)
 
