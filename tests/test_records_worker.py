@@ -67,6 +67,9 @@ def test_the_helper_gives_the_candidates_the_calling_thread_gives() -> None:
     assert here[0], "the batch must give candidates for the comparison to mean anything"
     helper = worker.shared()
     assert helper is not None
+    with pytest.raises(worker.WorkerUnavailable, match="not ready"):
+        helper.run(batch, [], CONTEXT)  # starting: the batch is for the calling thread
+    assert helper.wait_ready(120)
     assert helper.run(batch[2:], batch[:2], CONTEXT) == here
     assert helper.served == 1
     # a large batch goes to the helper, and once it runs a small one does too
@@ -96,7 +99,7 @@ def test_a_helper_that_cannot_start_leaves_the_batch_to_the_calling_thread(
 def test_a_helper_that_died_leaves_the_batch_to_the_calling_thread_and_is_replaced() -> None:
     batch = turns(20)
     first = worker.shared()
-    assert first is not None
+    assert first is not None and first.wait_ready(120)
     assert first.run(batch, [], CONTEXT)  # it works, then it dies
     assert first._proc is not None
     first._proc.kill()
@@ -106,7 +109,9 @@ def test_a_helper_that_died_leaves_the_batch_to_the_calling_thread_and_is_replac
     # the next batch starts another helper, which gives what the calling thread gives
     assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
     second = worker.shared()
-    assert second is not None and second is not first and second.served == 1
+    assert second is not None and second is not first and second.wait_ready(120)
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert second.served >= 1
 
 
 HANGS = textwrap.dedent(
@@ -122,6 +127,7 @@ HANGS = textwrap.dedent(
 
 def test_a_helper_that_does_not_answer_is_stopped_and_the_batch_runs_here() -> None:
     helper = worker.ExtractionWorker(timeout=0.5, command=[sys.executable, "-c", HANGS])
+    assert helper.wait_ready(120)
     with pytest.raises(worker.WorkerUnavailable, match="did not answer"):
         helper.run(turns(20), [], CONTEXT)
     assert not helper.alive
@@ -130,7 +136,7 @@ def test_a_helper_that_does_not_answer_is_stopped_and_the_batch_runs_here() -> N
 
 def test_a_helper_that_never_gets_ready_is_stopped() -> None:
     helper = worker.ExtractionWorker(
-        timeout=0.5, command=[sys.executable, "-c", "import threading; threading.Event().wait()"]
+        timeout=0, command=[sys.executable, "-c", "import threading; threading.Event().wait()"]
     )
     with pytest.raises(worker.WorkerUnavailable, match="did not start"):
         helper.run(turns(20), [], CONTEXT)
@@ -139,6 +145,9 @@ def test_a_helper_that_never_gets_ready_is_stopped() -> None:
 
 def records_of(path: Path, monkeypatch: pytest.MonkeyPatch, *, helper: bool) -> list[tuple]:
     monkeypatch.setattr(worker, "ENABLED", helper)
+    if helper:  # ready before the batches come, or they would all run here
+        started = worker.shared()
+        assert started is not None and started.wait_ready(120)
     with Memory(path, embedder=HashingEmbedder(64), user="sam", agent="bot") as mem:
         mem.add_many(
             [
@@ -174,6 +183,7 @@ def test_a_program_that_used_the_helper_exits_without_closing_its_memory(
         from arbormem.embed import HashingEmbedder
         from arbormem.records import worker
         t0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+        assert worker.shared().wait_ready(120)
         mem = Memory({str(tmp_path / "m.db")!r}, embedder=HashingEmbedder(64))
         mem.add_many([
             {{"content": f"I moved to Lyon {{i}} weeks ago.", "speaker": "Sam",

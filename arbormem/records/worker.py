@@ -9,10 +9,10 @@ to one helper process shared by every memory of this process
 core and sends the candidates back; once the helper runs, smaller batches go to it
 too.
 
-The helper is started the first time a batch that size comes (the batch waits
-for it to import and compile the patterns). Whenever it cannot be used (no
-interpreter to start, it died, it did not get ready or answer within
-:data:`TIMEOUT` seconds) the batch runs in the calling thread, so a
+The helper is started the first time a batch that size comes; batches run in the
+calling thread until it is ready (it imports and compiles the patterns first).
+Whenever it cannot be used (no interpreter to start, it died, it did not get
+ready or answer within :data:`TIMEOUT` seconds) the batch runs in the calling thread, so a
 result is never lost and batches keep their order (the caller waits for each).
 After :data:`MAX_FAILURES` failures the process stops starting it. The helper
 exits when its input closes: when this process exits or :func:`shutdown` is called.
@@ -30,6 +30,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -68,8 +69,19 @@ MAX_FAILURES = 3
 #: One exchange with its candidates: the turns, their context, what they gave.
 Exchange = tuple[list[Turn], Context, list[Candidate]]
 _HEADER = struct.Struct("!I")
-# Not ``-m``: this module is already imported (by the package) when ``-m`` would run it.
-_ENTRY = "from arbormem.records.worker import main; main()"
+# The helper needs the patterns only: ``arbormem`` and ``arbormem.records`` stand in
+# as bare packages, whose ``__init__`` would import the whole library (numpy, SQLite,
+# the embedders), which doubled its start-up. Not ``-m``, which would import this
+# module twice.
+_ENTRY = """
+import importlib.util, sys
+for name in ("arbormem", "arbormem.records"):
+    spec = importlib.util.find_spec(name)
+    if spec is not None and name not in sys.modules:
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+from arbormem.records.worker import main
+main()
+"""
 
 
 def extract_batch(
@@ -114,6 +126,7 @@ class ExtractionWorker:
         self._replies: list[Any] = []
         self._replied = threading.Condition()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._started = time.monotonic()
         self._start(command)
 
     def _start(self, command: Sequence[str] | None) -> None:
@@ -157,6 +170,14 @@ class ExtractionWorker:
             with self._replied:
                 self._replied.notify_all()
 
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the helper is ready (True) or gone, or ``timeout`` passes."""
+        with self._replied:
+            self._replied.wait_for(
+                lambda: self._ready.is_set() or self._dead.is_set(), timeout=timeout
+            )
+        return self.ready
+
     @property
     def ready(self) -> bool:
         return self._ready.is_set() and not self._dead.is_set()
@@ -168,18 +189,18 @@ class ExtractionWorker:
     def run(
         self, turns: Sequence[Turn], recent: Sequence[Turn], context: Context
     ) -> tuple[list[Exchange], list[tuple[str, str]]]:
-        """:func:`extract_batch` in the helper, once it is ready;
-        :class:`WorkerUnavailable` when it is gone or does not get ready or answer
-        in time (it is then stopped)."""
-        with self._replied:
-            # Waiting for a helper that is starting costs the writer nothing, where
-            # running the batch here meant compiling every pattern here too.
-            self._replied.wait_for(
-                lambda: self._ready.is_set() or self._dead.is_set(), timeout=self.timeout
-            )
-        if not self.ready:
-            self.stop()
-            raise WorkerUnavailable("the helper did not start")
+        """:func:`extract_batch` in the helper; :class:`WorkerUnavailable` when it
+        is not ready yet, is gone, or did not get ready or answer in time (it is
+        then stopped)."""
+        if not self._ready.is_set():
+            # Until it is ready the batch runs in the calling thread: waiting would hold
+            # records back by the helper's start-up, which a short ingest then waits for.
+            if self._dead.is_set() or time.monotonic() - self._started > self.timeout:
+                self.stop()
+                raise WorkerUnavailable("the helper did not start")
+            raise WorkerUnavailable("the helper is not ready yet")
+        if self._dead.is_set():
+            raise WorkerUnavailable("the helper is gone")
         with self._lock:
             proc = self._proc
             assert proc is not None and proc.stdin is not None
