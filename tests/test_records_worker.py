@@ -5,6 +5,7 @@ memory that used the helper closes and exits."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -200,3 +201,29 @@ def test_a_program_that_used_the_helper_exits_without_closing_its_memory(
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) >= 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_helper_and_leaves_its_parents_alone() -> None:
+    parent = worker.shared()
+    assert parent is not None and parent.wait_ready(120)
+    batch = turns(20)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got a helper of its own, then leave
+        ok = False
+        try:
+            mine = worker.shared()
+            ok = mine is not None and mine is not parent and mine.wait_ready(120)
+            ok = ok and mine.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)
+            worker.shutdown()
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        said = answer.read()
+    os.waitpid(pid, 0)
+    assert said == b"1"
+    # the parent's helper still answers, its frames not mixed with the child's
+    assert parent.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)

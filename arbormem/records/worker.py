@@ -127,6 +127,8 @@ class ExtractionWorker:
         self._replied = threading.Condition()
         self._proc: subprocess.Popen[bytes] | None = None
         self._started = time.monotonic()
+        #: The process that started the helper (a forked child must not use it).
+        self.pid = os.getpid()
         self._start(command)
 
     def _start(self, command: Sequence[str] | None) -> None:
@@ -251,6 +253,7 @@ class ExtractionWorker:
 
 _shared: ExtractionWorker | None = None
 _failures = 0
+_exiting = False
 _shared_lock = threading.Lock()
 
 
@@ -259,6 +262,12 @@ def shared() -> ExtractionWorker | None:
     started, or failed too often)."""
     global _shared, _failures
     with _shared_lock:
+        if _exiting:
+            return None  # a batch at interpreter exit does not start a helper
+        if _shared is not None and _shared.pid != os.getpid():
+            # A forked child: the helper and its pipes are its parent's, and frames
+            # written by both would interleave. The child starts its own.
+            _shared, _failures = None, 0
         if _shared is not None and _shared.alive:
             return _shared
         if _shared is not None:  # it died: count it, perhaps start another
@@ -293,7 +302,13 @@ def shutdown() -> None:
         worker.stop()
 
 
-atexit.register(shutdown)
+def _at_exit() -> None:
+    global _exiting
+    _exiting = True
+    shutdown()
+
+
+atexit.register(_at_exit)
 
 
 def run_batch(turns: Sequence[Turn], recent: Sequence[Turn], context: Context) -> list[Exchange]:
