@@ -88,6 +88,16 @@ def test_a_small_batch_does_not_start_the_helper() -> None:
     assert worker.running()
 
 
+def test_a_process_confined_to_one_core_extracts_in_the_calling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    batch = turns(40)
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert not worker.running()
+
+
 def test_a_helper_that_cannot_start_leaves_the_batch_to_the_calling_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -7,7 +7,7 @@ pays for it twice. A batch of at least :data:`MIN_TURNS` turns is therefore sent
 to one helper process shared by every memory of this process
 (:func:`main`, in a new interpreter), which runs the same function on another
 core and sends the candidates back; once the helper runs, smaller batches go to it
-too.
+too. A process confined to one core never starts it.
 
 The helper is started the first time a batch that size comes; batches run in the
 calling thread until it is ready (it imports and compiles the patterns first).
@@ -285,6 +285,15 @@ def shared() -> ExtractionWorker | None:
         return _shared
 
 
+def _spare_core() -> bool:
+    """Whether this process may run on more than one core: on one, the helper would
+    only add its start-up and the pickling to the same core's work."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # no affinity on this platform (macOS, Windows)
+        return (os.cpu_count() or 1) > 1
+
+
 def running() -> bool:
     """Whether this process's helper is started (any batch is then worth sending)."""
     worker = _shared
@@ -315,7 +324,7 @@ def run_batch(turns: Sequence[Turn], recent: Sequence[Turn], context: Context) -
     """:func:`extract_batch` in the helper when the batch is large and the helper
     ready, here otherwise; failed turns are logged."""
     result = None
-    if ENABLED and (len(turns) >= MIN_TURNS or running()):
+    if ENABLED and (len(turns) >= MIN_TURNS or running()) and _spare_core():
         worker = shared()
         if worker is not None:
             try:
