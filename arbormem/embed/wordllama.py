@@ -110,16 +110,15 @@ class WordLlamaEmbedder(Embedder):
             short = [row for row in rows if len(texts[row]) <= WINDOW_CHARS]
             chunk = [texts[row] for row in short]
             # The batch call spreads a large chunk over the cores; for a few texts its
-            # thread pool costs more than the tokenising itself. Its fast form (newer
-            # tokenizers) gives the same ids without each token's character offsets,
-            # which are most of the cost and not read here: it pays from two texts on.
-            fast = getattr(tokenizer, "encode_batch_fast", None)
-            if fast is not None and len(chunk) > 1:
-                ids = [e.ids for e in fast(chunk, add_special_tokens=False)]
-            elif len(chunk) < PARALLEL_FROM:
+            # thread pool costs more than the tokenising itself (its idle threads spin,
+            # which on a busy machine takes the cores from everything else). Its fast
+            # form (tokenizers 0.21 on) gives the same ids without each token's
+            # character offsets, which nothing here reads.
+            if len(chunk) < PARALLEL_FROM:
                 ids = [tokenizer.encode(t, add_special_tokens=False).ids for t in chunk]
             else:
-                ids = [e.ids for e in tokenizer.encode_batch(chunk, add_special_tokens=False)]
+                batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+                ids = [e.ids for e in batch(chunk, add_special_tokens=False)]
             # The mean of each text's token rows. One small sum per text is faster than
             # one segmented sum (np.add.reduceat) over the gathered rows of the chunk.
             for row, tokens in zip(short, ids):
