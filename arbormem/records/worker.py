@@ -135,7 +135,8 @@ class ExtractionWorker:
         if not sys.executable and command is None:
             raise WorkerUnavailable("no Python interpreter to start")
         env = dict(os.environ)
-        # The helper imports arbormem from where this process did, installed or not.
+        # The helper imports arbormem from where this process did, installed or not
+        # (from there as its working folder too, which ``-c`` puts first on its path).
         here = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         try:
@@ -144,6 +145,7 @@ class ExtractionWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
+                cwd=here,
             )
         except OSError as exc:
             raise WorkerUnavailable(f"cannot start the helper: {exc}") from exc
