@@ -150,8 +150,10 @@ class ExtractionWorker:
         except OSError as exc:
             raise WorkerUnavailable(f"cannot start the helper: {exc}") from exc
         assert self._proc.stdout is not None
+        # Not named "arbormem-...", the prefix of the threads a Memory owns and stops
+        # on close: this one belongs to the process-wide helper and outlives memories.
         threading.Thread(
-            target=self._read, args=(self._proc.stdout,), name="arbormem-extract", daemon=True
+            target=self._read, args=(self._proc.stdout,), name="records-helper-reader", daemon=True
         ).start()
 
     def _read(self, stream: IO[bytes]) -> None:
