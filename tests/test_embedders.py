@@ -104,8 +104,38 @@ def test_wordllama_gives_the_same_vectors_with_and_without_the_fast_batch_tokeni
     plain = WordLlamaEmbedder()
     plain._load()
     plain._tokenizer = Plain(plain._tokenizer)
+    plain._bpe = None  # the whole texts, not their cached pieces
     for size in (1, 2, 5, 40, 70):
         assert np.array_equal(fast.embed_batch(texts[:size]), plain.embed_batch(texts[:size]))
+
+
+def test_wordllama_pieces_give_the_ids_of_the_whole_text() -> None:
+    # Each word is tokenised once and its ids are reused: the ids must be the very ones
+    # the tokenizer gives the whole text, whatever the spacing, script or special token.
+    emb = WordLlamaEmbedder()
+    tokenizer = emb.tokenizer()
+    assert emb._bpe is not None  # LLaMA-2's tokenizer can be used piece by piece
+    texts = [
+        "",
+        " ",
+        "   ",
+        "  two  spaces  and trailing  ",
+        "tab\there\nnewline\r\nand more",
+        "Ünïcödé ☃ and an emoji 🎉 日本語のテキスト",
+        "a mark \u2581 in the text \u2581\u2581word",
+        "<s> special </s> tokens <unk> inside",
+        "unbelievably-hyphenated, punctuated... (words)! 3.14159 2023-05-07",
+        "x" * 300,
+        "Caroline went to the LGBTQ support group on 7 May 2023.",
+    ]
+    for text in texts * 2:  # the second time from the cache
+        assert (
+            emb._piece_ids(text, tokenizer) == tokenizer.encode(text, add_special_tokens=False).ids
+        ), text
+    plain = WordLlamaEmbedder()
+    plain._load()
+    plain._bpe = None
+    assert np.array_equal(emb.embed_batch(texts), plain.embed_batch(texts))
 
 
 def test_openai_contract_over_http(fake_server: FakeOpenAI) -> None:
