@@ -143,10 +143,11 @@ class WordLlamaEmbedder(Embedder):
                 batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
                 ids = [e.ids for e in batch(chunk, add_special_tokens=False)]
             # The mean of each text's token rows. One small sum per text is faster than
-            # one segmented sum (np.add.reduceat) over the gathered rows of the chunk.
+            # one segmented sum (np.add.reduceat) over the gathered rows of the chunk;
+            # take's own clipping costs half what np.clip then indexing did.
             for row, tokens in zip(short, ids):
                 if tokens:
-                    out[row] = table[np.clip(tokens, 0, len(table) - 1)].sum(axis=0) / len(tokens)
+                    out[row] = table.take(tokens, axis=0, mode="clip").sum(axis=0) / len(tokens)
             for row in rows:
                 if len(texts[row]) > WINDOW_CHARS:
                     out[row] = self._long_mean(texts[row], table, tokenizer)
@@ -186,7 +187,7 @@ class WordLlamaEmbedder(Embedder):
             group = pieces[first : first + WINDOWS_AT_ONCE]
             for encoding in tokenizer.encode_batch(group, add_special_tokens=False):
                 if encoding.ids:
-                    total += table[np.clip(encoding.ids, 0, len(table) - 1)].sum(axis=0)
+                    total += table.take(encoding.ids, axis=0, mode="clip").sum(axis=0)
                     count += len(encoding.ids)
         return (total / count if count else total).astype(np.float32)
 
