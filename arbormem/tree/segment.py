@@ -116,7 +116,10 @@ _FAREWELL = re.compile(
     r"|have a (?:nice|great|good|wonderful|lovely) (?:day|night|evening|weekend|one))\b",
     re.IGNORECASE,
 )
-_QUESTION = re.compile(r"[^.!?\n]*\?")
+# A sentence's text and its "?". Tried only where a sentence starts (the look-behind):
+# from inside a sentence with no "?" at its end the plain pattern scanned to the end of
+# the sentence again from each character, which made every message cost its square.
+_QUESTION = re.compile(r"(?<![^.!?\n])[^.!?\n]*\?")
 #: Short thanks and welcomes, and offers of more help, that close an exchange.
 _THANKS = re.compile(
     r"\b(?:thanks|thank you|thx|you'?re welcome|you are welcome|appreciate it|happy to help"
@@ -262,7 +265,12 @@ def features(state: TopicState, text: str, vec: np.ndarray | None) -> dict[str, 
     cos_window = cos_topic = 0.0
     if vec is not None:
         if window_vecs and all(v.shape == vec.shape for v in window_vecs):
-            cos_window = _cosine(vec, np.sum(window_vecs, axis=0))
+            # Added in order: the sums np.sum(window_vecs, axis=0) gives, bit for bit,
+            # without stacking the vectors into a new array first.
+            window_sum = window_vecs[0]
+            for v in window_vecs[1:]:
+                window_sum = window_sum + v
+            cos_window = _cosine(vec, window_sum)
         cos_topic = _cosine(vec, state.vector_sum)
     asked = question_words(text)
     previous = (state.previous or "").rstrip()
