@@ -248,12 +248,18 @@ class TopicState:
         return state
 
 
-def _cosine(vec: np.ndarray, other: np.ndarray | None) -> float:
-    if other is None or other.shape != vec.shape:
-        return 0.0
+def _norm(vec: np.ndarray) -> float:
     # np.linalg.norm of a vector is this very sum and root, behind a dozen checks that
     # cost more than the arithmetic on a 256-float vector, twice per message.
-    norm = float(np.sqrt(vec.dot(vec))) * float(np.sqrt(other.dot(other)))
+    return float(np.sqrt(vec.dot(vec)))
+
+
+def _cosine(vec: np.ndarray, other: np.ndarray | None, vec_norm: float | None = None) -> float:
+    """Cosine of two vectors (0 if one is missing or of another shape); ``vec_norm``:
+    ``vec``'s norm, when the caller compares it with several."""
+    if other is None or other.shape != vec.shape:
+        return 0.0
+    norm = (_norm(vec) if vec_norm is None else vec_norm) * _norm(other)
     return float(np.dot(vec, other)) / norm if norm else 0.0
 
 
@@ -264,14 +270,15 @@ def features(state: TopicState, text: str, vec: np.ndarray | None) -> dict[str, 
     window_vecs = [v for v, _ in state.window if v is not None]
     cos_window = cos_topic = 0.0
     if vec is not None:
+        vec_norm = _norm(vec)
         if window_vecs and all(v.shape == vec.shape for v in window_vecs):
             # Added in order: the sums np.sum(window_vecs, axis=0) gives, bit for bit,
             # without stacking the vectors into a new array first.
             window_sum = window_vecs[0]
             for v in window_vecs[1:]:
                 window_sum = window_sum + v
-            cos_window = _cosine(vec, window_sum)
-        cos_topic = _cosine(vec, state.vector_sum)
+            cos_window = _cosine(vec, window_sum, vec_norm)
+        cos_topic = _cosine(vec, state.vector_sum, vec_norm)
     asked = question_words(text)
     previous = (state.previous or "").rstrip()
     short = bool(previous) and not previous.endswith("?") and len(content_words(previous)) <= 3
