@@ -175,7 +175,8 @@ def question_words(text: str) -> frozenset[str]:
 @lru_cache(maxsize=4096)
 def is_farewell(text: str) -> bool:
     """A message that closes a conversation ("thanks, that's all, goodbye")."""
-    return bool(_FAREWELL.search(text)) and len(content_words(text)) <= 6
+    # The count first: the words are already read (and cached), the pattern is not.
+    return len(content_words(text)) <= 6 and bool(_FAREWELL.search(text))
 
 
 @lru_cache(maxsize=4096)
@@ -184,9 +185,9 @@ def is_closing(text: str) -> bool:
     offer of more help ("Is there anything else I can help you with?")."""
     if is_farewell(text):
         return True
-    if _THANKS.search(text) and len(content_words(text)) <= 3:
+    if len(content_words(text)) <= 3 and _THANKS.search(text):
         return True
-    return bool(_ELSE.search(text)) and text.rstrip().endswith("?")
+    return text.rstrip().endswith("?") and bool(_ELSE.search(text))
 
 
 @lru_cache(maxsize=4096)
