@@ -64,7 +64,7 @@ class SQLiteTree(SQLiteLexical):
             level=r[4],
             name=r[5],
             summary=r[6],
-            keyphrases=json.loads(r[7]),
+            keyphrases=json.loads(r[7]) if r[7] != "[]" else [],  # a leaf's: most rows
             first_index=r[8],
             last_index=r[9],
             first_at=parse_stored(r[10]),
