@@ -245,7 +245,7 @@ class _LaterTerms(dict[str, "str | None"]):
     looked up through ``map``, a known token costs a fraction of a cached call."""
 
     def __missing__(self, raw: str) -> str | None:
-        if len(self) >= 200_000:
+        if len(self) >= 100_000:
             self.clear()
         term = self[raw] = _term_at(raw, False)
         return term
