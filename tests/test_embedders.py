@@ -6,6 +6,7 @@ import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -84,6 +85,57 @@ def test_wordllama_vectors_are_wordllamas_own() -> None:
     assert np.abs(ours - theirs).max() < 1e-5
     assert not ours[1].any()  # no tokens: a zero vector
     assert WordLlamaEmbedder(dim=64).embed("Leo").shape == (64,)
+
+
+def test_wordllama_gives_the_same_vectors_with_and_without_the_fast_batch_tokenizer() -> None:
+    # Older tokenizers have no encode_batch_fast: the per-text calls must give the
+    # very same vectors, bit for bit, on batches of every size.
+    class Plain:
+        def __init__(self, tokenizer: Any) -> None:
+            self.encode = tokenizer.encode
+            self.encode_batch = tokenizer.encode_batch
+
+    texts = [
+        f"Leo {n} went hiking with Ana on the {n}th, then wrote it all down." for n in range(70)
+    ]
+    texts[3] = ""
+    fast = WordLlamaEmbedder()
+    assert hasattr(fast.tokenizer(), "encode_batch_fast")
+    plain = WordLlamaEmbedder()
+    plain._load()
+    plain._tokenizer = Plain(plain._tokenizer)
+    plain._bpe = None  # the whole texts, not their cached pieces
+    for size in (1, 2, 5, 40, 70):
+        assert np.array_equal(fast.embed_batch(texts[:size]), plain.embed_batch(texts[:size]))
+
+
+def test_wordllama_pieces_give_the_ids_of_the_whole_text() -> None:
+    # Each word is tokenised once and its ids are reused: the ids must be the very ones
+    # the tokenizer gives the whole text, whatever the spacing, script or special token.
+    emb = WordLlamaEmbedder()
+    tokenizer = emb.tokenizer()
+    assert emb._bpe is not None  # LLaMA-2's tokenizer can be used piece by piece
+    texts = [
+        "",
+        " ",
+        "   ",
+        "  two  spaces  and trailing  ",
+        "tab\there\nnewline\r\nand more",
+        "Ünïcödé ☃ and an emoji 🎉 日本語のテキスト",
+        "a mark \u2581 in the text \u2581\u2581word",
+        "<s> special </s> tokens <unk> inside",
+        "unbelievably-hyphenated, punctuated... (words)! 3.14159 2023-05-07",
+        "x" * 300,
+        "Caroline went to the LGBTQ support group on 7 May 2023.",
+    ]
+    for text in texts * 2:  # the second time from the cache
+        assert (
+            emb._piece_ids(text, tokenizer) == tokenizer.encode(text, add_special_tokens=False).ids
+        ), text
+    plain = WordLlamaEmbedder()
+    plain._load()
+    plain._bpe = None
+    assert np.array_equal(emb.embed_batch(texts), plain.embed_batch(texts))
 
 
 def test_openai_contract_over_http(fake_server: FakeOpenAI) -> None:

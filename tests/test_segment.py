@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -27,6 +29,7 @@ from arbormem.tree.segment import (
     is_farewell,
     is_request,
     opens_topic,
+    question_words,
 )
 
 from .conftest import write_json
@@ -226,6 +229,21 @@ def test_filler_farewells_and_young_topics_are_settled_by_rule() -> None:
     closed = TopicState.of([("Lisbon in May", None), ("Thanks, that's all, goodbye!", None)])
     text = "I need a train to Cambridge"
     assert by_rule(closed, text, features(closed, text, None)) is True
+
+
+def test_question_words_are_the_words_of_the_questions_only() -> None:
+    text = "We went to Lisbon. Did you see the tram? And the castle!\nWhat about Porto?"
+    assert question_words(text) == content_words("Did you see the tram? What about Porto?")
+    assert question_words("We went to Lisbon. The tram was full.") == frozenset()
+    assert question_words("??Tram? castle") == content_words("tram")
+    # The pattern is tried only where a sentence starts: the same questions as trying
+    # it from every character, on texts made of the characters that matter to it.
+    every = re.compile(r"[^.!?\n]*\?")
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(["tram ", "castle", " ", ".", "!", "?", "\n"]) for _ in range(12))
+        expected = frozenset(w for q in every.findall(text) for w in content_words(q))
+        assert question_words(text) == expected, text
 
 
 def test_closings_requests_and_asking_for_more_are_read_from_the_text() -> None:

@@ -51,6 +51,11 @@ class Where:
         return f"{self.prefix}{name}" if self.prefix else name
 
 
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``, built once: json.dumps
+#: given options builds a new encoder on every call (twice per message checked).
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def normalize_role(value: Any, where: Where = Where()) -> str:
     if not isinstance(value, str):
         raise InputError(
@@ -167,7 +172,7 @@ def check_metadata(
     try:
         # NaN and Infinity are not JSON: stored, they made every --json output and
         # every export unreadable to strict parsers (JavaScript's JSON.parse).
-        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded = _STRICT_JSON(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InputError(
             f"is not JSON-serialisable: {exc}",

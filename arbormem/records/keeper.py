@@ -23,8 +23,9 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from arbormem.records.extract import Candidate, Context, Turn, extract
+from arbormem.records.extract import Candidate, Context, Turn
 from arbormem.records.service import RecordService
+from arbormem.records.worker import CONTEXT_TURNS, Exchange, run_batch
 from arbormem.store.types import Row, Thread
 
 if TYPE_CHECKING:
@@ -36,8 +37,6 @@ log = logging.getLogger("arbormem.records")
 
 #: Messages read per batch (and sent in one LLM call when one is configured).
 BATCH = 32
-#: Messages before a turn that the patterns read as its context ("she", "it").
-CONTEXT_TURNS = 3
 
 
 class RecordKeeper:
@@ -148,7 +147,7 @@ class RecordKeeper:
 
     def _extract(
         self, turns: Sequence[Turn], recent: Sequence[Turn], context: Context
-    ) -> list[tuple[list[Turn], Context, list[Candidate]]]:
+    ) -> list[Exchange]:
         """Candidates for the batch: one exchange per turn with the patterns (as
         ``bench updates`` reads them), or the whole batch in one LLM call."""
         llm = self.engine.llm
@@ -161,20 +160,7 @@ class RecordKeeper:
                 log.warning("records: extraction failed for a batch, skipped: %s", exc)
                 found = []
             return [(list(turns), context, found)]
-        out = []
-        seen = list(recent)
-        for turn in turns:
-            turn_context = replace(context, recent=tuple(seen[-CONTEXT_TURNS:]))
-            try:
-                found = extract([turn], turn_context)
-            except Exception as exc:  # a pattern bug must not stop every later message
-                log.warning("records: extraction failed on message %s: %s", turn.id, exc)
-                found = []
-            if found:
-                out.append(([turn], turn_context, found))
-            if turn.role in ("user", "assistant"):
-                seen.append(turn)
-        return out
+        return run_batch(turns, recent, context)
 
 
 def _turn(row: Row) -> Turn:

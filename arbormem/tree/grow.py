@@ -664,16 +664,28 @@ class TreeGrower:
                 self.frozen_since_naming.append(node.id)
         del cur.path[keep:]
 
-    def subtree_leaves(self, thread: Thread, node: NodeRow, *, live: bool = False) -> list[int]:
-        """Ids of the leaves under a node; with ``live``, archived ones left out."""
+    def subtree_leaves(
+        self,
+        thread: Thread,
+        node: NodeRow,
+        *,
+        live: bool = False,
+        children: Sequence[NodeRow] | None = None,
+    ) -> list[int]:
+        """Ids of the leaves under a node; with ``live``, archived ones left out.
+        ``children``: the node's children as stored, when the caller has read them."""
         assert node.id is not None
         if node.kind == "leaf":
             return [node.id]
         out: list[int] = []
         frontier = [node.id]
+        known = {node.id: children} if children is not None else {}
         while frontier:
             parent = frontier.pop()
-            for child in self.backend.tree_nodes(thread, parent=parent):
+            kids = known.pop(parent, None)
+            for child in (
+                kids if kids is not None else self.backend.tree_nodes(thread, parent=parent)
+            ):
                 assert child.id is not None
                 if child.kind == "leaf":
                     if not (live and child.archived):
@@ -682,14 +694,21 @@ class TreeGrower:
                     frontier.append(child.id)
         return out
 
-    def node_messages(self, thread: Thread, node: NodeRow, *, live: bool = False) -> list[Message]:
+    def node_messages(
+        self,
+        thread: Thread,
+        node: NodeRow,
+        *,
+        live: bool = False,
+        children: Sequence[NodeRow] | None = None,
+    ) -> list[Message]:
         """The messages under a node, in thread order, archived leaves included
-        unless ``live``.
+        unless ``live``; ``children`` as for :meth:`subtree_leaves`.
 
         A node's index range can span other branches after a reorganisation, so
         messages are taken by leaf membership, not by range alone.
         """
-        leaves = set(self.subtree_leaves(thread, node, live=live))
+        leaves = set(self.subtree_leaves(thread, node, live=live, children=children))
         if node.last_index - node.first_index + 1 <= 2 * max(node.message_count, 1):
             # A compact range (no reorganisation spread it): read it and keep our leaves'.
             rows = self.backend.messages(thread, start=node.first_index, end=node.last_index + 1)
@@ -716,7 +735,9 @@ class TreeGrower:
             )
         # Archived exchanges are out of recall, and a summary is recalled: they name a
         # topic only when it holds nothing else (it is then archived itself).
-        messages = self.node_messages(thread, node, live=True) or self.node_messages(thread, node)
+        messages = self.node_messages(thread, node, live=True, children=kids) or self.node_messages(
+            thread, node, children=kids
+        )
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)

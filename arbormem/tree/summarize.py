@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from arbormem.models import Message
@@ -217,18 +218,40 @@ class _Analysed:
             # would otherwise cost 15-30 times its size in token tuples.
             for sentence in _SENTENCE.split(m.content[:DIGEST_CHARS].strip()):
                 if sentence:
-                    out.append(
-                        (i, sentence, [(t, _term(t, j)) for j, t in enumerate(tokens(sentence))])
-                    )
+                    raw = tokens(sentence)
+                    pairs = list(zip(raw, map(_LATER_TERMS.__getitem__, raw)))
+                    if pairs:
+                        pairs[0] = (raw[0], _term_at(raw[0], True))
+                    out.append((i, sentence, pairs))
         return cls(out)
 
 
 def _term(raw: str, position: int) -> str | None:
     """The term of a token for naming, None for a vague word: one of :data:`_VAGUE`
     written in lower case or opening its sentence ("new", but not "New York")."""
-    if raw.lower() in _VAGUE and (position == 0 or not raw[:1].isupper()):
+    return _term_at(raw, position == 0)
+
+
+@lru_cache(maxsize=200_000)
+def _term_at(raw: str, first: bool) -> str | None:
+    # Every token of every digested message comes here: the same words, over and over.
+    if raw.lower() in _VAGUE and (first or not raw[:1].isupper()):
         return None
     return term_of(raw)
+
+
+class _LaterTerms(dict[str, "str | None"]):
+    """``_term_at(raw, False)`` by token, for every token of a sentence but its first:
+    looked up through ``map``, a known token costs a fraction of a cached call."""
+
+    def __missing__(self, raw: str) -> str | None:
+        if len(self) >= 100_000:
+            self.clear()
+        term = self[raw] = _term_at(raw, False)
+        return term
+
+
+_LATER_TERMS = _LaterTerms()
 
 
 def _surface_forms(analysed: _Analysed) -> dict[str, dict[str, int]]:

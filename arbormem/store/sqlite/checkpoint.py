@@ -74,6 +74,11 @@ class Checkpointer:
         with self._cond:
             if self._stopped:
                 return
+            if self._pending and self._thread is not None:
+                # Already due: the thread runs it at its next tick without being woken.
+                # Waking it at every commit of a burst (most of an ingest's) only made
+                # it take the interpreter from the writer to go back to sleep.
+                return
             self._pending = True
             self._start()
 

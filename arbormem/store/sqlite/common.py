@@ -38,6 +38,14 @@ def load_json(text: str) -> dict[str, Any]:
 
 T = TypeVar("T")
 
+# json.dumps given any option builds a new encoder on every call, which cost more
+# than encoding a node's keyphrases or a turn's metadata; these are built once and
+# give the very same text.
+#: ``json.dumps(value, ensure_ascii=False)``.
+to_json = json.JSONEncoder(ensure_ascii=False).encode
+#: ``json.dumps(value, ensure_ascii=False, sort_keys=True)``.
+to_sorted_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
 
 SQLITE_CANTOPEN = 14
 SQLITE_READONLY = 8

@@ -387,7 +387,9 @@ class SQLiteConnection(StoreCore):
                         self._active[me] = left
                     else:
                         del self._active[me]
-                    self._idle.notify_all()
+                        # close() waits for threads to have no read under way: only
+                        # the end of a thread's last one can be what it waits for.
+                        self._idle.notify_all()
                 if not left and (self._closed or getattr(self._local, "once", False)):
                     # close() gave up waiting for this read and left its connection
                     # open, or this thread keeps no connection between reads.

@@ -7,7 +7,6 @@ same transaction, and deleting removes everything derived.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -32,6 +31,7 @@ from arbormem.store.sqlite.common import (
     read_rows,
     row_of,
     session_of,
+    to_sorted_json,
 )
 from arbormem.store.sqlite.driver import sqlite3
 from arbormem.store.sqlite.records import SQLiteRecords
@@ -182,7 +182,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
                     span[sid] = [ts, ts]
                 span[sid] = [min(span[sid][0], ts), max(span[sid][1], ts)]
                 counts[sid] = counts.get(sid, 0) + 1
-                meta = json.dumps(dict(m.metadata), ensure_ascii=False, sort_keys=True)
+                meta = to_sorted_json(dict(m.metadata)) if m.metadata else "{}"
                 try:
                     rowid = c.execute(
                         "INSERT INTO messages (uid, thread_id, session_id, idx, role, speaker,"

@@ -26,7 +26,7 @@ from arbormem.store.records import (
     thread_scope,
 )
 from arbormem.store.sqlite import purge as purging
-from arbormem.store.sqlite.common import batches
+from arbormem.store.sqlite.common import batches, to_json, to_sorted_json
 from arbormem.store.sqlite.connection import SQLiteConnection
 from arbormem.store.sqlite.driver import sqlite3
 from arbormem.store.types import Thread
@@ -89,7 +89,7 @@ def _strings(text: str) -> tuple[str, ...]:
 
 
 def _dump(items: Sequence[str]) -> str:
-    return json.dumps(list(items), ensure_ascii=False)
+    return to_json(list(items))
 
 
 def _values(r: Record) -> tuple[Any, ...]:
@@ -538,7 +538,7 @@ class SQLiteRecords(SQLiteConnection):
                             _dump(comp.tags),
                             _stamp(comp.first),
                             _stamp(comp.last),
-                            json.dumps(dict(comp.extra), ensure_ascii=False, sort_keys=True),
+                            to_sorted_json(dict(comp.extra)),
                         ),
                     ).lastrowid
                 except sqlite3.IntegrityError as exc:

@@ -7,6 +7,8 @@ import logging
 import threading
 from array import array
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,7 @@ from arbormem.store.sqlite.common import (
     ROW_SELECT,
     batches,
     row_of,
+    to_json,
 )
 from arbormem.store.sqlite.lexical import SQLiteLexical
 from arbormem.store.types import (
@@ -29,6 +32,18 @@ from arbormem.store.types import (
 from arbormem.timeutil import format_timestamp, parse_stored, utcnow
 
 log = logging.getLogger("arbormem.store.sqlite")
+
+
+@lru_cache(maxsize=4096)
+def _utc_stamp(value: datetime) -> str:
+    return format_timestamp(value)
+
+
+def _stamp(value: datetime) -> str:
+    """``format_timestamp(value)``, remembered for UTC times: a node is written again
+    at every exchange it grows by, its first time unchanged. (Only for UTC: two equal
+    times of another zone can be different instants, on either side of a clock change.)"""
+    return _utc_stamp(value) if value.tzinfo is timezone.utc else format_timestamp(value)
 
 
 class SQLiteTree(SQLiteLexical):
@@ -49,7 +64,7 @@ class SQLiteTree(SQLiteLexical):
             level=r[4],
             name=r[5],
             summary=r[6],
-            keyphrases=json.loads(r[7]),
+            keyphrases=json.loads(r[7]) if r[7] != "[]" else [],  # a leaf's: most rows
             first_index=r[8],
             last_index=r[9],
             first_at=parse_stored(r[10]),
@@ -223,11 +238,11 @@ class SQLiteTree(SQLiteLexical):
                     n.level,
                     n.name,
                     n.summary,
-                    json.dumps(n.keyphrases, ensure_ascii=False),
+                    to_json(n.keyphrases) if n.keyphrases else "[]",
                     n.first_index,
                     n.last_index,
-                    format_timestamp(n.first_at),
-                    format_timestamp(n.last_at),
+                    _stamp(n.first_at),
+                    _stamp(n.last_at),
                     n.message_count,
                     n.child_count,
                     int(n.frozen),

@@ -1,0 +1,239 @@
+"""Pattern extraction in a helper process: the same candidates as in the calling
+thread, through a real helper subprocess; a helper
+that cannot start, dies or hangs gives the batch to the calling thread, and a
+memory that used the helper closes and exits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from arbormem import Memory
+from arbormem.embed import HashingEmbedder
+from arbormem.records import worker
+from arbormem.records.extract import Context, Turn
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+LINES = [
+    ("Sam", "I live in Paris with my sister Ana."),
+    ("Kim", "Oh nice, how long have you been there?"),
+    ("Sam", "Five years. But big news: I moved to Lyon last week!"),
+    ("Kim", "Wow. She must miss you. Did she keep the flat?"),
+    ("Sam", "She did. My new number is 555-0199 by the way."),
+    ("Kim", "Saved it. I started at Acme in March, by the way."),
+    ("Sam", "I'm allergic to peanuts, so no satay at the party please."),
+    ("Kim", "Noted. We went camping last weekend and it rained all day."),
+    ("Sam", "I no longer eat meat, I switched to a vegetarian diet."),
+    ("Kim", "I love hiking and I hate crowds."),
+    ("Sam", "We decided to meet on Friday at the station instead."),
+    ("Kim", "How to get there:\n1. Take the tram\n2. Change at the square\n3. Walk north"),
+]
+
+
+def turns(n: int = len(LINES)) -> list[Turn]:
+    return [
+        Turn(
+            f"m{i}",
+            text,
+            T0 + timedelta(minutes=i),
+            speaker,
+            "user" if speaker == "Sam" else "assistant",
+        )
+        for i, (speaker, text) in enumerate((LINES * 4)[:n])
+    ]
+
+
+CONTEXT = Context(speakers=("Sam", "Kim"), scope="sam/bot")
+
+
+@pytest.fixture(autouse=True)
+def fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(worker, "ENABLED", True)
+    worker.shutdown()
+    yield
+    worker.shutdown()
+
+
+def test_the_helper_gives_the_candidates_the_calling_thread_gives() -> None:
+    batch = turns(40)
+    here = worker.extract_batch(batch[2:], batch[:2], CONTEXT)
+    assert here[0], "the batch must give candidates for the comparison to mean anything"
+    helper = worker.shared()
+    assert helper is not None
+    with pytest.raises(worker.WorkerUnavailable, match="not ready"):
+        helper.run(batch, [], CONTEXT)  # starting: the batch is for the calling thread
+    assert helper.wait_ready(120)
+    assert helper.run(batch[2:], batch[:2], CONTEXT) == here
+    assert helper.served == 1
+    # a large batch goes to the helper, and once it runs a small one does too
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert (
+        worker.run_batch(batch[:2], [], CONTEXT) == worker.extract_batch(batch[:2], [], CONTEXT)[0]
+    )
+    assert helper.served == 3
+
+
+def test_a_small_batch_does_not_start_the_helper() -> None:
+    worker.run_batch(turns(worker.MIN_TURNS - 1), [], CONTEXT)
+    assert not worker.running()
+    worker.run_batch(turns(worker.MIN_TURNS), [], CONTEXT)
+    assert worker.running()
+
+
+def test_a_process_confined_to_one_core_extracts_in_the_calling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    batch = turns(40)
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert not worker.running()
+
+
+def test_a_helper_that_cannot_start_leaves_the_batch_to_the_calling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    batch = turns(20)
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert worker.shared() is None  # not tried again in this process
+
+
+def test_a_helper_that_died_leaves_the_batch_to_the_calling_thread_and_is_replaced() -> None:
+    batch = turns(20)
+    first = worker.shared()
+    assert first is not None and first.wait_ready(120)
+    assert first.run(batch, [], CONTEXT)  # it works, then it dies
+    assert first._proc is not None
+    first._proc.kill()
+    first._proc.wait()
+    with pytest.raises(worker.WorkerUnavailable):
+        first.run(batch, [], CONTEXT)
+    # the next batch starts another helper, which gives what the calling thread gives
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    second = worker.shared()
+    assert second is not None and second is not first and second.wait_ready(120)
+    assert worker.run_batch(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)[0]
+    assert second.served >= 1
+
+
+HANGS = textwrap.dedent(
+    """
+    import pickle, struct, sys, threading
+    data = pickle.dumps(("ready", None))
+    sys.stdout.buffer.write(struct.pack("!I", len(data)) + data)
+    sys.stdout.buffer.flush()
+    threading.Event().wait()  # reads nothing, answers nothing, never exits by itself
+    """
+)
+
+
+def test_a_helper_that_does_not_answer_is_stopped_and_the_batch_runs_here() -> None:
+    helper = worker.ExtractionWorker(timeout=0.5, command=[sys.executable, "-c", HANGS])
+    assert helper.wait_ready(120)
+    with pytest.raises(worker.WorkerUnavailable, match="did not answer"):
+        helper.run(turns(20), [], CONTEXT)
+    assert not helper.alive
+    assert helper._proc is not None and helper._proc.poll() is not None  # killed, reaped
+
+
+def test_a_helper_that_never_gets_ready_is_stopped() -> None:
+    helper = worker.ExtractionWorker(
+        timeout=0, command=[sys.executable, "-c", "import threading; threading.Event().wait()"]
+    )
+    with pytest.raises(worker.WorkerUnavailable, match="did not start"):
+        helper.run(turns(20), [], CONTEXT)
+    assert helper._proc is not None and helper._proc.poll() is not None
+
+
+def records_of(path: Path, monkeypatch: pytest.MonkeyPatch, *, helper: bool) -> list[tuple]:
+    monkeypatch.setattr(worker, "ENABLED", helper)
+    if helper:  # ready before the batches come, or they would all run here
+        started = worker.shared()
+        assert started is not None and started.wait_ready(120)
+    with Memory(path, embedder=HashingEmbedder(64), user="sam", agent="bot") as mem:
+        mem.add_many(
+            [
+                {"content": t.text, "speaker": t.speaker, "role": t.role, "timestamp": t.timestamp}
+                for t in turns(48)
+            ]
+        )
+        assert mem.wait(timeout=120)
+        return sorted(
+            (r.kind, r.text, r.subject, r.attribute, r.value, r.current, len(r.sources))
+            for r in mem.records(current=False)
+        )
+
+
+def test_a_memory_keeps_the_same_records_with_the_helper_as_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without = records_of(tmp_path / "a.db", monkeypatch, helper=False)
+    assert not worker.running()
+    with_helper = records_of(tmp_path / "b.db", monkeypatch, helper=True)
+    helper = worker.shared()
+    assert helper is not None and helper.served >= 1
+    assert without and with_helper == without
+
+
+def test_a_program_that_used_the_helper_exits_without_closing_its_memory(
+    tmp_path: Path,
+) -> None:
+    script = textwrap.dedent(
+        f"""
+        from datetime import datetime, timedelta, timezone
+        from arbormem import Memory
+        from arbormem.embed import HashingEmbedder
+        from arbormem.records import worker
+        t0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+        assert worker.shared().wait_ready(120)
+        mem = Memory({str(tmp_path / "m.db")!r}, embedder=HashingEmbedder(64))
+        mem.add_many([
+            {{"content": f"I moved to Lyon {{i}} weeks ago.", "speaker": "Sam",
+              "timestamp": t0 + timedelta(minutes=i)}}
+            for i in range(40)
+        ])
+        assert mem.wait(timeout=120)
+        assert worker.shared().served >= 1
+        print(len(mem.records(current=False)))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) >= 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_helper_and_leaves_its_parents_alone() -> None:
+    parent = worker.shared()
+    assert parent is not None and parent.wait_ready(120)
+    batch = turns(20)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got a helper of its own, then leave
+        ok = False
+        try:
+            mine = worker.shared()
+            ok = mine is not None and mine is not parent and mine.wait_ready(120)
+            ok = ok and mine.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)
+            worker.shutdown()
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        said = answer.read()
+    os.waitpid(pid, 0)
+    assert said == b"1"
+    # the parent's helper still answers, its frames not mixed with the child's
+    assert parent.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)
