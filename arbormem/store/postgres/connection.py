@@ -30,6 +30,7 @@ from typing import Any
 from arbormem.errors import ConfigError, SchemaError, StoreError
 from arbormem.store.core import StoreCore
 from arbormem.store.postgres.common import scope_of, tenant_of
+from arbormem.store.postgres.kept import KeptReads
 from arbormem.store.postgres.schema import (
     LATEST,
     current_version,
@@ -61,6 +62,19 @@ SEARCH_READS_SECONDS = 1.0
 def advisory_key(thread_id: int, kind: int) -> int:
     """The advisory lock key of a thread (a bigint; thread ids never repeat)."""
     return (thread_id * LOCK_CLASSES + kind) & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def _commit_sql(threads: Iterable[int]) -> str:
+    """The statement that ends a write transaction: it raises the change counter of
+    every thread whose lock it held first, in the same round trip. Whatever the
+    transaction wrote of a thread (messages, tree, vectors, state), the thread's
+    stamp then moves, and reads other processes keep of it are read again (see
+    :mod:`.kept`)."""
+    ids = sorted({int(t) for t in threads})
+    if not ids:
+        return "COMMIT"
+    listed = ", ".join(str(i) for i in ids)
+    return f"UPDATE threads SET changes = changes + 1 WHERE id IN ({listed}); COMMIT"
 
 
 def redact(url: str) -> str:
@@ -167,6 +181,10 @@ class PostgresConnection(StoreCore):
         self._extension_schema = "public"
         #: What the search under way has read (see _cached): (start, values).
         self._search_reads: tuple[float, dict[Any, Any]] | None = None
+        #: Commits of this process so far: what was read before one is not reused.
+        self._commits = 0
+        #: What searches read of each thread, kept while it is unchanged.
+        self._kept = KeptReads()
         self._prepare(read_only)
         self._pool = psycopg_pool.ConnectionPool(
             self._conninfo,
@@ -339,8 +357,27 @@ class PostgresConnection(StoreCore):
 
     def map_for_search(self) -> None:
         # A search begins: what it reads of the store's state (a thread's state, the
-        # statistics, the change marks) is read once for the whole search.
-        self._search_reads = (time.monotonic(), {})
+        # statistics, the change marks) is read once for the whole search. The search
+        # looked its thread up just before, and that statement read the thread's
+        # state with it (see _stash): the search starts from those values.
+        stash: tuple[int, float, dict[Any, Any]] | None = getattr(self._local, "stash", None)
+        self._local.stash = None
+        now = time.monotonic()
+        if (
+            stash is not None
+            and stash[0] == self._commits
+            and now - stash[1] <= SEARCH_READS_SECONDS
+        ):
+            self._search_reads = (stash[1], dict(stash[2]))
+        else:
+            self._search_reads = (now, {})
+
+    def _stash(self, values: dict[Any, Any]) -> None:
+        """Keep values read outside a search (under _cached's keys) for the search
+        this Python thread may begin next: see map_for_search."""
+        if self._owns_transaction():
+            return
+        self._local.stash = (self._commits, time.monotonic(), values)
 
     def _cached(self, key: Any, read: Callable[[], Any]) -> Any:
         """``read()``, or what it gave earlier in the search under way. A search reads
@@ -383,6 +420,18 @@ class PostgresConnection(StoreCore):
         ):
             reads[1][key] = value
 
+    def _thread_stamp(self, thread: Thread) -> tuple[int, int, int] | None:
+        """The thread's stamp as the search under way read it (None: unknown), under
+        which :attr:`_kept` keeps reads of it."""
+        found: tuple[int, int, int] | None = self._peek(("stamp", thread.id))
+        return found
+
+    def _store_stamp(self) -> tuple[int, int] | None:
+        """The store's change mark as the search under way read it (None: unknown),
+        under which :attr:`_kept` keeps reads that name no thread."""
+        found: tuple[int, int] | None = self._peek(("mark", None))
+        return found
+
     def writable(self) -> None:
         if self.read_only:
             raise StoreError(f"{self.path} cannot be changed: {self._why_read_only}")
@@ -412,7 +461,7 @@ class PostgresConnection(StoreCore):
             try:
                 conn.execute("BEGIN")
                 yield
-                conn.execute("COMMIT")
+                conn.execute(_commit_sql(tx.locked))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)
@@ -425,6 +474,7 @@ class PostgresConnection(StoreCore):
         finally:
             self._local.tx = None
             self._pool.putconn(conn)
+            self._commits += 1
             self._search_reads = None
         if committed:
             for work in tx.after:
@@ -497,6 +547,7 @@ class PostgresConnection(StoreCore):
     def _rows_changed(self, threads: Iterable[Thread], *, forgotten: bool) -> None:
         """Called after a commit that took rows out of these threads: capabilities
         that cache something of them drop it here."""
+        self._kept.forget(t.id for t in threads)
 
     @staticmethod
     def _keys(thread: Thread) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from arbormem.store.postgres.common import (
     scope_of,
     term_key,
 )
+from arbormem.store.postgres.kept import STORE
 from arbormem.store.postgres.termstats import PostgresStatistics, ScopeStatistics
 from arbormem.store.postgres.windows import Member, WindowPlan, plan
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
@@ -603,13 +604,18 @@ class PostgresLexical(PostgresStatistics):
         wanted = list(dict.fromkeys(int(i) for i in ids))
         if not wanted:
             return {}
-        with self._reading() as conn:
-            rows = conn.execute(
-                f"SELECT id, {key}_terms FROM tree_nodes WHERE id = ANY(%s)"
-                f" AND {key}_terms IS NOT NULL",
-                (wanted,),
-            ).fetchall()
-        return {int(i): d for i, d in rows}
+
+        def read(missing: list[int]) -> dict[int, str]:
+            with self._reading() as conn:
+                rows = conn.execute(
+                    f"SELECT id, {key}_terms FROM tree_nodes WHERE id = ANY(%s)"
+                    f" AND {key}_terms IS NOT NULL",
+                    (missing,),
+                ).fetchall()
+            return {int(i): d for i, d in rows}
+
+        # Kept between searches while the store is unchanged (see .kept).
+        return dict(self._kept.get_many(STORE, self._store_stamp(), ("doc", key), wanted, read))
 
     def archived_matches(
         self,
@@ -620,6 +626,8 @@ class PostgresLexical(PostgresStatistics):
     ) -> tuple[list[str], int]:
         if not terms or not threads:
             return [], 0
+        if all(self._peek(("archived", t.id)) is False for t in threads):
+            return [], 0  # the search found its threads with no archived message
         wanted = set(terms)
         where, args = _filter_sql(filters)
         args.update({"s": _scopes(threads), "threads": sorted({t.id for t in threads})})

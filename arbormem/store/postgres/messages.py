@@ -22,6 +22,7 @@ import numpy as np
 from arbormem.errors import StoreError
 from arbormem.models import Message, Session
 from arbormem.store.postgres.common import (
+    KEY_CODES,
     ROW_SELECT,
     dump_json,
     row_of,
@@ -49,6 +50,24 @@ from arbormem.timeutil import utcnow
 log = logging.getLogger("arbormem.store.postgres")
 
 
+#: A thread looked up with its state (see PostgresMessages._thread_and_state).
+_THREAD_AND_STATE = (
+    "SELECT t.id, t.generation, t.next_index, (SELECT id FROM messages WHERE"
+    " scope_id = t.scope_id AND thread_id = t.id ORDER BY idx DESC LIMIT 1), t.changes,"
+    " EXISTS (SELECT 1 FROM messages WHERE scope_id = t.scope_id AND thread_id = t.id"
+    " AND archived), ts.version, ts.active_id, ts.leaf_id, ts.next_seq,"
+    " (SELECT coalesce(sum(changes), 0) FROM threads),"
+    " (SELECT coalesce(sum(ticks), 0) FROM scopes),"
+    " (SELECT coalesce(sum(changes), 0) FROM threads WHERE scope_id = %s),"
+    " (SELECT coalesce(sum(ticks), 0) FROM scopes WHERE scope_id = %s),"
+    " (SELECT array_agg(ARRAY[key, docs, tokens]) FROM (SELECT key::int8, sum(docs)::int8"
+    " AS docs, sum(tokens)::int8 AS tokens FROM lex_stats WHERE scope_id = t.scope_id"
+    " GROUP BY key) x)"
+    " FROM threads t LEFT JOIN tree_state ts ON ts.scope_id = t.scope_id AND ts.thread_id = t.id"
+    " WHERE t.scope_id = %s AND t.agent_id = %s AND t.tenant = %s AND t.user_id = %s"
+)
+
+
 def make_thread(thread_id: int, user: str, agent: str, tenant: str = "") -> Thread:
     """A Thread from a row of ``threads``."""
     return Thread(int(thread_id), user, agent, tenant)
@@ -67,8 +86,11 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             "SELECT id FROM threads WHERE scope_id = %s AND agent_id = %s AND tenant = %s"
             " AND user_id = %s"
         )
-        with self._reading() as conn:
-            row = conn.execute(query, (s, agent, tenant, user)).fetchone()
+        if self._owns_transaction():
+            with self._reading() as conn:
+                row = conn.execute(query, (s, agent, tenant, user)).fetchone()
+        else:
+            row = self._thread_and_state(s, user, agent, tenant)
         if row:
             return make_thread(row[0], user, agent, tenant)
         if not create:
@@ -96,6 +118,34 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             )
             row = conn.execute(query, (s, agent, tenant, user)).fetchone()
         return make_thread(row[0], user, agent, tenant)
+
+    def _thread_and_state(self, s: int, user: str, agent: str, tenant: str) -> Any:
+        """A thread's id (a row, or None), read with what a search of it reads next
+        (its state, its tree's cursor, the change marks, its scope's statistics) in
+        the same statement: kept for the search this Python thread begins next."""
+        with self._reading() as conn:
+            row = conn.execute(_THREAD_AND_STATE, (s, s, s, agent, tenant, user)).fetchone()
+        if row is None:
+            return None
+        (tid, generation, next_index, last_id, changes, archived,
+         version, active, leaf, next_seq, mark, ticks, smark, sticks, stats) = row  # fmt: skip
+        scopes = (s,)
+        values: dict[Any, Any] = {
+            ("state", tid): ThreadState(int(generation), int(last_id or 0), int(next_index)),
+            ("tree_state", tid): None
+            if version is None
+            else (int(version), active, leaf, int(next_seq)),
+            ("mark", None): (int(mark), int(ticks)),
+            ("mark", scopes): (int(smark), int(sticks)),
+            ("stamp", tid): (int(changes), int(generation), int(sticks)),
+            ("archived", tid): bool(archived),
+        }
+        sums = {int(k): (int(d), int(n)) for k, d, n in (stats or [])}
+        for name, code in KEY_CODES.items():
+            docs, tokens = sums.get(code, (0, 0))
+            values[("stats", name, scopes)] = (docs, tokens / docs) if docs else (0, 0.0)
+        self._stash(values)
+        return row
 
     def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
         sql = "SELECT id, user_id, agent_id, tenant FROM threads WHERE true"
@@ -580,18 +630,25 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
 
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
         keys = list(dict.fromkeys(sessions))
-        out: dict[str, list[int]] = {k: [] for k in keys}
         if not keys:
+            return {}
+
+        def read(missing: list[str]) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {k: [] for k in missing}
+            with self._reading(thread) as conn:
+                for key, rowid in conn.execute(
+                    "SELECT s.key, m.id FROM sessions s JOIN messages m"
+                    " ON m.scope_id = s.scope_id AND m.session_id = s.id"
+                    " WHERE s.scope_id = %(s)s AND s.thread_id = %(t)s"
+                    " AND s.key = ANY(%(keys)s) AND NOT m.archived ORDER BY m.idx",
+                    {**self._keys(thread), "keys": missing},
+                ).fetchall():
+                    out[key].append(int(rowid))
             return out
-        with self._reading(thread) as conn:
-            for key, rowid in conn.execute(
-                "SELECT s.key, m.id FROM sessions s JOIN messages m ON m.scope_id = s.scope_id"
-                " AND m.session_id = s.id WHERE s.scope_id = %(s)s AND s.thread_id = %(t)s"
-                " AND s.key = ANY(%(keys)s) AND NOT m.archived ORDER BY m.idx",
-                {**self._keys(thread), "keys": keys},
-            ).fetchall():
-                out[key].append(int(rowid))
-        return out
+
+        # Kept between searches while the thread is unchanged (see .kept).
+        got = self._kept.get_many(thread.id, self._thread_stamp(thread), "members", keys, read)
+        return {k: list(got.get(k, ())) for k in keys}
 
 
 def _old_window(order: Sequence[Member], j: int) -> list[str]:

@@ -54,7 +54,9 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _pair_args(scope: Sequence[int] | None, asked: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+def _pair_args(
+    scope: Sequence[int] | None, asked: Sequence[tuple[str, str, str]]
+) -> dict[str, Any]:
     """The parameters of :data:`_PAIRS_SQL` for ``(pair, first, second)`` triples."""
     return {
         "s": [] if scope is None else list(scope),

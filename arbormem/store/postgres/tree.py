@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.store.postgres.common import ROW_SELECT, row_of, scope_of, utc
+from arbormem.store.postgres.kept import STORE
 from arbormem.store.postgres.lexical import PostgresLexical
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import (
@@ -171,6 +172,25 @@ class PostgresTree(PostgresLexical):
         kinds: Sequence[str] | None = None,
         ids: Sequence[int] | None = None,
     ) -> list[NodeBrief]:
+        if kinds is None and ids is not None:
+            # Kept between searches while the thread is unchanged (see .kept).
+            wanted = list(dict.fromkeys(int(i) for i in ids))
+            got = self._kept.get_many(
+                thread.id,
+                self._thread_stamp(thread),
+                "brief",
+                wanted,
+                lambda missing: {b.id: b for b in self._node_briefs(thread, None, missing)},
+            )
+            return [got[i] for i in wanted if i in got]
+        return self._node_briefs(thread, kinds, ids)
+
+    def _node_briefs(
+        self,
+        thread: Thread,
+        kinds: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[NodeBrief]:
         sql = (
             f"SELECT {_BRIEF_COLUMNS} FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
         )
@@ -301,8 +321,13 @@ class PostgresTree(PostgresLexical):
         if not rowids:
             return
         with self._writing() as conn:
+            # The messages' threads' change counters move with their leaves (see
+            # connection._commit_sql), in the same statement.
             conn.execute(
-                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s)",
+                "WITH u AS (UPDATE messages SET leaf_id = %s WHERE id = ANY(%s)"
+                " RETURNING scope_id, thread_id) UPDATE threads t SET changes = t.changes + 1"
+                " FROM (SELECT DISTINCT scope_id, thread_id FROM u) d"
+                " WHERE t.scope_id = d.scope_id AND t.id = d.thread_id",
                 (leaf_id, [int(r) for r in rowids]),
             )
 
@@ -455,39 +480,59 @@ class PostgresTree(PostgresLexical):
         ids = list(dict.fromkeys(int(r) for r in rowids))
         if not ids:
             return {}
-        with self._reading() as conn:
-            return {
-                int(r[0]): int(r[1])
-                for r in conn.execute(
-                    "SELECT id, leaf_id FROM messages WHERE id = ANY(%s) AND leaf_id IS NOT NULL",
-                    (ids,),
-                ).fetchall()
-            }
+
+        def read(missing: list[int]) -> dict[int, int]:
+            with self._reading() as conn:
+                return {
+                    int(r[0]): int(r[1])
+                    for r in conn.execute(
+                        "SELECT id, leaf_id FROM messages WHERE id = ANY(%s)"
+                        " AND leaf_id IS NOT NULL",
+                        (missing,),
+                    ).fetchall()
+                }
+
+        # Kept between searches while the store is unchanged (no thread is named:
+        # under the store's change mark, see .kept).
+        return dict(self._kept.get_many(STORE, self._store_stamp(), "leaf", ids, read))
 
     def parents(self, thread: Thread, ids: Sequence[int]) -> dict[int, int | None]:
         wanted = list(dict.fromkeys(int(i) for i in ids))
         if not wanted:
             return {}
-        with self._reading(thread) as conn:
-            return {
-                int(r[0]): None if r[1] is None else int(r[1])
-                for r in conn.execute(
-                    "SELECT id, parent_id FROM tree_nodes WHERE id = ANY(%(i)s)"
-                    " AND scope_id = %(s)s AND thread_id = %(t)s",
-                    {**self._keys(thread), "i": wanted},
-                ).fetchall()
-            }
+
+        def read(missing: list[int]) -> dict[int, int]:
+            with self._reading(thread) as conn:
+                return {
+                    int(r[0]): -1 if r[1] is None else int(r[1])  # -1: a root
+                    for r in conn.execute(
+                        "SELECT id, parent_id FROM tree_nodes WHERE id = ANY(%(i)s)"
+                        " AND scope_id = %(s)s AND thread_id = %(t)s",
+                        {**self._keys(thread), "i": missing},
+                    ).fetchall()
+                }
+
+        # Kept between searches while the thread is unchanged (see .kept).
+        got = self._kept.get_many(thread.id, self._thread_stamp(thread), "parent", wanted, read)
+        return {i: None if p == -1 else p for i, p in got.items()}
 
     def rowids_between(self, thread: Thread, start: int, end: int, limit: int) -> list[int]:
-        with self._reading(thread) as conn:
-            return [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
-                    " AND idx >= %(a)s AND idx < %(b)s AND NOT archived ORDER BY idx LIMIT %(n)s",
-                    {**self._keys(thread), "a": start, "b": end, "n": limit},
-                ).fetchall()
-            ]
+        def read() -> list[int]:
+            with self._reading(thread) as conn:
+                return [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                        " AND idx >= %(a)s AND idx < %(b)s AND NOT archived ORDER BY idx"
+                        " LIMIT %(n)s",
+                        {**self._keys(thread), "a": start, "b": end, "n": limit},
+                    ).fetchall()
+                ]
+
+        # Kept between searches while the thread is unchanged (see .kept); a copy,
+        # for callers that change the list they are given.
+        key = ("between", start, end, limit)
+        return list(self._kept.get(thread.id, self._thread_stamp(thread), key, read))
 
     def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
         k = {**self._keys(thread), "m": max_children}
