@@ -36,9 +36,9 @@ class KeptReads:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         #: thread id -> (stamp, key -> value)
-        self._threads: dict[int, tuple[Hashable, dict[Hashable, Any]]] = {}
+        self._threads: dict[Hashable, tuple[Hashable, dict[Hashable, Any]]] = {}
 
-    def _entries(self, thread_id: int, stamp: Hashable) -> dict[Hashable, Any]:
+    def _entries(self, thread_id: Hashable, stamp: Hashable) -> dict[Hashable, Any]:
         """The thread's entries under ``stamp`` (emptied when it had another)."""
         with self._lock:
             found = self._threads.get(thread_id)
@@ -50,7 +50,7 @@ class KeptReads:
             return found[1]
 
     def get(
-        self, thread_id: int, stamp: Hashable | None, key: Hashable, read: Callable[[], Any]
+        self, thread_id: Hashable, stamp: Hashable | None, key: Hashable, read: Callable[[], Any]
     ) -> Any:
         """``read()``, kept under the thread's ``stamp`` (None: not kept)."""
         if stamp is None:
@@ -64,7 +64,7 @@ class KeptReads:
 
     def get_many(
         self,
-        thread_id: int,
+        thread_id: Hashable,
         stamp: Hashable | None,
         kind: Hashable,
         keys: Iterable[Hashable],
@@ -90,13 +90,35 @@ class KeptReads:
         if missing:
             got = read(missing)
             out.update(got)
-            fresh = {(kind, k): got.get(k) for k in missing if keep_missing or k in got}
+            fresh: dict[Hashable, Any] = {
+                (kind, k): got.get(k) for k in missing if keep_missing or k in got
+            }
             self._put(thread_id, stamp, entries, fresh)
         return out
 
+    def found(
+        self, thread_id: Hashable, stamp: Hashable, kind: Hashable, keys: Iterable[Hashable]
+    ) -> dict[Any, Any]:
+        """The values kept under the thread's ``stamp`` for those of ``keys`` that have one."""
+        entries = self._entries(thread_id, stamp)
+        out: dict[Any, Any] = {}
+        for k in keys:
+            value = entries.get((kind, k), ABSENT)
+            if value is not ABSENT:
+                out[k] = value
+        return out
+
+    def keep(
+        self, thread_id: Hashable, stamp: Hashable, kind: Hashable, values: dict[Any, Any]
+    ) -> None:
+        """Keep ``values`` (key -> value) read under the thread's ``stamp``."""
+        entries = self._entries(thread_id, stamp)
+        fresh: dict[Hashable, Any] = {(kind, k): v for k, v in values.items()}
+        self._put(thread_id, stamp, entries, fresh)
+
     def _put(
         self,
-        thread_id: int,
+        thread_id: Hashable,
         stamp: Hashable,
         entries: dict[Hashable, Any],
         values: dict[Hashable, Any],
@@ -110,7 +132,7 @@ class KeptReads:
                 entries.clear()
             entries.update(values)
 
-    def forget(self, thread_ids: Iterable[int] | None = None) -> None:
+    def forget(self, thread_ids: Iterable[Hashable] | None = None) -> None:
         """Drop these threads' entries (None: every thread's)."""
         with self._lock:
             if thread_ids is None:

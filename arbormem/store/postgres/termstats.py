@@ -151,6 +151,17 @@ class PostgresStatistics(PostgresConnection):
                 out[term] = found
         if not missing:
             return out
+        # Counts read by earlier searches of these scopes while they were unchanged.
+        stamp = None if scopes is None else self._peek(("mark", scopes))
+        if stamp is not None:
+            kept = self._kept.found(("scopes", scopes), stamp, ("df", key), missing)
+            for term, count in kept.items():
+                self._remember(("df", key, scopes, term), count)
+                if count:
+                    out[term] = count
+            missing = [t for t in missing if t not in kept]
+            if not missing:
+                return out
         keys = {term_key(t): t for t in missing}
         # Within a search, the same terms' counts under every key in one round trip:
         # the search asks for them key after key.
@@ -168,12 +179,14 @@ class PostgresStatistics(PostgresConnection):
         for name, code in KEY_CODES.items():
             if code not in codes:
                 continue
-            for term in missing:
-                count = read.get((code, term), 0)
+            counts = {term: read.get((code, term), 0) for term in missing}
+            for term, count in counts.items():
                 if name == key or self._peek(("df", name, scopes, term)) is None:
                     self._remember(("df", name, scopes, term), count)
                 if name == key and count:
                     out[term] = count
+            if stamp is not None:
+                self._kept.keep(("scopes", scopes), stamp, ("df", name), counts)
         return out
 
     def scope_frequent_terms(
