@@ -109,14 +109,25 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
 
 @dataclass
 class _Transaction:
-    """The write transaction a Python thread holds."""
+    """The write transaction a Python thread holds. Its ``BEGIN`` goes with its
+    first statement (see :attr:`conn` and ``_lock_threads``): one round trip less."""
 
-    conn: Any
+    raw: Any
     depth: int = 1
+    #: Whether BEGIN was sent.
+    begun: bool = False
     #: Threads whose advisory lock this transaction holds.
     locked: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
     after: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def conn(self) -> Any:
+        """The transaction's connection, its BEGIN sent."""
+        if not self.begun:
+            self.raw.execute("BEGIN")
+            self.begun = True
+        return self.raw
 
 
 class PostgresConnection(StoreCore):
@@ -308,9 +319,13 @@ class PostgresConnection(StoreCore):
 
     def _lock_threads(self, tx: _Transaction, threads: Iterable[Thread]) -> None:
         todo = sorted({t.id for t in threads} - tx.locked)
-        for thread_id in todo:
-            tx.conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(thread_id, 0),))
-            tx.locked.add(thread_id)
+        if not todo:
+            return
+        # Every lock (in id order) and the BEGIN not sent yet, in one round trip.
+        locks = "; ".join(f"SELECT pg_advisory_xact_lock({advisory_key(t, 0)})" for t in todo)
+        tx.raw.execute(locks if tx.begun else f"BEGIN; {locks}")
+        tx.begun = True
+        tx.locked.update(todo)
 
     @contextmanager
     def _reading(self, *threads: Thread) -> Iterator[Any]:
@@ -459,9 +474,9 @@ class PostgresConnection(StoreCore):
         committed = False
         try:
             try:
-                conn.execute("BEGIN")
                 yield
-                conn.execute(_commit_sql(tx.locked))
+                if tx.begun:
+                    conn.execute(_commit_sql(tx.locked))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)

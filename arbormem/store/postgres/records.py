@@ -110,15 +110,18 @@ class PostgresRecords(PostgresConnection):
         lock, loaded = self._records_cache()
         with self._writing(thread) as conn:
             k = self._keys(thread)
-            alive = conn.execute(
-                "SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
+            # Whether the thread is still stored, and the records' stamp, at once.
+            alive, stamp = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s),"
+                " (SELECT xmin::text FROM record_cursors WHERE scope_id = %(s)s"
+                " AND thread_id = %(t)s)",
+                k,
             ).fetchone()
-            if alive is None:
+            if not alive:
                 raise StoreError(
                     f"thread {thread.user}/{thread.agent} is no longer stored (forgotten):"
                     " its records cannot be written"
                 )
-            stamp = self._stamp(conn, thread)
             with lock:
                 entry = loaded.pop(thread.id, None)
             if entry is not None and entry[0] == stamp and stamp is not None:

@@ -32,6 +32,8 @@ _NODE_COLUMNS = (
     "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
     " first_at, last_at, message_count, child_count, frozen, archived, origin, chash"
 )
+#: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
+NODE_ID_BLOCK = 32
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
 
 
@@ -233,12 +235,7 @@ class PostgresTree(PostgresLexical):
             k = self._keys(thread)
             new = [n for n in nodes if n.id is None]
             if new:
-                ids = [
-                    int(r[0])
-                    for r in conn.execute(
-                        "SELECT nextval('node_ids') FROM generate_series(1, %s)", (len(new),)
-                    ).fetchall()
-                ]
+                ids = self._node_ids(conn, len(new))
                 for n, i in zip(new, ids):
                     n.id = i
                 with (
@@ -268,6 +265,24 @@ class PostgresTree(PostgresLexical):
                         " WHERE id = %s AND scope_id = %s AND thread_id = %s",
                         [(*self._values(n), n.id, k["s"], thread.id) for n in old],
                     )
+
+    def _node_ids(self, conn: Any, n: int) -> list[int]:
+        """``n`` new node ids, from a block this process took from the sequence: a
+        tree's upkeep makes a node or two at a time, and each ``nextval`` was a round
+        trip. Ids stay unique across processes and grow within one; a block taken by
+        a write that rolls back is used by the next (the sequence has gaps anyway)."""
+        with self._lock:
+            pool: list[int] = getattr(self, "_spare_node_ids", [])
+            if len(pool) < n:
+                pool = pool + [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT nextval('node_ids') FROM generate_series(1, %s)",
+                        (max(n - len(pool), NODE_ID_BLOCK),),
+                    ).fetchall()
+                ]
+            self._spare_node_ids = pool[n:]
+            return pool[:n]
 
     @staticmethod
     def _values(n: NodeRow) -> tuple[Any, ...]:

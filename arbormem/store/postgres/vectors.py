@@ -542,7 +542,8 @@ class PostgresVectors(PostgresConnection):
                 " WHERE scope_id = %(s)s AND thread_id = %(t)s AND model = %(m)s"
                 " AND vector_dims(vec) = %(d)s"
                 + (" AND message_id = ANY(%(allowed)s)" if allowed is not None else "")
-                + " ORDER BY vec <#> %(q)s, message_id LIMIT %(k)s"
+                # By the score (the negative distance): one product per row, not two.
+                + " ORDER BY score DESC, message_id LIMIT %(k)s"
             )
             args = {**base, "k": k}
             if allowed is not None:
