@@ -116,6 +116,8 @@ class _Transaction:
     depth: int = 1
     #: Whether BEGIN was sent.
     begun: bool = False
+    #: Threads written without their lock (see _commit_sql).
+    dirty: set[int] = field(default_factory=set)
     #: Threads whose advisory lock this transaction holds.
     locked: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
@@ -476,7 +478,7 @@ class PostgresConnection(StoreCore):
             try:
                 yield
                 if tx.begun:
-                    conn.execute(_commit_sql(tx.locked))
+                    conn.execute(_commit_sql(tx.locked | tx.dirty))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)
@@ -497,6 +499,13 @@ class PostgresConnection(StoreCore):
                     work()
                 except Exception as exc:  # caches: the write itself has landed
                     log.warning("%s: a cache was not kept in step with a write: %s", self.path, exc)
+
+    def _wrote(self, thread_ids: Iterable[int]) -> None:
+        """Say that the write transaction under way changed these threads (whose
+        locks it may not hold): its commit raises their change counters."""
+        tx = self._tx()
+        if tx is not None:
+            tx.dirty.update(int(t) for t in thread_ids)
 
     def _rollback(self, conn: Any) -> None:
         try:

@@ -336,15 +336,13 @@ class PostgresTree(PostgresLexical):
         if not rowids:
             return
         with self._writing() as conn:
-            # The messages' threads' change counters move with their leaves (see
-            # connection._commit_sql), in the same statement.
-            conn.execute(
-                "WITH u AS (UPDATE messages SET leaf_id = %s WHERE id = ANY(%s)"
-                " RETURNING scope_id, thread_id) UPDATE threads t SET changes = t.changes + 1"
-                " FROM (SELECT DISTINCT scope_id, thread_id FROM u) d"
-                " WHERE t.scope_id = d.scope_id AND t.id = d.thread_id",
+            rows = conn.execute(
+                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id",
                 (leaf_id, [int(r) for r in rowids]),
-            )
+            ).fetchall()
+            # The messages' threads' change counters move at the commit (see
+            # connection._commit_sql), as for the threads whose locks it holds.
+            self._wrote(r[0] for r in rows)
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self._writing(thread) as conn:
