@@ -394,16 +394,18 @@ class PostgresLexical(PostgresStatistics):
         else:
             # A window's frequency of a term is the sum of its members' (whose postings
             # list the window); its members lie at most ``window_reach`` ids before it.
-            with self._reading() as conn:
-                reach = (
-                    conn.execute(
-                        "SELECT coalesce(max(window_reach), 0) FROM threads"
-                        " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
-                        args,
-                    ).fetchone()[0]
-                    if after > 0
-                    else 0
-                )
+            reach = 0
+            if after > 0:
+                known = [self._peek(("reach", t.id)) for t in threads]
+                if all(r is not None for r in known):
+                    reach = max(known)  # as the search read its threads
+                else:
+                    with self._reading() as conn:
+                        reach = conn.execute(
+                            "SELECT coalesce(max(window_reach), 0) FROM threads"
+                            " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
+                            args,
+                        ).fetchone()[0]
             args["from"] = after - int(reach)
             hits = (
                 "SELECT wid AS id, sum("

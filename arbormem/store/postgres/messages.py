@@ -55,7 +55,7 @@ _THREAD_AND_STATE = (
     "SELECT t.id, t.generation, t.next_index, (SELECT id FROM messages WHERE"
     " scope_id = t.scope_id AND thread_id = t.id ORDER BY idx DESC LIMIT 1), t.changes,"
     " EXISTS (SELECT 1 FROM messages WHERE scope_id = t.scope_id AND thread_id = t.id"
-    " AND archived), ts.version, ts.active_id, ts.leaf_id, ts.next_seq,"
+    " AND archived), t.window_reach, ts.version, ts.active_id, ts.leaf_id, ts.next_seq,"
     " (SELECT coalesce(sum(changes), 0) FROM threads),"
     " (SELECT coalesce(sum(ticks), 0) FROM scopes),"
     " (SELECT coalesce(sum(changes), 0) FROM threads WHERE scope_id = %s),"
@@ -127,7 +127,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             row = conn.execute(_THREAD_AND_STATE, (s, s, s, agent, tenant, user)).fetchone()
         if row is None:
             return None
-        (tid, generation, next_index, last_id, changes, archived,
+        (tid, generation, next_index, last_id, changes, archived, reach,
          version, active, leaf, next_seq, mark, ticks, smark, sticks, stats) = row  # fmt: skip
         scopes = (s,)
         values: dict[Any, Any] = {
@@ -139,6 +139,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             ("mark", scopes): (int(smark), int(sticks)),
             ("stamp", tid): (int(changes), int(generation), int(sticks)),
             ("archived", tid): bool(archived),
+            ("reach", tid): int(reach),
         }
         sums = {int(k): (int(d), int(n)) for k, d, n in (stats or [])}
         for name, code in KEY_CODES.items():

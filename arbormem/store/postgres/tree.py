@@ -63,6 +63,10 @@ _PUT_NODES = (
     + f" FROM {_unnest('o')} WHERE x.id = u.id AND x.scope_id = %(s)s AND x.thread_id = %(t)s"
 )
 
+#: Threads of at most this many positions answer spans of row ids from their whole
+#: live order, read once while they are unchanged (see PostgresTree.rowids_between).
+WHOLE_ORDER = 4096
+
 #: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
 NODE_ID_BLOCK = 32
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
@@ -553,10 +557,30 @@ class PostgresTree(PostgresLexical):
                     ).fetchall()
                 ]
 
+        stamp = self._thread_stamp(thread)
+        state = self._peek(("state", thread.id))
+        if stamp is not None and state is not None and state.next_index <= WHOLE_ORDER:
+            # A short thread's live order is read whole once, and every span of it
+            # answered from there while the thread is unchanged.
+            idx, ids = self._kept.get(thread.id, stamp, "order", lambda: self._live_ids(thread))
+            lo, hi = np.searchsorted(idx, [start, end])
+            return [int(i) for i in ids[lo:hi][: max(0, limit)]]
         # Kept between searches while the thread is unchanged (see .kept); a copy,
         # for callers that change the list they are given.
         key = ("between", start, end, limit)
-        return list(self._kept.get(thread.id, self._thread_stamp(thread), key, read))
+        return list(self._kept.get(thread.id, stamp, key, read))
+
+    def _live_ids(self, thread: Thread) -> tuple[np.ndarray, np.ndarray]:
+        """The positions and row ids of a thread's live messages, in order."""
+        with self._reading(thread) as conn:
+            rows = conn.execute(
+                "SELECT idx, id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND NOT archived ORDER BY idx",
+                self._keys(thread),
+            ).fetchall()
+        idx = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        return idx, ids
 
     def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
         k = {**self._keys(thread), "m": max_children}
