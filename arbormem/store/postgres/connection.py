@@ -55,8 +55,11 @@ ANN_LOCK = 1
 #: Query parameters of the URL that are arbormem's, not libpq's.
 OUR_PARAMETERS = ("pool_size", "schema")
 #: How long what a search read of the store's state is reused by the same search
-#: (and a search that starts within it), in seconds: see ``_cached``.
-SEARCH_READS_SECONDS = 1.0
+#: (and a search that starts within it), in seconds: see ``_cached``. A search
+#: takes tens of milliseconds; a call outside one (a change mark read just after a
+#: search) rarely falls within this, and another process's write is seen this late
+#: at most.
+SEARCH_READS_SECONDS = 0.25
 
 
 def advisory_key(thread_id: int, kind: int) -> int:
