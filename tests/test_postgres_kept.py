@@ -152,3 +152,29 @@ def test_a_search_begun_after_a_write_of_this_process_reads_it(
     store.map_for_search()
     assert len(store.rowids_between(seen, 0, 100, 100)) == 3
     assert store.state(seen).next_index == 3
+
+
+def test_kept_reads_start_again_under_another_stamp_and_stay_within_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from arbormem.store.postgres import kept as kept_module
+
+    kept = kept_module.KeptReads()
+    calls: list[int] = []
+
+    def read() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert kept.get(1, "a", "k", read) == 1
+    assert kept.get(1, "a", "k", read) == 1  # kept
+    assert kept.get(1, "b", "k", read) == 2  # another stamp: read again
+    assert kept.get(1, None, "k", read) == 3  # no stamp: never kept
+    assert kept.get(1, "b", "k", read) == 2
+    got = kept.get_many(1, "b", "v", [1, 2], lambda missing: {1: "one"})
+    assert got == {1: "one"}
+    assert kept.found(1, "b", "v", [1, 2]) == {1: "one", 2: None}  # 2 kept as having none
+    monkeypatch.setattr(kept_module, "MAX_TOTAL", 4)
+    kept.keep(2, "x", "w", {1: 1, 2: 2})
+    assert kept.found(1, "b", "v", [1, 2]) == {}  # past the bound: every thread's went
+    assert kept.found(2, "x", "w", [1, 2]) == {1: 1, 2: 2}

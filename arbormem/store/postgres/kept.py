@@ -20,6 +20,9 @@ from typing import Any
 
 #: Entries kept per thread, at most; past it the thread's entries start again.
 MAX_ENTRIES = 50_000
+#: Entries kept in all, at most (a turn's vector is one: about 1.5 KB at 384
+#: dimensions); past it every thread's start again.
+MAX_TOTAL = 100_000
 #: Threads whose reads are kept, at most; past it every thread's start again.
 MAX_THREADS = 256
 
@@ -130,6 +133,9 @@ class KeptReads:
                 return
             if len(entries) + len(values) > MAX_ENTRIES:
                 entries.clear()
+            if sum(len(e) for _, e in self._threads.values()) + len(values) > MAX_TOTAL:
+                for _, e in self._threads.values():
+                    e.clear()
             entries.update(values)
 
     def forget(self, thread_ids: Iterable[Hashable] | None = None) -> None:
