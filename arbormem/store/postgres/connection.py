@@ -392,12 +392,13 @@ class PostgresConnection(StoreCore):
         else:
             self._search_reads = (now, {})
 
-    def _stash(self, values: dict[Any, Any]) -> None:
-        """Keep values read outside a search (under _cached's keys) for the search
+    def _stash(self, commits: int, start: float, values: dict[Any, Any]) -> None:
+        """Keep values read outside a search (under _cached's keys), by a statement
+        begun at ``start`` after ``commits`` commits of this process, for the search
         this Python thread may begin next: see map_for_search."""
         if self._owns_transaction():
             return
-        self._local.stash = (self._commits, time.monotonic(), values)
+        self._local.stash = (commits, start, values)
 
     def _cached(self, key: Any, read: Callable[[], Any]) -> Any:
         """``read()``, or what it gave earlier in the search under way. A search reads
@@ -407,17 +408,31 @@ class PostgresConnection(StoreCore):
         transaction, and forgotten at every commit of this process; another
         process's write may thus be seen up to that long after it committed by the
         statistics and states a search reads (the rows it finds are always read)."""
-        reads = self._search_reads
-        if (
-            reads is None
-            or self._owns_transaction()
-            or time.monotonic() - reads[0] > SEARCH_READS_SECONDS
-        ):
+        if self._owns_transaction():
             return read()
+        reads = self._search_reads
+        if reads is None or time.monotonic() - reads[0] > SEARCH_READS_SECONDS:
+            # Not in a search (yet): what this Python thread's lookup of its thread
+            # read a moment ago, if anything (a search reads its threads' states
+            # before it begins).
+            stashed = self._stashed(key)
+            return read() if stashed is None else stashed
         values = reads[1]
         if key not in values:
             values[key] = read()
         return values[key]
+
+    def _stashed(self, key: Any) -> Any:
+        """What this Python thread's last thread lookup read under ``key`` (None:
+        nothing, or too long ago, or before a commit of this process)."""
+        stash: tuple[int, float, dict[Any, Any]] | None = getattr(self._local, "stash", None)
+        if (
+            stash is None
+            or stash[0] != self._commits
+            or time.monotonic() - stash[1] > SEARCH_READS_SECONDS
+        ):
+            return None
+        return stash[2].get(key)
 
     def _peek(self, key: Any) -> Any:
         """What the search under way read under ``key`` (None: nothing yet)."""

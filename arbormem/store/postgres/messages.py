@@ -123,6 +123,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         """A thread's id (a row, or None), read with what a search of it reads next
         (its state, its tree's cursor, the change marks, its scope's statistics) in
         the same statement: kept for the search this Python thread begins next."""
+        commits, start = self._commits, time.monotonic()
         with self._reading() as conn:
             row = conn.execute(_THREAD_AND_STATE, (s, s, s, agent, tenant, user)).fetchone()
         if row is None:
@@ -145,7 +146,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         for name, code in KEY_CODES.items():
             docs, tokens = sums.get(code, (0, 0))
             values[("stats", name, scopes)] = (docs, tokens / docs) if docs else (0, 0.0)
-        self._stash(values)
+        self._stash(commits, start, values)
         return row
 
     def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
