@@ -32,7 +32,7 @@ from arbormem.store.postgres.common import (
     tenant_of,
     utc,
 )
-from arbormem.store.postgres.lexical import _filter_sql, _scopes
+from arbormem.store.postgres.lexical import _bump_in, _filter_sql, _scopes
 from arbormem.store.postgres.state import PostgresState
 from arbormem.store.postgres.tree import PostgresTree
 from arbormem.store.postgres.vectors import PostgresVectors
@@ -318,15 +318,6 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         turn_df: Counter[str] = Counter()
         for terms in terms_of.values():
             turn_df.update(set(terms))
-        self._bump(
-            conn,
-            thread,
-            {
-                "turn": (len(messages), sum(len(t) for t in terms_of.values())),
-                "window": (window_docs, window_tokens),
-            },
-            {"turn": turn_df, "window": window_df},
-        )
         spans: dict[int, list[Any]] = {}
         for m in messages:
             sid = sessions[m.session][0]
@@ -336,25 +327,38 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                 max(span[1], m.timestamp),
                 span[2] + 1,
             )
-        conn.execute(
-            "UPDATE sessions x SET message_count = x.message_count + u.n,"
-            " started_at = least(x.started_at, u.a), last_at = greatest(x.last_at, u.b)"
-            " FROM unnest(%(sid)s::int8[], %(n)s::int8[], %(a)s::timestamptz[],"
-            " %(b)s::timestamptz[]) AS u(id, n, a, b) WHERE x.scope_id = %(s)s AND x.id = u.id",
+        # The statistics, the sessions' counts and times and the thread's head in one
+        # statement (each part writes rows of its own table).
+        _bump_in(
+            conn,
+            s,
+            thread.id,
             {
-                "s": s,
-                "sid": list(spans),
-                "n": [v[2] for v in spans.values()],
-                "a": [v[0] for v in spans.values()],
-                "b": [v[1] for v in spans.values()],
+                "turn": (len(messages), sum(len(t) for t in terms_of.values())),
+                "window": (window_docs, window_tokens),
             },
-        )
-        conn.execute(
-            "UPDATE threads SET next_index = %(n)s, latest = %(latest)s,"
-            " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
-            " window_reach = greatest(window_reach, %(reach)s)"
-            " WHERE scope_id = %(s)s AND id = %(t)s",
-            {**k, "n": next_index, "latest": latest, "ordered": in_order, "reach": reach},
+            {"turn": turn_df, "window": window_df},
+            ctes=(
+                "spans AS (UPDATE sessions x SET message_count = x.message_count + u.n,"
+                " started_at = least(x.started_at, u.a), last_at = greatest(x.last_at, u.b)"
+                " FROM unnest(%(span_id)s::int8[], %(span_n)s::int8[], %(span_a)s::timestamptz[],"
+                " %(span_b)s::timestamptz[]) AS u(id, n, a, b) WHERE x.scope_id = %(s)s"
+                " AND x.id = u.id),"
+                " head AS (UPDATE threads SET next_index = %(next)s, latest = %(latest)s,"
+                " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
+                " window_reach = greatest(window_reach, %(reach)s)"
+                " WHERE scope_id = %(s)s AND id = %(t)s),"
+            ),
+            args={
+                "span_id": list(spans),
+                "span_n": [v[2] for v in spans.values()],
+                "span_a": [v[0] for v in spans.values()],
+                "span_b": [v[1] for v in spans.values()],
+                "next": next_index,
+                "latest": latest,
+                "ordered": in_order,
+                "reach": reach,
+            },
         )
         if vectors and model_id:
             self._store_vectors(conn, thread, rows, vectors, model_id, last_id, sessions)
