@@ -224,16 +224,14 @@ class PostgresVectors(PostgresConnection):
                     )
         if len(have) == len(rows):
             top = max(r.rowid for r in rows)
-            # Complete still, when it was complete up to the thread's last message.
+            # Complete still, when it was complete up to the thread's last message (a
+            # thread's first messages make it complete).
             conn.execute(
                 "INSERT INTO vector_progress (scope_id, thread_id, model, upto)"
-                " SELECT %(s)s, %(t)s, %(m)s, %(top)s WHERE %(last)s = 0"
+                " VALUES (%(s)s, %(t)s, %(m)s, %(top)s)"
                 " ON CONFLICT (scope_id, thread_id, model) DO UPDATE SET upto = excluded.upto"
-                " WHERE vector_progress.upto >= %(last)s",
-                {"s": s, "t": thread.id, "m": model_id, "top": top, "last": last_id},
-            )
-            conn.execute(
-                "UPDATE vector_progress SET upto = %(top)s WHERE scope_id = %(s)s"
+                if last_id == 0
+                else "UPDATE vector_progress SET upto = %(top)s WHERE scope_id = %(s)s"
                 " AND thread_id = %(t)s AND model = %(m)s AND upto >= %(last)s",
                 {"s": s, "t": thread.id, "m": model_id, "top": top, "last": last_id},
             )
