@@ -32,37 +32,6 @@ _NODE_COLUMNS = (
     "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
     " first_at, last_at, message_count, child_count, frozen, archived, origin, chash"
 )
-#: The columns :meth:`PostgresTree._values` gives, after the id, with their types.
-_NODE_FIELDS = (
-    ("parent_id", "int8"), ("kind", "text"), ("seq", "int8"), ("level", "int4"),
-    ("name", "text"), ("summary", "text"), ("keyphrases", "text"), ("first_index", "int8"),
-    ("last_index", "int8"), ("first_at", "timestamptz"), ("last_at", "timestamptz"),
-    ("message_count", "int8"), ("child_count", "int8"), ("frozen", "bool"),
-    ("archived", "bool"), ("origin", "text"), ("chash", "text"),
-)  # fmt: skip
-
-
-def _unnest(prefix: str) -> str:
-    """``unnest`` of the id and field arrays named ``{prefix}0``, ``{prefix}1``, ..."""
-    arrays = ", ".join(
-        f"%({prefix}{j})s::{kind}[]"
-        for j, kind in enumerate(["int8", *(k for _, k in _NODE_FIELDS)])
-    )
-    names = ", ".join(["id", *(name for name, _ in _NODE_FIELDS)])
-    return f"unnest({arrays}) AS u({names})"
-
-
-#: New nodes (``n`` arrays) and changed ones (``o`` arrays) of a thread, written at once.
-_PUT_NODES = (
-    "WITH made AS (INSERT INTO tree_nodes (id, scope_id, thread_id, "
-    + ", ".join(name for name, _ in _NODE_FIELDS)
-    + ") SELECT u.id, %(s)s, %(t)s, "
-    + ", ".join(f"u.{name}" for name, _ in _NODE_FIELDS)
-    + f" FROM {_unnest('n')}) UPDATE tree_nodes x SET "
-    + ", ".join(f"{name} = u.{name}" for name, _ in _NODE_FIELDS)
-    + f" FROM {_unnest('o')} WHERE x.id = u.id AND x.scope_id = %(s)s AND x.thread_id = %(t)s"
-)
-
 #: Threads of at most this many positions answer spans of row ids from their whole
 #: live order, read once while they are unchanged (see PostgresTree.rowids_between).
 WHOLE_ORDER = 4096
@@ -267,19 +236,39 @@ class PostgresTree(PostgresLexical):
         if not nodes:
             return
         with self._writing(thread) as conn:
+            k = self._keys(thread)
             new = [n for n in nodes if n.id is None]
             if new:
-                for n, i in zip(new, self._node_ids(conn, len(new))):
+                ids = self._node_ids(conn, len(new))
+                for n, i in zip(new, ids):
                     n.id = i
-            fresh = {id(n) for n in new}
-            # A node given twice is written as last given (as one update after another).
-            old = list({n.id: n for n in nodes if id(n) not in fresh}.values())
-            # The new nodes and the changed ones in one statement (they are apart).
-            args: dict[str, Any] = {**self._keys(thread)}
-            for prefix, rows in (("n", new), ("o", old)):
-                columns = list(zip(*((n.id, *self._values(n)) for n in rows))) or [()] * 18
-                args.update({f"{prefix}{j}": list(c) for j, c in enumerate(columns)})
-            conn.execute(_PUT_NODES, args)
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(
+                        "COPY tree_nodes (id, scope_id, thread_id, parent_id, kind, seq, level,"
+                        " name, summary, keyphrases, first_index, last_index, first_at, last_at,"
+                        " message_count, child_count, frozen, archived, origin, chash)"
+                        " FROM STDIN (FORMAT BINARY)"
+                    ) as cp,
+                ):
+                    cp.set_types(
+                        ["int8", "int8", "int8", "int8", "text", "int8", "int4", "text",
+                         "text", "text", "int8", "int8", "timestamptz", "timestamptz",
+                         "int8", "int8", "bool", "bool", "text", "text"]
+                    )  # fmt: skip
+                    for n in new:
+                        cp.write_row((n.id, k["s"], thread.id, *self._values(n)))
+            old = [n for n in nodes if n not in new]
+            if old:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE tree_nodes SET parent_id = %s, kind = %s, seq = %s, level = %s,"
+                        " name = %s, summary = %s, keyphrases = %s, first_index = %s,"
+                        " last_index = %s, first_at = %s, last_at = %s, message_count = %s,"
+                        " child_count = %s, frozen = %s, archived = %s, origin = %s, chash = %s"
+                        " WHERE id = %s AND scope_id = %s AND thread_id = %s",
+                        [(*self._values(n), n.id, k["s"], thread.id) for n in old],
+                    )
 
     def _node_ids(self, conn: Any, n: int) -> list[int]:
         """``n`` new node ids, from a block this process took from the sequence: a
