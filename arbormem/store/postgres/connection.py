@@ -30,6 +30,7 @@ from typing import Any
 from arbormem.errors import ConfigError, SchemaError, StoreError
 from arbormem.store.core import StoreCore
 from arbormem.store.postgres.common import scope_of, tenant_of
+from arbormem.store.postgres.kept import KeptReads
 from arbormem.store.postgres.schema import (
     LATEST,
     current_version,
@@ -54,13 +55,29 @@ ANN_LOCK = 1
 #: Query parameters of the URL that are arbormem's, not libpq's.
 OUR_PARAMETERS = ("pool_size", "schema")
 #: How long what a search read of the store's state is reused by the same search
-#: (and a search that starts within it), in seconds: see ``_cached``.
-SEARCH_READS_SECONDS = 1.0
+#: (and a search that starts within it), in seconds: see ``_cached``. A search
+#: takes tens of milliseconds; a call outside one (a change mark read just after a
+#: search) rarely falls within this, and another process's write is seen this late
+#: at most.
+SEARCH_READS_SECONDS = 0.25
 
 
 def advisory_key(thread_id: int, kind: int) -> int:
     """The advisory lock key of a thread (a bigint; thread ids never repeat)."""
     return (thread_id * LOCK_CLASSES + kind) & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def _commit_sql(threads: Iterable[int]) -> str:
+    """The statement that ends a write transaction: it raises the change counter of
+    every thread whose lock it held first, in the same round trip. Whatever the
+    transaction wrote of a thread (messages, tree, vectors, state), the thread's
+    stamp then moves, and reads other processes keep of it are read again (see
+    :mod:`.kept`)."""
+    ids = sorted({int(t) for t in threads})
+    if not ids:
+        return "COMMIT"
+    listed = ", ".join(str(i) for i in ids)
+    return f"UPDATE threads SET changes = changes + 1 WHERE id IN ({listed}); COMMIT"
 
 
 def redact(url: str) -> str:
@@ -95,14 +112,27 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
 
 @dataclass
 class _Transaction:
-    """The write transaction a Python thread holds."""
+    """The write transaction a Python thread holds. Its ``BEGIN`` goes with its
+    first statement (see :attr:`conn` and ``_lock_threads``): one round trip less."""
 
-    conn: Any
+    raw: Any
     depth: int = 1
+    #: Whether BEGIN was sent.
+    begun: bool = False
+    #: Threads written without their lock (see _commit_sql).
+    dirty: set[int] = field(default_factory=set)
     #: Threads whose advisory lock this transaction holds.
     locked: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
     after: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def conn(self) -> Any:
+        """The transaction's connection, its BEGIN sent."""
+        if not self.begun:
+            self.raw.execute("BEGIN")
+            self.begun = True
+        return self.raw
 
 
 class PostgresConnection(StoreCore):
@@ -167,6 +197,10 @@ class PostgresConnection(StoreCore):
         self._extension_schema = "public"
         #: What the search under way has read (see _cached): (start, values).
         self._search_reads: tuple[float, dict[Any, Any]] | None = None
+        #: Commits of this process so far: what was read before one is not reused.
+        self._commits = 0
+        #: What searches read of each thread, kept while it is unchanged.
+        self._kept = KeptReads()
         self._prepare(read_only)
         self._pool = psycopg_pool.ConnectionPool(
             self._conninfo,
@@ -290,9 +324,13 @@ class PostgresConnection(StoreCore):
 
     def _lock_threads(self, tx: _Transaction, threads: Iterable[Thread]) -> None:
         todo = sorted({t.id for t in threads} - tx.locked)
-        for thread_id in todo:
-            tx.conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(thread_id, 0),))
-            tx.locked.add(thread_id)
+        if not todo:
+            return
+        # Every lock (in id order) and the BEGIN not sent yet, in one round trip.
+        locks = "; ".join(f"SELECT pg_advisory_xact_lock({advisory_key(t, 0)})" for t in todo)
+        tx.raw.execute(locks if tx.begun else f"BEGIN; {locks}")
+        tx.begun = True
+        tx.locked.update(todo)
 
     @contextmanager
     def _reading(self, *threads: Thread) -> Iterator[Any]:
@@ -339,8 +377,28 @@ class PostgresConnection(StoreCore):
 
     def map_for_search(self) -> None:
         # A search begins: what it reads of the store's state (a thread's state, the
-        # statistics, the change marks) is read once for the whole search.
-        self._search_reads = (time.monotonic(), {})
+        # statistics, the change marks) is read once for the whole search. The search
+        # looked its thread up just before, and that statement read the thread's
+        # state with it (see _stash): the search starts from those values.
+        stash: tuple[int, float, dict[Any, Any]] | None = getattr(self._local, "stash", None)
+        self._local.stash = None
+        now = time.monotonic()
+        if (
+            stash is not None
+            and stash[0] == self._commits
+            and now - stash[1] <= SEARCH_READS_SECONDS
+        ):
+            self._search_reads = (stash[1], dict(stash[2]))
+        else:
+            self._search_reads = (now, {})
+
+    def _stash(self, commits: int, start: float, values: dict[Any, Any]) -> None:
+        """Keep values read outside a search (under _cached's keys), by a statement
+        begun at ``start`` after ``commits`` commits of this process, for the search
+        this Python thread may begin next: see map_for_search."""
+        if self._owns_transaction():
+            return
+        self._local.stash = (commits, start, values)
 
     def _cached(self, key: Any, read: Callable[[], Any]) -> Any:
         """``read()``, or what it gave earlier in the search under way. A search reads
@@ -350,17 +408,31 @@ class PostgresConnection(StoreCore):
         transaction, and forgotten at every commit of this process; another
         process's write may thus be seen up to that long after it committed by the
         statistics and states a search reads (the rows it finds are always read)."""
-        reads = self._search_reads
-        if (
-            reads is None
-            or self._owns_transaction()
-            or time.monotonic() - reads[0] > SEARCH_READS_SECONDS
-        ):
+        if self._owns_transaction():
             return read()
+        reads = self._search_reads
+        if reads is None or time.monotonic() - reads[0] > SEARCH_READS_SECONDS:
+            # Not in a search (yet): what this Python thread's lookup of its thread
+            # read a moment ago, if anything (a search reads its threads' states
+            # before it begins).
+            stashed = self._stashed(key)
+            return read() if stashed is None else stashed
         values = reads[1]
         if key not in values:
             values[key] = read()
         return values[key]
+
+    def _stashed(self, key: Any) -> Any:
+        """What this Python thread's last thread lookup read under ``key`` (None:
+        nothing, or too long ago, or before a commit of this process)."""
+        stash: tuple[int, float, dict[Any, Any]] | None = getattr(self._local, "stash", None)
+        if (
+            stash is None
+            or stash[0] != self._commits
+            or time.monotonic() - stash[1] > SEARCH_READS_SECONDS
+        ):
+            return None
+        return stash[2].get(key)
 
     def _peek(self, key: Any) -> Any:
         """What the search under way read under ``key`` (None: nothing yet)."""
@@ -382,6 +454,18 @@ class PostgresConnection(StoreCore):
             and time.monotonic() - reads[0] <= SEARCH_READS_SECONDS
         ):
             reads[1][key] = value
+
+    def _thread_stamp(self, thread: Thread) -> tuple[int, int, int] | None:
+        """The thread's stamp as the search under way read it (None: unknown), under
+        which :attr:`_kept` keeps reads of it."""
+        found: tuple[int, int, int] | None = self._peek(("stamp", thread.id))
+        return found
+
+    def _store_stamp(self) -> tuple[int, int] | None:
+        """The store's change mark as the search under way read it (None: unknown),
+        under which :attr:`_kept` keeps reads that name no thread."""
+        found: tuple[int, int] | None = self._peek(("mark", None))
+        return found
 
     def writable(self) -> None:
         if self.read_only:
@@ -410,9 +494,9 @@ class PostgresConnection(StoreCore):
         committed = False
         try:
             try:
-                conn.execute("BEGIN")
                 yield
-                conn.execute("COMMIT")
+                if tx.begun:
+                    conn.execute(_commit_sql(tx.locked | tx.dirty))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)
@@ -425,6 +509,7 @@ class PostgresConnection(StoreCore):
         finally:
             self._local.tx = None
             self._pool.putconn(conn)
+            self._commits += 1
             self._search_reads = None
         if committed:
             for work in tx.after:
@@ -432,6 +517,13 @@ class PostgresConnection(StoreCore):
                     work()
                 except Exception as exc:  # caches: the write itself has landed
                     log.warning("%s: a cache was not kept in step with a write: %s", self.path, exc)
+
+    def _wrote(self, thread_ids: Iterable[int]) -> None:
+        """Say that the write transaction under way changed these threads (whose
+        locks it may not hold): its commit raises their change counters."""
+        tx = self._tx()
+        if tx is not None:
+            tx.dirty.update(int(t) for t in thread_ids)
 
     def _rollback(self, conn: Any) -> None:
         try:
@@ -497,6 +589,7 @@ class PostgresConnection(StoreCore):
     def _rows_changed(self, threads: Iterable[Thread], *, forgotten: bool) -> None:
         """Called after a commit that took rows out of these threads: capabilities
         that cache something of them drop it here."""
+        self._kept.forget(t.id for t in threads)
 
     @staticmethod
     def _keys(thread: Thread) -> dict[str, Any]:

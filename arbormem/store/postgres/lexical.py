@@ -28,6 +28,7 @@ from arbormem.store.postgres.common import (
     scope_of,
     term_key,
 )
+from arbormem.store.postgres.kept import STORE
 from arbormem.store.postgres.termstats import PostgresStatistics, ScopeStatistics
 from arbormem.store.postgres.windows import Member, WindowPlan, plan
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
@@ -83,6 +84,58 @@ def _scopes(threads: Sequence[Thread]) -> list[int]:
     return sorted({scope_of(t) for t in threads})
 
 
+def _bump_in(
+    conn: Any,
+    s: int,
+    t: int,
+    stats: Mapping[str, tuple[int, int]],
+    df: Mapping[str, Counter[str]],
+    *,
+    ctes: str = "",
+    args: Mapping[str, Any] | None = None,
+) -> None:
+    """Add documents and tokens (``lex_stats``) and document frequencies
+    (``lex_df``) to the rows of thread ``t`` of scope ``s``, in one statement,
+    after the writes ``ctes`` (``name AS (...),`` each, with ``args``)."""
+    rows = [(KEY_CODES[k], d, n) for k, (d, n) in stats.items() if d or n]
+    keys: list[int] = []
+    terms: list[str] = []
+    deltas: list[int] = []
+    for key, counts in df.items():
+        merged: Counter[str] = Counter()
+        for term, n in counts.items():
+            if n:
+                merged[term_key(term)] += n
+        for term in sorted(merged):  # in key order: two writers never wait on each other
+            if merged[term]:
+                keys.append(KEY_CODES[key])
+                terms.append(term)
+                deltas.append(merged[term])
+    if not rows and not terms and not ctes:
+        return
+    conn.execute(
+        f"WITH {ctes} stats AS (INSERT INTO lex_stats (scope_id, thread_id, key, docs, tokens)"
+        " SELECT %(s)s, %(t)s, k, d, n FROM unnest(%(sk)s::int2[], %(sd)s::int8[],"
+        " %(sn)s::int8[]) AS u(k, d, n) ON CONFLICT (scope_id, key, thread_id) DO UPDATE"
+        " SET docs = lex_stats.docs + excluded.docs, tokens = lex_stats.tokens + excluded.tokens)"
+        " INSERT INTO lex_df (scope_id, key, term, thread_id, df)"
+        " SELECT %(s)s, k, w, %(t)s, d FROM unnest(%(k)s::int2[], %(w)s::text[], %(d)s::int8[])"
+        " AS u(k, w, d) ON CONFLICT (scope_id, key, term, thread_id) DO UPDATE"
+        " SET df = lex_df.df + excluded.df",
+        {
+            **(args or {}),
+            "s": s,
+            "t": t,
+            "sk": [r[0] for r in rows],
+            "sd": [r[1] for r in rows],
+            "sn": [r[2] for r in rows],
+            "k": keys,
+            "w": terms,
+            "d": deltas,
+        },
+    )
+
+
 class PostgresLexical(PostgresStatistics):
     """BM25 over turn postings (windows derived from them) and node postings."""
 
@@ -102,46 +155,7 @@ class PostgresLexical(PostgresStatistics):
         df: Mapping[str, Counter[str]],
     ) -> None:
         """Add documents, tokens and document frequencies to a thread's rows."""
-        s = scope_of(thread)
-        rows = [(KEY_CODES[k], d, t) for k, (d, t) in stats.items() if d or t]
-        if rows:
-            conn.execute(
-                "INSERT INTO lex_stats (scope_id, thread_id, key, docs, tokens)"
-                " SELECT %(s)s, %(t)s, k, d, n FROM unnest(%(k)s::int2[], %(d)s::int8[],"
-                " %(n)s::int8[]) AS u(k, d, n)"
-                " ON CONFLICT (scope_id, key, thread_id) DO UPDATE"
-                " SET docs = lex_stats.docs + excluded.docs,"
-                " tokens = lex_stats.tokens + excluded.tokens",
-                {
-                    "s": s,
-                    "t": thread.id,
-                    "k": [r[0] for r in rows],
-                    "d": [r[1] for r in rows],
-                    "n": [r[2] for r in rows],
-                },
-            )
-        keys: list[int] = []
-        terms: list[str] = []
-        deltas: list[int] = []
-        for key, counts in df.items():
-            merged: Counter[str] = Counter()
-            for term, n in counts.items():
-                if n:
-                    merged[term_key(term)] += n
-            for term in sorted(merged):
-                if merged[term]:
-                    keys.append(KEY_CODES[key])
-                    terms.append(term)
-                    deltas.append(merged[term])
-        if terms:
-            conn.execute(
-                "INSERT INTO lex_df (scope_id, key, term, thread_id, df)"
-                " SELECT %(s)s, k, w, %(t)s, d FROM unnest(%(k)s::int2[], %(w)s::text[],"
-                " %(d)s::int8[]) AS u(k, w, d)"
-                " ON CONFLICT (scope_id, key, term, thread_id) DO UPDATE"
-                " SET df = lex_df.df + excluded.df",
-                {"s": s, "t": thread.id, "k": keys, "w": terms, "d": deltas},
-            )
+        _bump_in(conn, scope_of(thread), thread.id, stats, df)
 
     @staticmethod
     def _posting_rows(
@@ -380,16 +394,18 @@ class PostgresLexical(PostgresStatistics):
         else:
             # A window's frequency of a term is the sum of its members' (whose postings
             # list the window); its members lie at most ``window_reach`` ids before it.
-            with self._reading() as conn:
-                reach = (
-                    conn.execute(
-                        "SELECT coalesce(max(window_reach), 0) FROM threads"
-                        " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
-                        args,
-                    ).fetchone()[0]
-                    if after > 0
-                    else 0
-                )
+            reach = 0
+            if after > 0:
+                known = [self._peek(("reach", t.id)) for t in threads]
+                if all(r is not None for r in known):
+                    reach = max(known)  # as the search read its threads
+                else:
+                    with self._reading() as conn:
+                        reach = conn.execute(
+                            "SELECT coalesce(max(window_reach), 0) FROM threads"
+                            " WHERE scope_id = ANY(%(s)s) AND id = ANY(%(threads)s)",
+                            args,
+                        ).fetchone()[0]
             args["from"] = after - int(reach)
             hits = (
                 "SELECT wid AS id, sum("
@@ -519,8 +535,8 @@ class PostgresLexical(PostgresStatistics):
         code = KEY_CODES[key]
         docs_delta = tokens_delta = 0
         df: Counter[str] = Counter()
-        removed: list[tuple[int, list[str]]] = []
-        added: list[tuple[Any, ...]] = []
+        gone: list[tuple[int, str]] = []
+        added: list[tuple[int, str, int, int]] = []
         for node, old in nodes:
             new = docs.get(node, "") or ""
             old_terms = old.split() if old else []
@@ -529,73 +545,49 @@ class PostgresLexical(PostgresStatistics):
                 docs_delta -= 1
                 tokens_delta -= len(old_terms)
                 df.subtract(set(old_terms))
-                removed.append((node, sorted({term_key(x) for x in old_terms})))
+            counts = Counter(term_key(x) for x in new_terms)
             if new_terms:
                 docs_delta += 1
                 tokens_delta += len(new_terms)
                 df.update(set(new_terms))
-                for term, tf in Counter(term_key(x) for x in new_terms).items():
-                    added.append((s, code, t, term, node, tf, len(new_terms)))
-        with conn.cursor() as cur:
-            if removed:
-                cur.executemany(
-                    "DELETE FROM node_postings WHERE scope_id = %s AND key = %s AND thread_id = %s"
-                    " AND term = ANY(%s) AND node = %s",
-                    [(s, code, t, terms, node) for node, terms in removed],
+                added.extend(
+                    (node, term, tf, len(new_terms)) for term, tf in sorted(counts.items())
                 )
-            if added:
-                with cur.copy(
-                    "COPY node_postings (scope_id, key, thread_id, term, node, tf, len)"
-                    " FROM STDIN (FORMAT BINARY)"
-                ) as cp:
-                    cp.set_types(["int8", "int2", "int8", "text", "int8", "int4", "int4"])
-                    for row in added:
-                        cp.write_row(row)
-            cur.execute(
-                f"UPDATE tree_nodes n SET {column} = u.d FROM unnest(%s::int8[], %s::text[])"
-                " AS u(id, d) WHERE n.id = u.id AND n.scope_id = %s",
-                (
-                    [node for node, _ in nodes],
-                    [(docs.get(node) or None) for node, _ in nodes],
-                    s,
-                ),
+            gone.extend(
+                (node, term) for term in sorted({term_key(x) for x in old_terms} - set(counts))
             )
-        thread = Thread(t, "", "")
-        self._bump_scoped(conn, s, thread, key, docs_delta, tokens_delta, df)
-
-    def _bump_scoped(
-        self,
-        conn: Any,
-        s: int,
-        thread: Thread,
-        key: str,
-        docs: int,
-        tokens: int,
-        df: Counter[str],
-    ) -> None:
-        """:meth:`_bump` for a thread known by its scope key only."""
-        code = KEY_CODES[key]
-        if docs or tokens:
-            conn.execute(
-                "INSERT INTO lex_stats (scope_id, thread_id, key, docs, tokens)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope_id, key, thread_id) DO UPDATE"
-                " SET docs = lex_stats.docs + excluded.docs,"
-                " tokens = lex_stats.tokens + excluded.tokens",
-                (s, thread.id, code, docs, tokens),
-            )
-        merged: Counter[str] = Counter()
-        for term, n in df.items():
-            if n:
-                merged[term_key(term)] += n
-        terms = sorted(t for t in merged if merged[t])
-        if terms:
-            conn.execute(
-                "INSERT INTO lex_df (scope_id, key, term, thread_id, df)"
-                " SELECT %s, %s, w, %s, d FROM unnest(%s::text[], %s::int8[]) AS u(w, d)"
-                " ON CONFLICT (scope_id, key, term, thread_id) DO UPDATE"
-                " SET df = lex_df.df + excluded.df",
-                (s, code, thread.id, terms, [merged[t] for t in terms]),
-            )
+        # The postings that went, those that came (or changed), the nodes' documents
+        # and the statistics, in one statement: the rows each part writes are apart.
+        _bump_in(
+            conn,
+            s,
+            t,
+            {key: (docs_delta, tokens_delta)},
+            {key: df},
+            ctes=(
+                "gone AS (DELETE FROM node_postings p USING unnest(%(gn)s::int8[],"
+                " %(gt)s::text[]) AS u(node, term) WHERE p.scope_id = %(s)s AND p.key = %(c)s"
+                " AND p.thread_id = %(t)s AND p.term = u.term AND p.node = u.node),"
+                " came AS (INSERT INTO node_postings (scope_id, key, thread_id, term, node, tf,"
+                " len) SELECT %(s)s, %(c)s, %(t)s, u.term, u.node, u.tf, u.len FROM"
+                " unnest(%(an)s::int8[], %(at)s::text[], %(af)s::int4[], %(al)s::int4[])"
+                " AS u(node, term, tf, len) ON CONFLICT (scope_id, key, thread_id, term, node)"
+                " DO UPDATE SET tf = excluded.tf, len = excluded.len),"
+                f" docs AS (UPDATE tree_nodes n SET {column} = u.d FROM unnest(%(ni)s::int8[],"
+                " %(nd)s::text[]) AS u(id, d) WHERE n.id = u.id AND n.scope_id = %(s)s),"
+            ),
+            args={
+                "c": code,
+                "gn": [n for n, _ in gone],
+                "gt": [w for _, w in gone],
+                "an": [a[0] for a in added],
+                "at": [a[1] for a in added],
+                "af": [a[2] for a in added],
+                "al": [a[3] for a in added],
+                "ni": [node for node, _ in nodes],
+                "nd": [(docs.get(node) or None) for node, _ in nodes],
+            },
+        )
 
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
         if key not in NODE_KEYS:
@@ -603,13 +595,18 @@ class PostgresLexical(PostgresStatistics):
         wanted = list(dict.fromkeys(int(i) for i in ids))
         if not wanted:
             return {}
-        with self._reading() as conn:
-            rows = conn.execute(
-                f"SELECT id, {key}_terms FROM tree_nodes WHERE id = ANY(%s)"
-                f" AND {key}_terms IS NOT NULL",
-                (wanted,),
-            ).fetchall()
-        return {int(i): d for i, d in rows}
+
+        def read(missing: list[int]) -> dict[int, str]:
+            with self._reading() as conn:
+                rows = conn.execute(
+                    f"SELECT id, {key}_terms FROM tree_nodes WHERE id = ANY(%s)"
+                    f" AND {key}_terms IS NOT NULL",
+                    (missing,),
+                ).fetchall()
+            return {int(i): d for i, d in rows}
+
+        # Kept between searches while the store is unchanged (see .kept).
+        return dict(self._kept.get_many(STORE, self._store_stamp(), ("doc", key), wanted, read))
 
     def archived_matches(
         self,
@@ -620,6 +617,8 @@ class PostgresLexical(PostgresStatistics):
     ) -> tuple[list[str], int]:
         if not terms or not threads:
             return [], 0
+        if all(self._peek(("archived", t.id)) is False for t in threads):
+            return [], 0  # the search found its threads with no archived message
         wanted = set(terms)
         where, args = _filter_sql(filters)
         args.update({"s": _scopes(threads), "threads": sorted({t.id for t in threads})})

@@ -22,6 +22,7 @@ import numpy as np
 from arbormem.errors import StoreError
 from arbormem.models import Message, Session
 from arbormem.store.postgres.common import (
+    KEY_CODES,
     ROW_SELECT,
     dump_json,
     row_of,
@@ -31,7 +32,7 @@ from arbormem.store.postgres.common import (
     tenant_of,
     utc,
 )
-from arbormem.store.postgres.lexical import _filter_sql, _scopes
+from arbormem.store.postgres.lexical import _bump_in, _filter_sql, _scopes
 from arbormem.store.postgres.state import PostgresState
 from arbormem.store.postgres.tree import PostgresTree
 from arbormem.store.postgres.vectors import PostgresVectors
@@ -47,6 +48,24 @@ from arbormem.store.types import (
 from arbormem.timeutil import utcnow
 
 log = logging.getLogger("arbormem.store.postgres")
+
+
+#: A thread looked up with its state (see PostgresMessages._thread_and_state).
+_THREAD_AND_STATE = (
+    "SELECT t.id, t.generation, t.next_index, (SELECT id FROM messages WHERE"
+    " scope_id = t.scope_id AND thread_id = t.id ORDER BY idx DESC LIMIT 1), t.changes,"
+    " EXISTS (SELECT 1 FROM messages WHERE scope_id = t.scope_id AND thread_id = t.id"
+    " AND archived), t.window_reach, ts.version, ts.active_id, ts.leaf_id, ts.next_seq,"
+    " (SELECT coalesce(sum(changes), 0) FROM threads),"
+    " (SELECT coalesce(sum(ticks), 0) FROM scopes),"
+    " (SELECT coalesce(sum(changes), 0) FROM threads WHERE scope_id = %s),"
+    " (SELECT coalesce(sum(ticks), 0) FROM scopes WHERE scope_id = %s),"
+    " (SELECT array_agg(ARRAY[key, docs, tokens]) FROM (SELECT key::int8, sum(docs)::int8"
+    " AS docs, sum(tokens)::int8 AS tokens FROM lex_stats WHERE scope_id = t.scope_id"
+    " GROUP BY key) x)"
+    " FROM threads t LEFT JOIN tree_state ts ON ts.scope_id = t.scope_id AND ts.thread_id = t.id"
+    " WHERE t.scope_id = %s AND t.agent_id = %s AND t.tenant = %s AND t.user_id = %s"
+)
 
 
 def make_thread(thread_id: int, user: str, agent: str, tenant: str = "") -> Thread:
@@ -67,8 +86,11 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             "SELECT id FROM threads WHERE scope_id = %s AND agent_id = %s AND tenant = %s"
             " AND user_id = %s"
         )
-        with self._reading() as conn:
-            row = conn.execute(query, (s, agent, tenant, user)).fetchone()
+        if self._owns_transaction():
+            with self._reading() as conn:
+                row = conn.execute(query, (s, agent, tenant, user)).fetchone()
+        else:
+            row = self._thread_and_state(s, user, agent, tenant)
         if row:
             return make_thread(row[0], user, agent, tenant)
         if not create:
@@ -96,6 +118,36 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             )
             row = conn.execute(query, (s, agent, tenant, user)).fetchone()
         return make_thread(row[0], user, agent, tenant)
+
+    def _thread_and_state(self, s: int, user: str, agent: str, tenant: str) -> Any:
+        """A thread's id (a row, or None), read with what a search of it reads next
+        (its state, its tree's cursor, the change marks, its scope's statistics) in
+        the same statement: kept for the search this Python thread begins next."""
+        commits, start = self._commits, time.monotonic()
+        with self._reading() as conn:
+            row = conn.execute(_THREAD_AND_STATE, (s, s, s, agent, tenant, user)).fetchone()
+        if row is None:
+            return None
+        (tid, generation, next_index, last_id, changes, archived, reach,
+         version, active, leaf, next_seq, mark, ticks, smark, sticks, stats) = row  # fmt: skip
+        scopes = (s,)
+        values: dict[Any, Any] = {
+            ("state", tid): ThreadState(int(generation), int(last_id or 0), int(next_index)),
+            ("tree_state", tid): None
+            if version is None
+            else (int(version), active, leaf, int(next_seq)),
+            ("mark", None): (int(mark), int(ticks)),
+            ("mark", scopes): (int(smark), int(sticks)),
+            ("stamp", tid): (int(changes), int(generation), int(sticks)),
+            ("archived", tid): bool(archived),
+            ("reach", tid): int(reach),
+        }
+        sums = {int(k): (int(d), int(n)) for k, d, n in (stats or [])}
+        for name, code in KEY_CODES.items():
+            docs, tokens = sums.get(code, (0, 0))
+            values[("stats", name, scopes)] = (docs, tokens / docs) if docs else (0, 0.0)
+        self._stash(commits, start, values)
+        return row
 
     def threads(self, user: str | None = None, *, tenant: str | None = "") -> list[Thread]:
         sql = "SELECT id, user_id, agent_id, tenant FROM threads WHERE true"
@@ -266,15 +318,6 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         turn_df: Counter[str] = Counter()
         for terms in terms_of.values():
             turn_df.update(set(terms))
-        self._bump(
-            conn,
-            thread,
-            {
-                "turn": (len(messages), sum(len(t) for t in terms_of.values())),
-                "window": (window_docs, window_tokens),
-            },
-            {"turn": turn_df, "window": window_df},
-        )
         spans: dict[int, list[Any]] = {}
         for m in messages:
             sid = sessions[m.session][0]
@@ -284,25 +327,38 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                 max(span[1], m.timestamp),
                 span[2] + 1,
             )
-        conn.execute(
-            "UPDATE sessions x SET message_count = x.message_count + u.n,"
-            " started_at = least(x.started_at, u.a), last_at = greatest(x.last_at, u.b)"
-            " FROM unnest(%(sid)s::int8[], %(n)s::int8[], %(a)s::timestamptz[],"
-            " %(b)s::timestamptz[]) AS u(id, n, a, b) WHERE x.scope_id = %(s)s AND x.id = u.id",
+        # The statistics, the sessions' counts and times and the thread's head in one
+        # statement (each part writes rows of its own table).
+        _bump_in(
+            conn,
+            s,
+            thread.id,
             {
-                "s": s,
-                "sid": list(spans),
-                "n": [v[2] for v in spans.values()],
-                "a": [v[0] for v in spans.values()],
-                "b": [v[1] for v in spans.values()],
+                "turn": (len(messages), sum(len(t) for t in terms_of.values())),
+                "window": (window_docs, window_tokens),
             },
-        )
-        conn.execute(
-            "UPDATE threads SET next_index = %(n)s, latest = %(latest)s,"
-            " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
-            " window_reach = greatest(window_reach, %(reach)s)"
-            " WHERE scope_id = %(s)s AND id = %(t)s",
-            {**k, "n": next_index, "latest": latest, "ordered": in_order, "reach": reach},
+            {"turn": turn_df, "window": window_df},
+            ctes=(
+                "spans AS (UPDATE sessions x SET message_count = x.message_count + u.n,"
+                " started_at = least(x.started_at, u.a), last_at = greatest(x.last_at, u.b)"
+                " FROM unnest(%(span_id)s::int8[], %(span_n)s::int8[], %(span_a)s::timestamptz[],"
+                " %(span_b)s::timestamptz[]) AS u(id, n, a, b) WHERE x.scope_id = %(s)s"
+                " AND x.id = u.id),"
+                " head AS (UPDATE threads SET next_index = %(next)s, latest = %(latest)s,"
+                " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
+                " window_reach = greatest(window_reach, %(reach)s)"
+                " WHERE scope_id = %(s)s AND id = %(t)s),"
+            ),
+            args={
+                "span_id": list(spans),
+                "span_n": [v[2] for v in spans.values()],
+                "span_a": [v[0] for v in spans.values()],
+                "span_b": [v[1] for v in spans.values()],
+                "next": next_index,
+                "latest": latest,
+                "ordered": in_order,
+                "reach": reach,
+            },
         )
         if vectors and model_id:
             self._store_vectors(conn, thread, rows, vectors, model_id, last_id, sessions)
@@ -580,18 +636,25 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
 
     def session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
         keys = list(dict.fromkeys(sessions))
-        out: dict[str, list[int]] = {k: [] for k in keys}
         if not keys:
+            return {}
+
+        def read(missing: list[str]) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {k: [] for k in missing}
+            with self._reading(thread) as conn:
+                for key, rowid in conn.execute(
+                    "SELECT s.key, m.id FROM sessions s JOIN messages m"
+                    " ON m.scope_id = s.scope_id AND m.session_id = s.id"
+                    " WHERE s.scope_id = %(s)s AND s.thread_id = %(t)s"
+                    " AND s.key = ANY(%(keys)s) AND NOT m.archived ORDER BY m.idx",
+                    {**self._keys(thread), "keys": missing},
+                ).fetchall():
+                    out[key].append(int(rowid))
             return out
-        with self._reading(thread) as conn:
-            for key, rowid in conn.execute(
-                "SELECT s.key, m.id FROM sessions s JOIN messages m ON m.scope_id = s.scope_id"
-                " AND m.session_id = s.id WHERE s.scope_id = %(s)s AND s.thread_id = %(t)s"
-                " AND s.key = ANY(%(keys)s) AND NOT m.archived ORDER BY m.idx",
-                {**self._keys(thread), "keys": keys},
-            ).fetchall():
-                out[key].append(int(rowid))
-        return out
+
+        # Kept between searches while the thread is unchanged (see .kept).
+        got = self._kept.get_many(thread.id, self._thread_stamp(thread), "members", keys, read)
+        return {k: list(got.get(k, ())) for k in keys}
 
 
 def _old_window(order: Sequence[Member], j: int) -> list[str]:

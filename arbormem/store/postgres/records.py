@@ -45,28 +45,27 @@ class PostgresRecords(PostgresConnection):
         k = self._keys(thread)
         store = MemoryRecordStore()
         shelf = store._shelf(thread)
+        # The records (0), the composites (1) and the cursor (2) in one round trip.
         rows = conn.execute(
-            "SELECT seq, data FROM record_rows WHERE scope_id = %(s)s AND thread_id = %(t)s"
-            " ORDER BY seq",
+            "SELECT 0, seq, NULL::text, data FROM record_rows WHERE scope_id = %(s)s"
+            " AND thread_id = %(t)s UNION ALL SELECT 1, NULL, id, data FROM record_composites"
+            " WHERE scope_id = %(s)s AND thread_id = %(t)s UNION ALL SELECT 2, position, NULL,"
+            " NULL FROM record_cursors WHERE scope_id = %(s)s AND thread_id = %(t)s"
+            " ORDER BY 1, 2, 3",
             k,
         ).fetchall()
-        for seq, data in rows:
-            record = record_from_dict(json.loads(data))
-            store._restore(shelf, record.id, record, int(seq))
-            shelf.next_seq = int(seq) + 1
-        groups = conn.execute(
-            "SELECT data FROM record_composites WHERE scope_id = %(s)s AND thread_id = %(t)s"
-            " ORDER BY id",
-            k,
-        ).fetchall()
-        shelf.composites = {
-            c.id: c for c in (composite_from_dict(json.loads(text)) for (text,) in groups)
-        }
-        row = conn.execute(
-            "SELECT position FROM record_cursors WHERE scope_id = %(s)s AND thread_id = %(t)s",
-            k,
-        ).fetchone()
-        shelf.cursor = int(row[0]) if row else 0
+        composites: list[Composite] = []
+        shelf.cursor = 0
+        for part, number, _, data in rows:
+            if part == 0:
+                record = record_from_dict(json.loads(data))
+                store._restore(shelf, record.id, record, int(number))
+                shelf.next_seq = int(number) + 1
+            elif part == 1:
+                composites.append(composite_from_dict(json.loads(data)))
+            else:
+                shelf.cursor = int(number)
+        shelf.composites = {c.id: c for c in composites}
         return store
 
     def _records_cache(self) -> _Loaded:
@@ -110,15 +109,18 @@ class PostgresRecords(PostgresConnection):
         lock, loaded = self._records_cache()
         with self._writing(thread) as conn:
             k = self._keys(thread)
-            alive = conn.execute(
-                "SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
+            # Whether the thread is still stored, and the records' stamp, at once.
+            alive, stamp = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM threads WHERE scope_id = %(s)s AND id = %(t)s),"
+                " (SELECT xmin::text FROM record_cursors WHERE scope_id = %(s)s"
+                " AND thread_id = %(t)s)",
+                k,
             ).fetchone()
-            if alive is None:
+            if not alive:
                 raise StoreError(
                     f"thread {thread.user}/{thread.agent} is no longer stored (forgotten):"
                     " its records cannot be written"
                 )
-            stamp = self._stamp(conn, thread)
             with lock:
                 entry = loaded.pop(thread.id, None)
             if entry is not None and entry[0] == stamp and stamp is not None:

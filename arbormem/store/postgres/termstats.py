@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from arbormem.store.postgres.common import KEY_CODES, term_key
 from arbormem.store.postgres.connection import PostgresConnection
@@ -46,6 +47,63 @@ class ScopeStatistics:
 
     def change_mark(self) -> tuple[int, int]:
         return self.store.scope_mark(self.scopes)
+
+
+def _like(text: str) -> str:
+    """``text`` matched literally by LIKE."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _pair_args(
+    scope: Sequence[int] | None, asked: Sequence[tuple[str, str, str]]
+) -> dict[str, Any]:
+    """The parameters of :data:`_PAIRS_SQL` for ``(pair, first, second)`` triples."""
+    return {
+        "s": [] if scope is None else list(scope),
+        "a": [term_key(a) for _, a, _ in asked],
+        "inside": [f"% {_like(a)} {_like(b)} %" for _, a, b in asked],
+        "ends": [f"% {_like(a)}" for _, a, _ in asked],
+        "b": [term_key(b) for _, _, b in asked],
+        "starts": [f"{_like(b)} %" for _, _, b in asked],
+    }
+
+
+#: Every asked pair's window count in one statement. Each step is a lateral
+#: subquery with a fence (LIMIT or OFFSET), so the plan is nested index lookups
+#: driven by the first term's postings whatever the planner's statistics say: on
+#: tables written a moment ago (which have none) a free planner once took
+#: seconds over one pair.
+_PAIRS_SQL = (
+    "WITH q AS MATERIALIZED (SELECT * FROM unnest(%(a)s::text[], %(b)s::text[],"
+    " %(inside)s::text[], %(ends)s::text[], %(starts)s::text[]) WITH ORDINALITY"
+    " AS q(a, b, inside, ends, starts, ord)),"
+    # The first term's postings, each with its message.
+    " pa AS MATERIALIZED (SELECT q.ord, p.scope_id, p.thread_id, p.doc, p.wids, m.terms,"
+    " m.archived, m.session_id, m.idx FROM q CROSS JOIN LATERAL (SELECT scope_id, thread_id,"
+    " doc, wids FROM turn_postings WHERE {in_scope} term = q.a"
+    " OFFSET 0) p CROSS JOIN LATERAL (SELECT terms, archived, session_id, idx FROM messages"
+    " WHERE id = p.doc AND scope_id = p.scope_id LIMIT 1) m),"
+    # Windows holding a message that has the pair inside it.
+    " hits AS (SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
+    " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
+    " WHERE (' ' || pa.terms || ' ') LIKE q.inside"
+    # Windows holding a message that ends with the first term and the next live
+    # message of its session with any terms (a window's document skips those with
+    # none), which starts with the second.
+    " UNION SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
+    " CROSS JOIN LATERAL (SELECT n.id, n.terms FROM messages n WHERE n.scope_id = pa.scope_id"
+    " AND n.session_id = pa.session_id AND n.idx > pa.idx AND NOT n.archived"
+    " AND n.terms <> '' ORDER BY n.idx LIMIT 1) nx"
+    " CROSS JOIN LATERAL (SELECT pb.wids FROM turn_postings pb WHERE pb.scope_id = pa.scope_id"
+    " AND pb.thread_id = pa.thread_id AND pb.term = q.b AND pb.doc = nx.id LIMIT 1) pb"
+    " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
+    " WHERE NOT pa.archived AND (' ' || pa.terms) LIKE q.ends"
+    " AND (nx.terms || ' ') LIKE q.starts AND u.wid = ANY(pb.wids))"
+    " SELECT q.ord, (SELECT count(*) FROM hits h WHERE h.ord = q.ord),"
+    # The windows archived messages kept from before (see storage.md).
+    " (SELECT count(*) FROM messages WHERE {in_scope} archived AND stale_window IS NOT NULL"
+    " AND (' ' || stale_window || ' ') LIKE q.inside) FROM q ORDER BY q.ord"
+)
 
 
 class PostgresStatistics(PostgresConnection):
@@ -93,6 +151,17 @@ class PostgresStatistics(PostgresConnection):
                 out[term] = found
         if not missing:
             return out
+        # Counts read by earlier searches of these scopes while they were unchanged.
+        stamp = None if scopes is None else self._peek(("mark", scopes))
+        if stamp is not None:
+            kept = self._kept.found(("scopes", scopes), stamp, ("df", key), missing)
+            for term, count in kept.items():
+                self._remember(("df", key, scopes, term), count)
+                if count:
+                    out[term] = count
+            missing = [t for t in missing if t not in kept]
+            if not missing:
+                return out
         keys = {term_key(t): t for t in missing}
         # Within a search, the same terms' counts under every key in one round trip:
         # the search asks for them key after key.
@@ -110,12 +179,14 @@ class PostgresStatistics(PostgresConnection):
         for name, code in KEY_CODES.items():
             if code not in codes:
                 continue
-            for term in missing:
-                count = read.get((code, term), 0)
+            counts = {term: read.get((code, term), 0) for term in missing}
+            for term, count in counts.items():
                 if name == key or self._peek(("df", name, scopes, term)) is None:
                     self._remember(("df", name, scopes, term), count)
                 if name == key and count:
                     out[term] = count
+            if stamp is not None:
+                self._kept.keep(("scopes", scopes), stamp, ("df", name), counts)
         return out
 
     def scope_frequent_terms(
@@ -157,63 +228,26 @@ class PostgresStatistics(PostgresConnection):
     def scope_pair_frequencies(
         self, scope: Sequence[int] | None, pairs: Sequence[str]
     ) -> dict[str, int]:
-        """How many window documents of these scopes (None: the store) hold each pair."""
+        """How many window documents of these scopes (None: the store) hold each pair,
+        every pair in one statement."""
         out: dict[str, int] = {}
+        asked: list[tuple[str, str, str]] = []
         for pair in dict.fromkeys(pairs):
             first, _, second = pair.partition("_")
             if not first or not second:
                 out[pair] = 0
-                continue
-            out[pair] = self._pair_count(scope, first, second)
-        return out
-
-    def _pair_count(self, scope: Sequence[int] | None, a: str, b: str) -> int:
-        def like(text: str) -> str:
-            return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-        in_scope = "" if scope is None else " AND pa.scope_id = ANY(%(s)s)"
-        args = {
-            "s": None if scope is None else list(scope),
-            "a": term_key(a),
-            "b": term_key(b),
-            "inside": f"% {like(a)} {like(b)} %",
-            "ends": f"% {like(a)}",
-            "starts": f"{like(b)} %",
-        }
-        sql = (
-            # Windows holding a message that has the pair inside it.
-            "WITH inner_hits AS (SELECT u.wid FROM turn_postings pa"
-            " JOIN turn_postings pb ON pb.scope_id = pa.scope_id AND pb.thread_id = pa.thread_id"
-            " AND pb.term = %(b)s AND pb.doc = pa.doc"
-            " JOIN messages m ON m.id = pa.doc AND m.scope_id = pa.scope_id"
-            " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
-            f" WHERE pa.term = %(a)s{in_scope}"
-            " AND (' ' || m.terms || ' ') LIKE %(inside)s),"
-            # Windows holding a message that ends with the first term and the next
-            # live message of its session with any terms (a window's document skips
-            # those with none), which starts with the second.
-            " across AS (SELECT u.wid FROM turn_postings pa"
-            " JOIN messages m ON m.id = pa.doc AND m.scope_id = pa.scope_id"
-            " CROSS JOIN LATERAL (SELECT n.id FROM messages n WHERE n.scope_id = m.scope_id"
-            " AND n.session_id = m.session_id AND n.idx > m.idx AND NOT n.archived AND n.terms <> ''"
-            " ORDER BY n.idx LIMIT 1) nx"
-            " JOIN turn_postings pb ON pb.scope_id = pa.scope_id AND pb.thread_id = pa.thread_id"
-            " AND pb.term = %(b)s AND pb.doc = nx.id"
-            " JOIN messages n ON n.id = nx.id AND n.scope_id = pa.scope_id"
-            " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
-            f" WHERE pa.term = %(a)s{in_scope} AND NOT m.archived"
-            " AND (' ' || m.terms) LIKE %(ends)s AND (n.terms || ' ') LIKE %(starts)s"
-            " AND u.wid = ANY(pb.wids))"
-            " SELECT (SELECT count(*) FROM (SELECT wid FROM inner_hits UNION"
-            " SELECT wid FROM across) w),"
-            # The windows archived messages kept from before (see storage.md).
-            " (SELECT count(*) FROM messages WHERE archived AND stale_window IS NOT NULL"
-            + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
-            + " AND (' ' || stale_window || ' ') LIKE %(inside)s)"
-        )
+            else:
+                asked.append((pair, first, second))
+        if not asked:
+            return out
         with self._reading() as conn:
-            row = conn.execute(sql, args).fetchone()
-        return int(row[0]) + int(row[1])
+            rows = conn.execute(
+                _PAIRS_SQL.format(in_scope="" if scope is None else "scope_id = ANY(%(s)s) AND"),
+                _pair_args(scope, asked),
+            ).fetchall()
+        for ordinal, windows, stale in rows:
+            out[asked[int(ordinal) - 1][0]] = int(windows) + int(stale)
+        return out
 
     # store-wide versions (the interface's): see statistics_for for the scoped ones
 
@@ -232,7 +266,14 @@ class PostgresStatistics(PostgresConnection):
         return self.scope_pair_frequencies(None, pairs)
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        out = self.doc_frequencies("turn", terms)
+        keys = {term_key(t): t for t in dict.fromkeys(terms)}
+        # The counts and the highest row number in one round trip.
         with self._reading() as conn:
-            total = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+            total, counts = conn.execute(
+                "SELECT (SELECT coalesce(max(id), 0) FROM messages), (SELECT array_agg(ARRAY["
+                "term, n::text]) FROM (SELECT term, sum(df) AS n FROM lex_df WHERE key = %s"
+                " AND term = ANY(%s) GROUP BY term) x)",
+                (KEY_CODES["turn"], list(keys)),
+            ).fetchone()
+        out = {keys[t]: int(n) for t, n in counts or () if int(n)}
         return out, int(total)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from arbormem.store.postgres.common import ROW_SELECT, row_of, scope_of, utc
+from arbormem.store.postgres.kept import STORE
 from arbormem.store.postgres.lexical import PostgresLexical
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import (
@@ -31,6 +32,12 @@ _NODE_COLUMNS = (
     "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
     " first_at, last_at, message_count, child_count, frozen, archived, origin, chash"
 )
+#: Threads of at most this many positions answer spans of row ids from their whole
+#: live order, read once while they are unchanged (see PostgresTree.rowids_between).
+WHOLE_ORDER = 4096
+
+#: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
+NODE_ID_BLOCK = 32
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
 
 
@@ -171,6 +178,25 @@ class PostgresTree(PostgresLexical):
         kinds: Sequence[str] | None = None,
         ids: Sequence[int] | None = None,
     ) -> list[NodeBrief]:
+        if kinds is None and ids is not None:
+            # Kept between searches while the thread is unchanged (see .kept).
+            wanted = list(dict.fromkeys(int(i) for i in ids))
+            got = self._kept.get_many(
+                thread.id,
+                self._thread_stamp(thread),
+                "brief",
+                wanted,
+                lambda missing: {b.id: b for b in self._node_briefs(thread, None, missing)},
+            )
+            return [got[i] for i in wanted if i in got]
+        return self._node_briefs(thread, kinds, ids)
+
+    def _node_briefs(
+        self,
+        thread: Thread,
+        kinds: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[NodeBrief]:
         sql = (
             f"SELECT {_BRIEF_COLUMNS} FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
         )
@@ -213,12 +239,7 @@ class PostgresTree(PostgresLexical):
             k = self._keys(thread)
             new = [n for n in nodes if n.id is None]
             if new:
-                ids = [
-                    int(r[0])
-                    for r in conn.execute(
-                        "SELECT nextval('node_ids') FROM generate_series(1, %s)", (len(new),)
-                    ).fetchall()
-                ]
+                ids = self._node_ids(conn, len(new))
                 for n, i in zip(new, ids):
                     n.id = i
                 with (
@@ -248,6 +269,24 @@ class PostgresTree(PostgresLexical):
                         " WHERE id = %s AND scope_id = %s AND thread_id = %s",
                         [(*self._values(n), n.id, k["s"], thread.id) for n in old],
                     )
+
+    def _node_ids(self, conn: Any, n: int) -> list[int]:
+        """``n`` new node ids, from a block this process took from the sequence: a
+        tree's upkeep makes a node or two at a time, and each ``nextval`` was a round
+        trip. Ids stay unique across processes and grow within one; a block taken by
+        a write that rolls back is used by the next (the sequence has gaps anyway)."""
+        with self._lock:
+            pool: list[int] = getattr(self, "_spare_node_ids", [])
+            if len(pool) < n:
+                pool = pool + [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT nextval('node_ids') FROM generate_series(1, %s)",
+                        (max(n - len(pool), NODE_ID_BLOCK),),
+                    ).fetchall()
+                ]
+            self._spare_node_ids = pool[n:]
+            return pool[:n]
 
     @staticmethod
     def _values(n: NodeRow) -> tuple[Any, ...]:
@@ -301,10 +340,13 @@ class PostgresTree(PostgresLexical):
         if not rowids:
             return
         with self._writing() as conn:
-            conn.execute(
-                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s)",
+            rows = conn.execute(
+                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id",
                 (leaf_id, [int(r) for r in rowids]),
-            )
+            ).fetchall()
+            # The messages' threads' change counters move at the commit (see
+            # connection._commit_sql), as for the threads whose locks it holds.
+            self._wrote(r[0] for r in rows)
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self._writing(thread) as conn:
@@ -455,39 +497,79 @@ class PostgresTree(PostgresLexical):
         ids = list(dict.fromkeys(int(r) for r in rowids))
         if not ids:
             return {}
-        with self._reading() as conn:
-            return {
-                int(r[0]): int(r[1])
-                for r in conn.execute(
-                    "SELECT id, leaf_id FROM messages WHERE id = ANY(%s) AND leaf_id IS NOT NULL",
-                    (ids,),
-                ).fetchall()
-            }
+
+        def read(missing: list[int]) -> dict[int, int]:
+            with self._reading() as conn:
+                return {
+                    int(r[0]): int(r[1])
+                    for r in conn.execute(
+                        "SELECT id, leaf_id FROM messages WHERE id = ANY(%s)"
+                        " AND leaf_id IS NOT NULL",
+                        (missing,),
+                    ).fetchall()
+                }
+
+        # Kept between searches while the store is unchanged (no thread is named:
+        # under the store's change mark, see .kept).
+        return dict(self._kept.get_many(STORE, self._store_stamp(), "leaf", ids, read))
 
     def parents(self, thread: Thread, ids: Sequence[int]) -> dict[int, int | None]:
         wanted = list(dict.fromkeys(int(i) for i in ids))
         if not wanted:
             return {}
-        with self._reading(thread) as conn:
-            return {
-                int(r[0]): None if r[1] is None else int(r[1])
-                for r in conn.execute(
-                    "SELECT id, parent_id FROM tree_nodes WHERE id = ANY(%(i)s)"
-                    " AND scope_id = %(s)s AND thread_id = %(t)s",
-                    {**self._keys(thread), "i": wanted},
-                ).fetchall()
-            }
+
+        def read(missing: list[int]) -> dict[int, int]:
+            with self._reading(thread) as conn:
+                return {
+                    int(r[0]): -1 if r[1] is None else int(r[1])  # -1: a root
+                    for r in conn.execute(
+                        "SELECT id, parent_id FROM tree_nodes WHERE id = ANY(%(i)s)"
+                        " AND scope_id = %(s)s AND thread_id = %(t)s",
+                        {**self._keys(thread), "i": missing},
+                    ).fetchall()
+                }
+
+        # Kept between searches while the thread is unchanged (see .kept).
+        got = self._kept.get_many(thread.id, self._thread_stamp(thread), "parent", wanted, read)
+        return {i: None if p == -1 else p for i, p in got.items()}
 
     def rowids_between(self, thread: Thread, start: int, end: int, limit: int) -> list[int]:
+        def read() -> list[int]:
+            with self._reading(thread) as conn:
+                return [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                        " AND idx >= %(a)s AND idx < %(b)s AND NOT archived ORDER BY idx"
+                        " LIMIT %(n)s",
+                        {**self._keys(thread), "a": start, "b": end, "n": limit},
+                    ).fetchall()
+                ]
+
+        stamp = self._thread_stamp(thread)
+        state = self._peek(("state", thread.id))
+        if stamp is not None and state is not None and state.next_index <= WHOLE_ORDER:
+            # A short thread's live order is read whole once, and every span of it
+            # answered from there while the thread is unchanged.
+            idx, ids = self._kept.get(thread.id, stamp, "order", lambda: self._live_ids(thread))
+            lo, hi = np.searchsorted(idx, [start, end])
+            return [int(i) for i in ids[lo:hi][: max(0, limit)]]
+        # Kept between searches while the thread is unchanged (see .kept); a copy,
+        # for callers that change the list they are given.
+        key = ("between", start, end, limit)
+        return list(self._kept.get(thread.id, stamp, key, read))
+
+    def _live_ids(self, thread: Thread) -> tuple[np.ndarray, np.ndarray]:
+        """The positions and row ids of a thread's live messages, in order."""
         with self._reading(thread) as conn:
-            return [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
-                    " AND idx >= %(a)s AND idx < %(b)s AND NOT archived ORDER BY idx LIMIT %(n)s",
-                    {**self._keys(thread), "a": start, "b": end, "n": limit},
-                ).fetchall()
-            ]
+            rows = conn.execute(
+                "SELECT idx, id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND NOT archived ORDER BY idx",
+                self._keys(thread),
+            ).fetchall()
+        idx = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        return idx, ids
 
     def check_tree(self, thread: Thread, max_children: int) -> list[tuple[int | None, str]]:
         k = {**self._keys(thread), "m": max_children}

@@ -173,6 +173,7 @@ class PostgresVectors(PostgresConnection):
 
     def _forget_vector_caches(self) -> None:
         self._vector_caches()
+        self._kept.forget()
         with self._vector_lock:
             self._complete.clear()
             self._ann.clear()
@@ -223,16 +224,14 @@ class PostgresVectors(PostgresConnection):
                     )
         if len(have) == len(rows):
             top = max(r.rowid for r in rows)
-            # Complete still, when it was complete up to the thread's last message.
+            # Complete still, when it was complete up to the thread's last message (a
+            # thread's first messages make it complete).
             conn.execute(
                 "INSERT INTO vector_progress (scope_id, thread_id, model, upto)"
-                " SELECT %(s)s, %(t)s, %(m)s, %(top)s WHERE %(last)s = 0"
+                " VALUES (%(s)s, %(t)s, %(m)s, %(top)s)"
                 " ON CONFLICT (scope_id, thread_id, model) DO UPDATE SET upto = excluded.upto"
-                " WHERE vector_progress.upto >= %(last)s",
-                {"s": s, "t": thread.id, "m": model_id, "top": top, "last": last_id},
-            )
-            conn.execute(
-                "UPDATE vector_progress SET upto = %(top)s WHERE scope_id = %(s)s"
+                if last_id == 0
+                else "UPDATE vector_progress SET upto = %(top)s WHERE scope_id = %(s)s"
                 " AND thread_id = %(t)s AND model = %(m)s AND upto >= %(last)s",
                 {"s": s, "t": thread.id, "m": model_id, "top": top, "last": last_id},
             )
@@ -309,14 +308,23 @@ class PostgresVectors(PostgresConnection):
         keys = list(dict.fromkeys(sessions))
         if not keys:
             return {}
-        with self._reading(thread) as conn, conn.cursor(binary=True) as cur:
-            rows = cur.execute(
-                "SELECT s.key, v.total FROM sessions s JOIN session_vectors v"
-                " ON v.scope_id = s.scope_id AND v.session_id = s.id WHERE s.scope_id = %(s)s"
-                " AND s.thread_id = %(t)s AND s.key = ANY(%(k)s) AND v.model = %(m)s",
-                {**self._keys(thread), "k": keys, "m": model_id},
-            ).fetchall()
-        return {k: v for k, v in rows}
+
+        def read(missing: list[str]) -> dict[str, np.ndarray]:
+            with self._reading(thread) as conn, conn.cursor(binary=True) as cur:
+                rows = cur.execute(
+                    "SELECT s.key, v.total FROM sessions s JOIN session_vectors v"
+                    " ON v.scope_id = s.scope_id AND v.session_id = s.id"
+                    " WHERE s.scope_id = %(s)s AND s.thread_id = %(t)s AND s.key = ANY(%(k)s)"
+                    " AND v.model = %(m)s",
+                    {**self._keys(thread), "k": missing, "m": model_id},
+                ).fetchall()
+            return {k: v for k, v in rows}
+
+        # Kept between searches while the thread is unchanged (see .kept): every
+        # change of a session's sum is an append, archive or delete of the thread.
+        kind = ("sums", model_id)
+        got = self._kept.get_many(thread.id, self._thread_stamp(thread), kind, keys, read)
+        return {k: v.copy() for k, v in got.items()}
 
     def every_session_vector_sum(
         self, thread: Thread, model_id: str, dimensions: int, stop: threading.Event | None = None
@@ -532,7 +540,8 @@ class PostgresVectors(PostgresConnection):
                 " WHERE scope_id = %(s)s AND thread_id = %(t)s AND model = %(m)s"
                 " AND vector_dims(vec) = %(d)s"
                 + (" AND message_id = ANY(%(allowed)s)" if allowed is not None else "")
-                + " ORDER BY vec <#> %(q)s, message_id LIMIT %(k)s"
+                # By the score (the negative distance): one product per row, not two.
+                + " ORDER BY score DESC, message_id LIMIT %(k)s"
             )
             args = {**base, "k": k}
             if allowed is not None:
@@ -576,15 +585,29 @@ class PostgresVectors(PostgresConnection):
         self, thread: Thread, model: str, dim: int, ids: Iterable[int]
     ) -> dict[int, np.ndarray]:
         wanted = sorted(set(ids))
-        with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT message_id, vec FROM message_vectors WHERE scope_id = %(s)s"
-                " AND thread_id = %(t)s AND model = %(m)s AND message_id = ANY(%(i)s)"
-                " AND vector_dims(vec) = %(d)s",
-                {**self._keys(thread), "m": model, "d": dim, "i": wanted},
-                binary=True,
-            ).fetchall()
-        out = {int(r[0]): r[1] for r in rows}
+
+        def read(missing: list[int]) -> dict[int, np.ndarray]:
+            with self._reading() as conn:
+                rows = conn.execute(
+                    "SELECT message_id, vec FROM message_vectors WHERE scope_id = %(s)s"
+                    " AND thread_id = %(t)s AND model = %(m)s AND message_id = ANY(%(i)s)"
+                    " AND vector_dims(vec) = %(d)s",
+                    {**self._keys(thread), "m": model, "d": dim, "i": missing},
+                    binary=True,
+                ).fetchall()
+            return {int(r[0]): r[1] for r in rows}
+
+        # Kept between searches while the thread is unchanged (see .kept); a message
+        # without a vector is read again (the next search may embed it).
+        got = self._kept.get_many(
+            thread.id,
+            self._thread_stamp(thread),
+            ("vec", model, dim),
+            wanted,
+            read,
+            keep_missing=False,
+        )
+        out = dict(got)
         extra = self._extra.get((thread.id, model)) if self.read_only else None
         if extra:
             out.update({i: extra[i] for i in wanted if i in extra and i not in out})
