@@ -60,8 +60,10 @@ class ArbormemChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
         self._scope = scope_kwargs(user, agent)
 
+    # LangChain declares ``messages`` an attribute; whether mypy calls this property an
+    # override depends on the order it reads the modules in, hence unused-ignore.
     @property
-    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override, unused-ignore]
         """The session's messages, oldest first."""
         stored = call(self.memory, "messages", session=self.session_id, **self._scope)
         out: list[BaseMessage] = []

@@ -21,7 +21,8 @@ from arbormem.store.base import Backend
 from arbormem.store.types import Filters, NodeRow, Thread
 from arbormem.text import analyze
 from arbormem.timeutil import format_timestamp
-from arbormem.tree.grow import TOPIC_KINDS, TreeGrower
+from arbormem.tree.grow import TreeGrower
+from arbormem.tree.naming import TOPIC_KINDS
 from arbormem.tree.navigate import TreeNavigator
 from arbormem.tree.recall import TopicPath, TreeRecall
 from arbormem.tree.reorganize import Reorganizer
