@@ -92,3 +92,37 @@ def test_editing_a_hits_metadata_changes_no_later_search(tmp_path: Path) -> None
     again = m.search(QUERY, k=1)[0]
     assert again.message.metadata == {"tags": ["trip"]}
     m.close()
+
+
+def test_a_write_to_another_users_thread_keeps_this_threads_reads(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # A server's tenants add all the time: one user's add must not make every other
+    # user's next search read its rows again (it did under one store-wide mark).
+    path = tmp_path / "m.db"
+    m = _open(path)
+    _chat(m)
+    _ranking(m)
+    reads = m.engine.retriever.reads
+    real = reads.backend.rows
+    asked: list[list[int]] = []
+
+    def counting(rowids: Any) -> Any:
+        asked.append(list(rowids))
+        return real(rowids)
+
+    monkeypatch.setattr(reads.backend, "rows", counting)
+    m.add("Bob's kayak trip locker code is marlin", user="bob", session="b1")
+    m.wait()
+    after = _ranking(m)
+    assert asked == []
+    monkeypatch.undo()
+    assert after == _fresh(path)
+    # Alice's own add is seen at once.
+    monkeypatch.setattr(reads.backend, "rows", counting)
+    new = m.add("The swordfish locker is by the kayak trip dock", session="s1")
+    mine = _ranking(m)
+    assert asked and any(mid == new.id for mid, _, _ in mine)
+    monkeypatch.undo()
+    assert mine == _fresh(path)
+    m.close()

@@ -15,7 +15,7 @@ from arbormem.ids import content_hash
 from arbormem.store import Backend, NewMessage
 from arbormem.text import analyze
 
-from .backends import KINDS, backend, make_backend
+from .backends import BACKENDS, KINDS, backend, make_backend
 
 __all__ = ["backend"]
 
@@ -135,6 +135,39 @@ def test_session_centroids_follow_forgetting_archiving_and_adding(backend: Backe
     check()
     backend.append(t, ms[12:])  # every session gains members
     check()
+
+
+def test_sqlite_session_members_outlive_another_threads_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a server, another user's add comes many times a second: it must not make
+    # this thread's next search read its sessions' members again; its own add must.
+    store = BACKENDS["sqlite-file"](tmp_path)
+    emb = HashingEmbedder(48)
+    mine, other = store.thread("u", "a", create=True), store.thread("v", "a", create=True)
+    assert mine is not None and other is not None
+    ms = _messages(12, sessions=2)
+    store.append(mine, ms[:8])
+    store.session_centroids(mine, emb, ["s0", "s1"])
+    real = store.session_members
+    asked: list[list[str]] = []
+
+    def counting(thread: object, sessions: list[str]) -> dict[str, list[int]]:
+        asked.append(list(sessions))
+        return real(thread, sessions)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "session_members", counting)
+    store.append(other, _messages(3, start=100, sessions=1))
+    store.session_centroids(mine, emb, ["s0", "s1"])
+    assert asked == []
+    store.append(mine, ms[8:])
+    got = store.session_centroids(mine, emb, ["s0", "s1"])
+    assert asked
+    for key in ("s0", "s1"):
+        members = [m for m in ms if m.session == key]
+        total = emb.embed_many([m.content for m in members]).sum(axis=0)
+        assert np.allclose(got[key], total / np.linalg.norm(total), atol=1e-5), key
+    store.close()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -4,10 +4,10 @@ A search ranks a hundred or so candidate turns and reads each one's row and its
 session neighbourhood (:meth:`~arbormem.store.messages.MessageStore.rows`,
 :meth:`~arbormem.store.lexical.LexicalIndex.around`): a few milliseconds of
 SQL and row decoding that the next question, asked of the same store, mostly
-repeats. :class:`SearchReads` keeps what was read under the store's change
-mark (:meth:`~arbormem.store.core.StoreCore.change_mark`, which moves with
-every message added, forgotten, archived or rewritten, in this process or any
-other): a search that finds another mark starts from empty.
+repeats. :class:`SearchReads` keeps what was read under the searched threads'
+mark (their :class:`~arbormem.store.types.ThreadState`, which moves with every
+message of theirs added, forgotten, archived or rewritten, in this process or
+any other): a search that finds another mark starts from empty.
 """
 
 from __future__ import annotations
@@ -16,49 +16,87 @@ import copy
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from arbormem.store.base import Backend
-from arbormem.store.types import Row
+from arbormem.store.types import Row, Thread, ThreadState
 
 #: Neighbourhoods are (row id, position, terms) per turn, as ``around`` gives them.
 Near = list[tuple[int, int, str]]
 
 
+class _Part:
+    """What was read for one set of threads, under one mark."""
+
+    __slots__ = ("around", "mark", "rows")
+
+    def __init__(self, mark: object) -> None:
+        self.mark: object = mark
+        self.rows: dict[int, Row] = {}
+        self.around: dict[tuple[int, int], Near] = {}
+
+
 class SearchReads:
-    """What searches read of rows and neighbourhoods, valid for one change mark.
+    """What searches read of rows and neighbourhoods, kept per set of searched
+    threads while their marks hold.
 
     Call :meth:`begin` at the start of each search; it returns a token that the
     reads of that search pass back, so that rows read before a change are never
-    stored under the mark that follows it."""
+    stored under the mark that follows it.
+
+    Given the searched threads and their states, the mark is theirs alone
+    (generation, newest row id, next position: what moves when one of their
+    messages is added, forgotten, archived or rewritten): a server's many
+    tenants do not wipe each other's reads with every add, as one store-wide
+    mark did. Without threads, the store's change mark is used."""
 
     def __init__(self, backend: Backend, max_rows: int = 100_000) -> None:
         self.backend = backend
         self.max_rows = max_rows
         self._lock = threading.Lock()
-        self._mark: object = None
-        self._rows: dict[int, Row] = {}
-        self._around: dict[tuple[int, int], Near] = {}
+        self._parts: dict[object, _Part] = {}
+        self._size = 0  # entries over every part
 
-    def begin(self) -> object:
-        """Read the store's change mark; forget everything kept under another."""
-        mark = self.backend.change_mark()
+    def begin(
+        self, threads: Sequence[Thread] | None = None, states: Sequence[ThreadState] | None = None
+    ) -> object:
+        """The token of one search: its threads' mark (read now unless ``states``
+        is given), or the store's change mark without ``threads``. Whatever was
+        kept for these threads under another mark is forgotten."""
+        if threads is None:
+            key: object = None
+            mark: object = self.backend.change_mark()
+        else:
+            if states is None:
+                states = [self.backend.state(t) for t in threads]
+            key = tuple(t.id for t in threads)
+            mark = tuple((st.generation, st.max_rowid, st.next_index) for st in states)
         with self._lock:
-            if mark != self._mark:
-                self._mark = mark
-                self._rows = {}
-                self._around = {}
-        return mark
+            part = self._parts.get(key)
+            if part is None or part.mark != mark:
+                if part is not None:
+                    self._size -= len(part.rows) + len(part.around)
+                if len(self._parts) >= 4_096:  # many users searched: start again
+                    self._parts.clear()
+                    self._size = 0
+                self._parts[key] = _Part(mark)
+        return (key, mark)
 
-    def rows(self, mark: object, rowids: Sequence[int]) -> dict[int, Row]:
+    def _part(self, token: object) -> _Part | None:
+        key, mark = cast(tuple[object, object], token)
+        part: _Part | None = self._parts.get(key)
+        return part if part is not None and part.mark == mark else None
+
+    def rows(self, token: object, rowids: Sequence[int]) -> dict[int, Row]:
         """The rows of ``rowids`` that exist (as :meth:`Backend.rows`)."""
-        kept = self._rows
+        part = self._part(token)
+        kept = part.rows if part is not None else {}
         out = {r: kept[r] for r in rowids if r in kept}
         missing = [r for r in rowids if r not in out]
         if missing:
             read = self.backend.rows(missing)
             out.update(read)
-            self._keep(mark, "rows", read)
+            self._keep(token, "rows", read)
         return out
 
     @staticmethod
@@ -70,9 +108,10 @@ class SearchReads:
             return row
         return replace(row, message=replace(row.message, metadata=_copied(dict(meta))))
 
-    def around(self, mark: object, rowids: Sequence[int], radius: int) -> dict[int, Near]:
+    def around(self, token: object, rowids: Sequence[int], radius: int) -> dict[int, Near]:
         """Each row's neighbourhood (as :meth:`Backend.around`)."""
-        kept = self._around
+        part = self._part(token)
+        kept = part.around if part is not None else {}
         out: dict[int, Near] = {}
         missing: list[int] = []
         for r in rowids:
@@ -84,18 +123,23 @@ class SearchReads:
         if missing:
             read = self.backend.around(missing, radius)
             out.update(read)
-            self._keep(mark, "around", {(r, radius): v for r, v in read.items()})
+            self._keep(token, "around", {(r, radius): v for r, v in read.items()})
         return out
 
-    def _keep(self, mark: object, kind: str, entries: Mapping[Any, Any]) -> None:
+    def _keep(self, token: object, kind: str, entries: Mapping[Any, Any]) -> None:
         with self._lock:
             # Read under an older mark (a write came in meanwhile): not kept.
-            if mark != self._mark:
+            part = self._part(token)
+            if part is None:
                 return
-            table: dict[Any, Any] = self._rows if kind == "rows" else self._around
-            if len(table) + len(entries) > self.max_rows:
-                table.clear()
+            if self._size + len(entries) > self.max_rows:
+                for other in self._parts.values():
+                    other.rows, other.around = {}, {}
+                self._size = 0
+            table: dict[Any, Any] = part.rows if kind == "rows" else part.around
+            before = len(table)
             table.update(entries)
+            self._size += len(table) - before
 
 
 #: Values a copy may share: nothing can change them.

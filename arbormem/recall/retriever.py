@@ -341,9 +341,10 @@ class Retriever:
         With ``every_feature=False`` features whose weight is zero may be left at 0.
         """
         cfg = config or self.config
-        # Before anything is read: what is kept from earlier searches is checked first.
-        mark = self.reads.begin()
+        # Before anything is read: what is kept from earlier searches is checked first,
+        # against the searched threads' own states.
         states = [self.backend.state(t) for t in threads]
+        mark = self.reads.begin(threads, states)
         question = self._question(threads, states, query)
         # The deep vectors once every searched thread has them; the store's until then.
         deep = self.deep

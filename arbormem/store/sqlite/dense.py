@@ -717,10 +717,13 @@ class VectorCache:
         return out
 
     def _session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
-        """:meth:`session_members` of the store, kept while its change mark holds: a
-        search read every member of its candidates' sessions each time (a millisecond
-        or two a query on a long conversation) to learn that nothing had changed."""
-        mark = self.backend.change_mark()
+        """:meth:`session_members` of the store, kept while the thread's state holds:
+        a search read every member of its candidates' sessions each time (a
+        millisecond or two a query on a long conversation) to learn that nothing had
+        changed. The thread's own state, not the store's change mark: another user's
+        add (on a server, many a second) leaves this thread's sessions as they were."""
+        st = self.backend.state(thread)
+        mark = (st.generation, st.max_rowid, st.next_index)
         with self._lock:
             kept = self._members.get(thread.id)
             known = kept[1] if kept is not None and kept[0] == mark else {}
