@@ -267,6 +267,8 @@ class DocStats:
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
         self._docs: dict[str, tuple[str, ...]] = {}
+        #: Per document, its length and how often each of its terms occurs in it.
+        self._counts: dict[str, tuple[int, dict[str, int]]] = {}
         #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
         #: 2i + 1): one small number a turn, whatever was asked of it.
         self._says: dict[str, int] = {}
@@ -281,6 +283,21 @@ class DocStats:
             # does): at 200,000 documents each full collection took 50 ms more.
             found = tuple(text.split())
             self._docs[text] = found
+        return found
+
+    def counts(self, text: str) -> tuple[int, dict[str, int]]:
+        """The document's length in terms and each term's count in it: a query term's
+        frequency is then one look-up, where counting it in the terms read them all
+        (long messages of real chats made that a large share of a search)."""
+        found = self._counts.get(text)
+        if found is None:
+            if len(self._counts) >= self.max_docs:
+                self._counts.clear()
+            toks = text.split()
+            tally: dict[str, int] = {}
+            for t in toks:
+                tally[t] = tally.get(t, 0) + 1
+            found = self._counts[text] = (len(toks), tally)
         return found
 
     def says(self, kind: str, content: str) -> bool:
@@ -327,7 +344,6 @@ def features(
     # The query's distinct terms in one fixed order: BM25 sums each document's terms
     # in it (the order the per-document sums always used, so scores stay as they were).
     qterms = list(set(question.terms))
-    qset = set(qterms)
     around = cands.around
     bm_turn = _bm25(stats, "turn", question.terms)
     bm_win = _bm25(stats, "window", question.terms)
@@ -343,19 +359,19 @@ def features(
         for rid, _, text in neighbourhood:
             if rid in slot:
                 continue
-            toks = docs.get(text)
+            size, tally = docs.counts(text)
             slot[rid] = len(lengths)
-            lengths.append(len(toks))
-            if qset.isdisjoint(toks):
+            lengths.append(size)
+            row = [tally.get(t, 0) for t in qterms]
+            if not any(row):
                 counts.append(none)
                 continue
-            row = [toks.count(t) for t in qterms]
             counts.append(row)
             if qpairs and len(row) - row.count(0) > 1:
                 held = {t for t, c in zip(qterms, row) if c}
                 # A query pair joins two query terms: only those positions can match.
                 pc: dict[str, int] = {}
-                for a, b in pairwise(toks):
+                for a, b in pairwise(docs.get(text)):
                     if a in held and b in held and a != b:
                         pr = f"{a}_{b}"
                         if pr in qpairs:
