@@ -118,6 +118,10 @@ class Outline:
         self._rows: dict[int, NodeRow] = {}
         #: Every node's shape, read in one pass (see add_shapes).
         self._bulk: NodeShapes | None = None
+        #: Parents read from the store for nodes not held above (leaves, mostly), and
+        #: the ids found to be no node of this thread.
+        self._parent: dict[int, int | None] = {}
+        self._elsewhere: set[int] = set()
 
     def add_shapes(self, shapes: NodeShapes) -> int:
         """Look shapes up in these (every node's, read in one pass); returns how many."""
@@ -132,12 +136,19 @@ class Outline:
             shape = self._brief.get(node_id)
             if shape is None and self._bulk is not None:
                 shape = self._bulk.get(node_id)
-            if shape is None:
-                rest.append(node_id)
-            else:
+            if shape is not None:
                 out[node_id] = shape[_PARENT]
+            elif node_id in self._parent:
+                out[node_id] = self._parent[node_id]
+            elif node_id not in self._elsewhere:
+                rest.append(node_id)
         if rest:
-            out.update(self.backend.parents(self.thread, rest))
+            # Kept for this tree version (an outline's lifetime): each search asks for
+            # its candidates' leaves, most of them asked before.
+            found = self.backend.parents(self.thread, rest)
+            self._parent.update(found)
+            self._elsewhere.update(r for r in rest if r not in found)
+            out.update(found)
         return out
 
     def _held(self, node_id: int) -> bool:
@@ -231,6 +242,8 @@ class SummaryVectors:
 class _ThreadCache:
     __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
+    version: tuple[int, int]
+
     def __init__(self, nodes: Outline, version: tuple[int, int]) -> None:
         self.version = version
         self.nodes = nodes
@@ -300,6 +313,10 @@ class TreeRecall:
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
         self._lock = threading.Lock()
+        #: The leaf of each message searches asked about (None: it has none), and the
+        #: searched threads and tree versions they hold for: a message changes leaves
+        #: only with its tree's version (see ``Backend.set_message_leaf``).
+        self._leaves: tuple[object, dict[int, int | None]] = ((), {})
 
     def _nodes(self, thread: Thread) -> _ThreadCache:
         """The thread's tree as of its current version (a new, empty outline after
@@ -417,6 +434,7 @@ class TreeRecall:
 
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
+            self._leaves = ((), {})
             if thread is None:
                 self._cache.clear()
             else:
@@ -466,10 +484,11 @@ class TreeRecall:
             return {}
         top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
-        leaves = self.backend.message_leaves(rowids)
+        held = {t.id: self._nodes(t) for t in threads}
+        caches = {tid: cache.nodes for tid, cache in held.items()}
+        leaves = self._leaves_of(tuple((tid, c.version) for tid, c in held.items()), rowids)
         wanted = list(set(leaves.values()))
         parent_of: dict[int, tuple[Thread, int | None]] = {}
-        caches = {t.id: self._nodes(t).nodes for t in threads}
         for t in threads:
             for leaf, parent in caches[t.id].parents(wanted).items():
                 parent_of[leaf] = (t, parent)
@@ -498,6 +517,32 @@ class TreeRecall:
             if coverage:
                 out[rowid]["cov_topic"] = shares.get(topic, 0.0)
                 out[rowid]["cov_sess"] = shares.get(session, 0.0)
+        return out
+
+    def _leaves_of(self, versions: object, rowids: Sequence[int]) -> dict[int, int]:
+        """The leaf of each message that has one, for searched threads at these tree
+        ``versions``: those not kept from earlier searches at the same versions are
+        read (and kept)."""
+        with self._lock:
+            key, kept = self._leaves
+            if key != versions or len(kept) >= 200_000:
+                kept = {}
+                self._leaves = (versions, kept)
+        out: dict[int, int] = {}
+        missing: list[int] = []
+        for r in rowids:
+            if r in kept:
+                leaf = kept[r]
+                if leaf is not None:
+                    out[r] = leaf
+            else:
+                missing.append(r)
+        if missing:
+            # Read after the versions: a write meanwhile moves them, and what is kept
+            # here under the old ones is never looked at again.
+            read = self.backend.message_leaves(missing)
+            out.update(read)
+            kept.update({r: read.get(r) for r in missing})
         return out
 
     def _terms_of(self, doc: str) -> frozenset[str]:
