@@ -122,6 +122,8 @@ class Outline:
         #: the ids found to be no node of this thread.
         self._parent: dict[int, int | None] = {}
         self._elsewhere: set[int] = set()
+        #: Each leaf's own topic and its session's (see leaf_topics).
+        self._leaf_topics: dict[int, tuple[int, int] | None] = {}
 
     def add_shapes(self, shapes: NodeShapes) -> int:
         """Look shapes up in these (every node's, read in one pass); returns how many."""
@@ -150,6 +152,20 @@ class Outline:
             self._elsewhere.update(r for r in rest if r not in found)
             out.update(found)
         return out
+
+    def leaf_topics(self, leaf_ids: Sequence[int]) -> dict[int, tuple[int, int] | None]:
+        """For each of these leaves of the thread (others are left out): its own
+        topic and its session's, the deepest and the highest topic above it (None
+        when no topic is), kept for the outline's lifetime like its shapes."""
+        known = self._leaf_topics
+        rest = [i for i in leaf_ids if i not in known]
+        if rest:
+            parents = self.parents(rest)
+            self.load(parents.values())
+            for leaf, parent in parents.items():
+                chain = [n for n in self.lineage(parent) if self.kind(n) == "topic"]
+                known[leaf] = (chain[-1], chain[0]) if chain else None
+        return {i: known[i] for i in leaf_ids if i in known}
 
     def _held(self, node_id: int) -> bool:
         """Whether the node's shape is held with all its ancestors', taking them
@@ -488,21 +504,14 @@ class TreeRecall:
         caches = {tid: cache.nodes for tid, cache in held.items()}
         leaves = self._leaves_of(tuple((tid, c.version) for tid, c in held.items()), rowids)
         wanted = list(set(leaves.values()))
-        parent_of: dict[int, tuple[Thread, int | None]] = {}
+        topics_of: dict[int, tuple[int, int] | None] = {}
         for t in threads:
-            for leaf, parent in caches[t.id].parents(wanted).items():
-                parent_of[leaf] = (t, parent)
+            topics_of.update(caches[t.id].leaf_topics(wanted))
         chains: dict[int, tuple[int, int]] = {}
-        for t in threads:
-            caches[t.id].load(p for th, p in parent_of.values() if th.id == t.id)
         for rowid, leaf_id in leaves.items():
-            if leaf_id not in parent_of:
-                continue
-            thread, parent = parent_of[leaf_id]
-            outline = caches[thread.id]
-            chain = [n for n in outline.lineage(parent) if outline.kind(n) == "topic"]
-            if chain:
-                chains[rowid] = (chain[-1], chain[0])
+            pair = topics_of.get(leaf_id)
+            if pair is not None:
+                chains[rowid] = pair
         nodes = {n for pair in chains.values() for n in pair}
         shares: dict[int, float] = {}
         if coverage:
