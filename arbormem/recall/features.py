@@ -181,11 +181,11 @@ class BM25:
         one column per term of ``terms``; ``lengths`` the documents' lengths."""
         norm = self.k1 * (1.0 - self.b + self.b * lengths / self.avgdl)
         total = np.zeros(len(tf), dtype=np.float64)
-        # Term by term, as :meth:`score` adds them; a term a document lacks adds 0.
+        # Term by term, as :meth:`score` adds them; a term a document lacks adds
+        # exactly 0 (norm is positive), so every row takes the same steps.
         for j, t in enumerate(terms):
             f = tf[:, j]
-            held = f > 0
-            total[held] += self.idf.get(t, 0.0) * f[held] * (self.k1 + 1.0) / (f[held] + norm[held])
+            total += self.idf.get(t, 0.0) * f * (self.k1 + 1.0) / (f + norm)
         return total
 
     def coverages(self, tf: np.ndarray, terms: Sequence[str]) -> np.ndarray:
@@ -194,7 +194,7 @@ class BM25:
         if not self._idf_total:
             return total
         for j, t in enumerate(terms):
-            total[tf[:, j] > 0] += self.idf.get(t, 0.0)
+            total += self.idf.get(t, 0.0) * (tf[:, j] > 0)
         return total / self._idf_total
 
 
