@@ -362,7 +362,7 @@ def features(
             size, tally = docs.counts(text)
             slot[rid] = len(lengths)
             lengths.append(size)
-            row = [tally.get(t, 0) for t in qterms]
+            row = list(map(tally.get, qterms, none))
             if not any(row):
                 counts.append(none)
                 continue
@@ -412,7 +412,8 @@ def features(
             if pos + 1 < len(rids):
                 next_ids[i] = rids[pos + 1]
                 next_at[i] = slot[rids[pos + 1]]
-        if min([idx for _, idx, _ in neighbourhood]) >= cands.rows[rowid].message.index:
+        # (A neighbourhood is in thread order: its first turn is its earliest.)
+        if neighbourhood[0][1] >= cands.rows[rowid].message.index:
             opens[i] = 1.0
     members = np.asarray(member_rows, dtype=np.int64)
     own = np.asarray(own_at, dtype=np.int64)
