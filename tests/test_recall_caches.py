@@ -98,3 +98,22 @@ def test_a_leaf_given_another_parent_has_its_topics_at_the_next_search(mem: Memo
     after = _signals(mem, tree)
     assert after == _fresh(mem)
     assert after[watering.rowid] != before[watering.rowid]
+
+
+def test_a_topic_whose_content_is_indexed_again_has_its_new_coverage_at_the_next_search(
+    mem: Memory,
+) -> None:
+    tree = mem.engine.tree_recall
+    rows = _rows(mem)
+    watering = rows[len(KAYAK) + 4]
+    before = _signals(mem, tree)
+    assert before[watering.rowid]["cov_sess"] == 0.0
+    leaf = mem.backend.message_leaves([watering.rowid])[watering.rowid]
+    topics = mem.engine.tree_recall._nodes(_thread(mem)).nodes.leaf_topics([leaf])[leaf]
+    assert topics is not None
+    session_topic = topics[1]
+    # As a growing topic's index catching up does (no message added, no tree change).
+    mem.backend.index_nodes("segment", {session_topic: " ".join([*TERMS, "garden"])})
+    after = _signals(mem, tree)
+    assert after == _fresh(mem)
+    assert after[watering.rowid]["cov_sess"] == 1.0

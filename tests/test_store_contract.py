@@ -18,7 +18,7 @@ from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
-from arbormem.store.types import PURGE_PENDING, TreeState
+from arbormem.store.types import PURGE_PENDING, NodeRow, TreeState
 from arbormem.text import analyze
 
 from .backends import backend
@@ -944,3 +944,17 @@ def test_threads_python_did_not_start_keep_no_connection_between_reads(
         assert done.wait(10)
     assert len(store._readers) <= 1  # used to keep all 20 open until close()
     store.close()
+
+
+def test_replacing_a_nodes_documents_moves_the_change_mark(backend: Backend) -> None:
+    # Searches keep topics' documents under it (tree/recall.py).
+    t = backend.thread("u", "a", create=True)
+    assert t
+    backend.append(t, [msg("a b", "s1", 0)])
+    node = NodeRow(None, None, "topic", 0, 0, 0, T0, T0)
+    backend.put_nodes(t, [node])
+    assert node.id is not None
+    before = backend.change_mark()
+    backend.index_nodes("segment", {node.id: "kayak trip"})
+    assert backend.change_mark() != before
+    assert backend.node_docs("segment", [node.id]) == {node.id: "kayak trip"}

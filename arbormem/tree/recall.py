@@ -318,9 +318,9 @@ class TreeRecall:
     ) -> None:
         self.backend = backend
         self.embedder = embedder
-        #: The distinct terms of topic contents, by content: the same text always has
-        #: the same terms, so an entry never goes stale (the size alone is bounded).
-        self._term_sets: dict[str, frozenset[str]] = {}
+        #: The distinct terms of topics' contents (None: not indexed), and the searched
+        #: threads' tree versions and the store's change mark they hold for.
+        self._term_sets: tuple[object, dict[int, frozenset[str] | None]] = ((), {})
         #: Where topic vectors are saved between processes (None: not saved).
         self.folder = folder
         #: The folder's lock, shared with other processes (see arbormem.store.sidecar).
@@ -451,6 +451,7 @@ class TreeRecall:
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
             self._leaves = ((), {})
+            self._term_sets = ((), {})
             if thread is None:
                 self._cache.clear()
             else:
@@ -502,7 +503,8 @@ class TreeRecall:
         score = {node: s / top for node, s in hits}
         held = {t.id: self._nodes(t) for t in threads}
         caches = {tid: cache.nodes for tid, cache in held.items()}
-        leaves = self._leaves_of(tuple((tid, c.version) for tid, c in held.items()), rowids)
+        versions = tuple((tid, c.version) for tid, c in held.items())
+        leaves = self._leaves_of(versions, rowids)
         wanted = list(set(leaves.values()))
         topics_of: dict[int, tuple[int, int] | None] = {}
         for t in threads:
@@ -517,8 +519,8 @@ class TreeRecall:
         if coverage:
             wanted_terms = set(terms)
             shares = {
-                node: len(wanted_terms.intersection(self._terms_of(doc))) / len(wanted_terms)
-                for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
+                node: len(wanted_terms.intersection(held)) / len(wanted_terms)
+                for node, held in self._topic_terms(versions, sorted(nodes)).items()
             }
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
@@ -554,14 +556,25 @@ class TreeRecall:
             kept.update({r: read.get(r) for r in missing})
         return out
 
-    def _terms_of(self, doc: str) -> frozenset[str]:
-        """The distinct terms of a topic's content (split once per distinct text)."""
-        found = self._term_sets.get(doc)
-        if found is None:
-            if len(self._term_sets) >= 4_096:  # topics hold long texts
-                self._term_sets.clear()
-            found = self._term_sets[doc] = frozenset(doc.split())
-        return found
+    def _topic_terms(self, versions: object, nodes: Sequence[int]) -> dict[int, frozenset[str]]:
+        """The distinct terms of each of these topics' content (those indexed), kept
+        under the searched threads' tree ``versions`` and the store's change mark,
+        which a topic's content never changes without (see ``index_nodes``): a
+        search's topics hold whole sessions, and reading their text each time cost
+        more than a millisecond."""
+        key = (versions, self.backend.change_mark())
+        with self._lock:
+            held, kept = self._term_sets
+            if held != key or len(kept) >= 4_096:  # topics hold long texts
+                kept = {}
+                self._term_sets = (key, kept)
+        missing = [n for n in nodes if n not in kept]
+        if missing:
+            # Read after the mark: a write meanwhile moves it, and what is kept here
+            # under the old one is never looked at again.
+            read = self.backend.node_docs("segment", missing)
+            kept.update({n: frozenset(read[n].split()) if n in read else None for n in missing})
+        return {n: terms for n in nodes if (terms := kept[n]) is not None}
 
     def expand(
         self,
