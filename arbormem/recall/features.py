@@ -315,11 +315,29 @@ class DocStats:
         return bool(bits >> (2 * i + 1) & 1)
 
 
+def _found(pattern: re.Pattern[str], lowered: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` (case-insensitive, its letters lower-case ASCII) matches
+    in ``text``, found by ``lowered`` (the same pattern, case-sensitive) in the text
+    lowered when that gives the same answer: three times faster on long messages.
+
+    It does when each of the text's characters beyond ASCII has no case at all
+    (emoji, most punctuation): lowering then changes only A-Z, keeps every
+    position a word character or not, and the only characters a case-insensitive
+    ASCII letter matches besides itself in either case (the Kelvin sign, the long s,
+    the dotless i...) all have a case, so they take the slow path."""
+    if text.isascii() or all(c.lower() == c == c.upper() for c in set(text) if not c.isascii()):
+        return lowered.search(text.lower()) is not None
+    return pattern.search(text) is not None
+
+
+_TIME_LOWERED = re.compile(_TIME.pattern)
+_NUMBER_LOWERED = re.compile(_NUMBER.pattern)
+
 #: What :meth:`DocStats.says` can test a turn's content for.
 _TESTS = ("when", "count", "who")
 _TEST_OF = {
-    "when": lambda content: _TIME.search(content) is not None,
-    "count": lambda content: _NUMBER.search(content) is not None,
+    "when": lambda content: _found(_TIME, _TIME_LOWERED, content),
+    "count": lambda content: _found(_NUMBER, _NUMBER_LOWERED, content),
     "who": lambda content: _PROPER.search(content[1:]) is not None,
 }
 
