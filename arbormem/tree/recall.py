@@ -519,8 +519,8 @@ class TreeRecall:
         if coverage:
             wanted_terms = set(terms)
             shares = {
-                node: len(wanted_terms.intersection(held)) / len(wanted_terms)
-                for node, held in self._topic_terms(versions, sorted(nodes)).items()
+                node: len(wanted_terms.intersection(its)) / len(wanted_terms)
+                for node, its in self._topic_terms(versions, sorted(nodes)).items()
             }
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
