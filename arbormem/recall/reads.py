@@ -15,12 +15,11 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import Any
 
 from arbormem.store.base import Backend
 from arbormem.store.types import Row
-
-_T = TypeVar("_T")
 
 #: Neighbourhoods are (row id, position, terms) per turn, as ``around`` gives them.
 Near = list[tuple[int, int, str]]
@@ -69,8 +68,7 @@ class SearchReads:
         meta = row.message.metadata
         if not meta:
             return row
-        message = _copy_with(row.message, metadata=_copied(dict(meta)))
-        return _copy_with(row, message=message)
+        return replace(row, message=replace(row.message, metadata=_copied(dict(meta))))
 
     def around(self, mark: object, rowids: Sequence[int], radius: int) -> dict[int, Near]:
         """Each row's neighbourhood (as :meth:`Backend.around`)."""
@@ -98,17 +96,6 @@ class SearchReads:
             if len(table) + len(entries) > self.max_rows:
                 table.clear()
             table.update(entries)
-
-
-def _copy_with(obj: _T, **changes: Any) -> _T:
-    """A copy of a frozen dataclass instance with some fields changed, as
-    :func:`dataclasses.replace` makes it but without running ``__init__`` again
-    (which checked nothing here and cost most of handing out a search's hits). Only
-    for classes with a ``__dict__`` and no ``__post_init__``: Row and Message."""
-    new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    new.__dict__.update(changes)
-    return new
 
 
 #: Values a copy may share: nothing can change them.
