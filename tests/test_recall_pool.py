@@ -237,3 +237,41 @@ def test_steps_a_call_leaves_are_taken_by_the_next_with_the_same_values(mem: Mem
         assert a.at.keys() == b.at.keys() and len(a.at) > 0
         for r in a.at:
             assert np.array_equal(a.matrix[a.at[r]], b.matrix[b.at[r]])
+
+
+def test_time_and_number_tests_on_lowered_text_answer_as_the_case_blind_patterns() -> None:
+    from arbormem.recall.features import (
+        _NUMBER,
+        _NUMBER_LOWERED,
+        _TIME,
+        _TIME_LOWERED,
+        _found,
+    )
+
+    # Their letters are lower-case ASCII: what lowering the text relies on.
+    assert _TIME.pattern == _TIME.pattern.lower() and _TIME.pattern.isascii()
+    assert _NUMBER.pattern == _NUMBER.pattern.lower() and _NUMBER.pattern.isascii()
+    texts = [
+        "We went YESTERDAY",
+        "see you Tonight 🙂",
+        "back in 2019!!",
+        "back in 20199",
+        "Last Week was fun",
+        "last  week",
+        "on Thursday morning",
+        "Thursdays",
+        "ONE more thing",
+        "someone often listens",
+        "3pm or 15:30",
+        "٣ days",  # a digit beyond ASCII
+        "yeſterday",  # a long s: matches s without regard to case
+        "tonıght",  # a dotless i
+        "\u212a ONE",  # the Kelvin sign, a k
+        "İstanbul twice",
+        "café ten",
+        "naïve 🎉🎉 Friday",
+        "",
+    ]
+    for text in texts:
+        for pattern, lowered in ((_TIME, _TIME_LOWERED), (_NUMBER, _NUMBER_LOWERED)):
+            assert _found(pattern, lowered, text) == (pattern.search(text) is not None), text

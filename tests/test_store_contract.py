@@ -18,7 +18,7 @@ from arbormem.errors import SchemaError, StoreError
 from arbormem.ids import content_hash
 from arbormem.store import Backend, Filters, NewMessage, SQLiteBackend
 from arbormem.store.sqlite.schema import LATEST
-from arbormem.store.types import PURGE_PENDING
+from arbormem.store.types import PURGE_PENDING, NodeRow, TreeState
 from arbormem.text import analyze
 
 from .backends import backend
@@ -126,6 +126,23 @@ def test_leaf_messages_are_taken_by_leaf_in_thread_order(backend: Backend) -> No
     assert [r.message.content for r in backend.leaf_messages(t, [7])] == ["a b", "g h"]
     assert [r.message.index for r in backend.leaf_messages(t, [8, 7])] == [0, 1, 3]
     assert backend.leaf_messages(t, []) == []
+
+
+def test_moving_messages_to_a_leaf_moves_their_trees_version_and_no_other(
+    backend: Backend,
+) -> None:
+    # Searches keep the leaf of each message under its tree's version (tree/recall.py).
+    t, other = backend.thread("u", "a", create=True), backend.thread("v", "a", create=True)
+    assert t and other
+    mine = backend.append(t, [msg("a b", "s1", 0), msg("c d", "s1", 1)])
+    backend.append(other, [msg("e f", "s1", 0)])
+    for thread in (t, other):
+        backend.set_tree_state(thread, TreeState())
+    before = backend.tree_state(t).version, backend.tree_state(other).version
+    backend.set_message_leaf([mine[1].rowid], 9)
+    assert backend.tree_state(t).version > before[0]
+    assert backend.tree_state(other).version == before[1]
+    assert backend.message_leaves([r.rowid for r in mine]) == {mine[1].rowid: 9}
 
 
 def test_around_gives_each_message_its_live_session_neighbours_in_order(
@@ -927,3 +944,17 @@ def test_threads_python_did_not_start_keep_no_connection_between_reads(
         assert done.wait(10)
     assert len(store._readers) <= 1  # used to keep all 20 open until close()
     store.close()
+
+
+def test_replacing_a_nodes_documents_moves_the_change_mark(backend: Backend) -> None:
+    # Searches keep topics' documents under it (tree/recall.py).
+    t = backend.thread("u", "a", create=True)
+    assert t
+    backend.append(t, [msg("a b", "s1", 0)])
+    node = NodeRow(None, None, "topic", 0, 0, 0, T0, T0)
+    backend.put_nodes(t, [node])
+    assert node.id is not None
+    before = backend.change_mark()
+    backend.index_nodes("segment", {node.id: "kayak trip"})
+    assert backend.change_mark() != before
+    assert backend.node_docs("segment", [node.id]) == {node.id: "kayak trip"}

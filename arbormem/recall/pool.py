@@ -128,19 +128,18 @@ class CandidatePool:
         """The vectors of the candidates ``kept`` and of their next neighbours (the
         turn just before and after), and their sessions' centroids."""
         assert self.vectors is not None
+        rows, around, have = self.rows, self.around, self._vec_at
         for thread in self.threads:
             mine = [r for r in kept if self.thread_of[r].id == thread.id]
             if not mine:
                 continue
-            wanted = sorted(
-                {
-                    rid
-                    for r in mine
-                    for rid, idx, _ in self.around.get(r, [])
-                    if abs(idx - self.rows[r].message.index) <= 1
-                }
-                | set(mine) - self._vec_at.keys()
-            )
+            # Each candidate and the turns just before and after it, less what an
+            # earlier step read (a row's vector is the same whichever step reads it).
+            near: set[int] = set(mine)
+            for r in mine:
+                pos = rows[r].message.index
+                near.update(rid for rid, idx, _ in around.get(r, ()) if pos - 1 <= idx <= pos + 1)
+            wanted = sorted(near.difference(have))
             if wanted:
                 ok, vecs = self.vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
                 found = np.flatnonzero(ok)

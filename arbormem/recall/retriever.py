@@ -367,12 +367,21 @@ class Retriever:
         # The sources below read different indexes and need nothing from each other;
         # their candidates join in this order (see _gather for where each runs).
         jobs: dict[str, Callable[[], Any]] = {}
+        affordable: dict[str, tuple[list[str], float]] = {}
+
+        def afford(key: str) -> tuple[list[str], float]:
+            # Each key's terms once: the dates search the windows' and the topics the
+            # turns' (the statistics are this search's, so the answer is the same).
+            if key not in affordable:
+                affordable[key] = self._affordable(key, question.terms, budget, threads, stats)
+            return affordable[key]
+
         if cfg.lexical and question.terms:
             turn_pool = max(cfg.turn_candidates, depth) if cfg.turn_candidates > 0 else 0
             last = max(st.max_rowid for st in states)
             for key, n in (("turn", turn_pool), ("window", cfg.window_candidates)):
                 if n > 0:
-                    terms, share = self._affordable(key, question.terms, budget, threads, stats)
+                    terms, share = afford(key)
                     jobs[key] = partial(
                         self.backend.lexical_search,
                         threads,
@@ -400,7 +409,7 @@ class Retriever:
                     self.backend.lexical_search_spans,
                     threads,
                     "window",
-                    self._affordable("window", question.terms, budget, threads, stats)[0],
+                    afford("window")[0],
                     -(-cfg.date_candidates // max(1, len(spans))),
                     spans,
                     filters,
@@ -408,7 +417,7 @@ class Retriever:
         if self.tree is not None and question.terms:
             # A topic's content holds each of its turns' terms: the turn key's posting
             # counts bound the cost of searching topics too.
-            terms, share = self._affordable("turn", question.terms, budget, threads, stats)
+            terms, share = afford("turn")
             jobs["topics"] = partial(self.tree.segment_hits, threads, terms, share=share)
         big = sum(st.next_index for st in states) >= PARALLEL_FROM
         if cfg.dense:

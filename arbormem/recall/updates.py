@@ -8,6 +8,7 @@ when the ranking had them close.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from itertools import pairwise
 
 from arbormem.models import Hit
@@ -58,18 +59,13 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
     # A speaker's name says who spoke, not what about: every turn of theirs holds it,
     # and two of them sharing it and one more word were taken for the same fact.
     # (So the query terms a hit shares are those of its content.)
-    q = q - {t for h in hits for t in analyze(h.message.speaker or "")}
-    shared = [q.intersection(analyze(h.message.content)) for h in hits]
-
-    def has_marker(j: int) -> bool:
-        said = words(hits[j].message.content)
-        return bool(set(said) & _UPDATE_MARKERS) or any(
-            a == "no" and b == "longer" for a, b in pairwise(said)
-        )
-
+    q = q - {t for h in hits for t in _terms(h.message.speaker or "")}
+    shared = [q.intersection(_terms(h.message.content)) for h in hits]
     # Only a hit holding two of the query's terms and an update word can update
     # another (most searches have none, and nothing to compare).
-    updates = [j for j, s in enumerate(shared) if len(s) >= 2 and has_marker(j)]
+    updates = [
+        j for j, s in enumerate(shared) if len(s) >= 2 and _has_marker(hits[j].message.content)
+    ]
     if not updates:
         return hits
 
@@ -95,3 +91,20 @@ def _mark(hits: list[Hit], q: set[str]) -> list[Hit]:
             if pos_j > pos_i and hits[j].score >= 0.75 * hits[i].score:
                 order.insert(pos_i, order.pop(pos_j))
     return [marked[i] for i in order]
+
+
+# A conversation's searches return the same turns again and again: what is read of a
+# text here is kept by the text (the same text always reads the same).
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> frozenset[str]:
+    """The distinct index terms of a text."""
+    return frozenset(analyze(text))
+
+
+@lru_cache(maxsize=8192)
+def _has_marker(content: str) -> bool:
+    """Whether a text carries an update word ("anymore", "no longer"...)."""
+    said = words(content)
+    return bool(set(said) & _UPDATE_MARKERS) or any(
+        a == "no" and b == "longer" for a, b in pairwise(said)
+    )

@@ -59,7 +59,8 @@ class StoreCore(abc.ABC):
     @abc.abstractmethod
     def change_mark(self) -> tuple[int, int]:
         """Something that changes whenever messages are added or removed anywhere in
-        the store: (highest message row number, a count of forgets and rewrites).
+        the store, or a tree node's lexical documents are replaced: (highest message
+        row number, a count of forgets, rewrites and such replacements).
         It is read on every search, so it must cost the same however many threads."""
 
     def map_for_search(self) -> None:

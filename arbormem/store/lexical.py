@@ -121,7 +121,9 @@ class LexicalIndex(StoreCore):
 
     @abc.abstractmethod
     def index_nodes(self, key: str, docs: Mapping[int, str]) -> None:
-        """Replace the lexical documents (analysed terms) of nodes under ``key``."""
+        """Replace the lexical documents (analysed terms) of nodes under ``key``; the
+        store's :meth:`~arbormem.store.core.StoreCore.change_mark` moves (searches keep
+        what they read of the documents under it)."""
 
     @abc.abstractmethod
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:

@@ -82,7 +82,8 @@ class TreeStore(StoreCore):
 
     @abc.abstractmethod
     def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
-        """Record which leaf each message belongs to."""
+        """Record which leaf each message belongs to; the version of each of their
+        threads' trees moves (what searches keep of message leaves is kept under it)."""
 
     @abc.abstractmethod
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:

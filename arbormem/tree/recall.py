@@ -118,6 +118,12 @@ class Outline:
         self._rows: dict[int, NodeRow] = {}
         #: Every node's shape, read in one pass (see add_shapes).
         self._bulk: NodeShapes | None = None
+        #: Parents read from the store for nodes not held above (leaves, mostly), and
+        #: the ids found to be no node of this thread.
+        self._parent: dict[int, int | None] = {}
+        self._elsewhere: set[int] = set()
+        #: Each leaf's own topic and its session's (see leaf_topics).
+        self._leaf_topics: dict[int, tuple[int, int] | None] = {}
 
     def add_shapes(self, shapes: NodeShapes) -> int:
         """Look shapes up in these (every node's, read in one pass); returns how many."""
@@ -132,13 +138,34 @@ class Outline:
             shape = self._brief.get(node_id)
             if shape is None and self._bulk is not None:
                 shape = self._bulk.get(node_id)
-            if shape is None:
-                rest.append(node_id)
-            else:
+            if shape is not None:
                 out[node_id] = shape[_PARENT]
+            elif node_id in self._parent:
+                out[node_id] = self._parent[node_id]
+            elif node_id not in self._elsewhere:
+                rest.append(node_id)
         if rest:
-            out.update(self.backend.parents(self.thread, rest))
+            # Kept for this tree version (an outline's lifetime): each search asks for
+            # its candidates' leaves, most of them asked before.
+            found = self.backend.parents(self.thread, rest)
+            self._parent.update(found)
+            self._elsewhere.update(r for r in rest if r not in found)
+            out.update(found)
         return out
+
+    def leaf_topics(self, leaf_ids: Sequence[int]) -> dict[int, tuple[int, int] | None]:
+        """For each of these leaves of the thread (others are left out): its own
+        topic and its session's, the deepest and the highest topic above it (None
+        when no topic is), kept for the outline's lifetime like its shapes."""
+        known = self._leaf_topics
+        rest = [i for i in leaf_ids if i not in known]
+        if rest:
+            parents = self.parents(rest)
+            self.load(parents.values())
+            for leaf, parent in parents.items():
+                chain = [n for n in self.lineage(parent) if self.kind(n) == "topic"]
+                known[leaf] = (chain[-1], chain[0]) if chain else None
+        return {i: known[i] for i in leaf_ids if i in known}
 
     def _held(self, node_id: int) -> bool:
         """Whether the node's shape is held with all its ancestors', taking them
@@ -231,6 +258,8 @@ class SummaryVectors:
 class _ThreadCache:
     __slots__ = ("matrix", "nodes", "topic_ids", "vectors", "version")
 
+    version: tuple[int, int]
+
     def __init__(self, nodes: Outline, version: tuple[int, int]) -> None:
         self.version = version
         self.nodes = nodes
@@ -289,9 +318,9 @@ class TreeRecall:
     ) -> None:
         self.backend = backend
         self.embedder = embedder
-        #: The distinct terms of topic contents, by content: the same text always has
-        #: the same terms, so an entry never goes stale (the size alone is bounded).
-        self._term_sets: dict[str, frozenset[str]] = {}
+        #: The distinct terms of topics' contents (None: not indexed), and the searched
+        #: threads' tree versions and the store's change mark they hold for.
+        self._term_sets: tuple[object, dict[int, frozenset[str] | None]] = ((), {})
         #: Where topic vectors are saved between processes (None: not saved).
         self.folder = folder
         #: The folder's lock, shared with other processes (see arbormem.store.sidecar).
@@ -300,6 +329,10 @@ class TreeRecall:
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
         self._lock = threading.Lock()
+        #: The leaf of each message searches asked about (None: it has none), and the
+        #: searched threads and tree versions they hold for: a message changes leaves
+        #: only with its tree's version (see ``Backend.set_message_leaf``).
+        self._leaves: tuple[object, dict[int, int | None]] = ((), {})
 
     def _nodes(self, thread: Thread) -> _ThreadCache:
         """The thread's tree as of its current version (a new, empty outline after
@@ -417,6 +450,8 @@ class TreeRecall:
 
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
+            self._leaves = ((), {})
+            self._term_sets = ((), {})
             if thread is None:
                 self._cache.clear()
             else:
@@ -466,31 +501,26 @@ class TreeRecall:
             return {}
         top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
-        leaves = self.backend.message_leaves(rowids)
+        held = {t.id: self._nodes(t) for t in threads}
+        caches = {tid: cache.nodes for tid, cache in held.items()}
+        versions = tuple((tid, c.version) for tid, c in held.items())
+        leaves = self._leaves_of(versions, rowids)
         wanted = list(set(leaves.values()))
-        parent_of: dict[int, tuple[Thread, int | None]] = {}
-        caches = {t.id: self._nodes(t).nodes for t in threads}
+        topics_of: dict[int, tuple[int, int] | None] = {}
         for t in threads:
-            for leaf, parent in caches[t.id].parents(wanted).items():
-                parent_of[leaf] = (t, parent)
+            topics_of.update(caches[t.id].leaf_topics(wanted))
         chains: dict[int, tuple[int, int]] = {}
-        for t in threads:
-            caches[t.id].load(p for th, p in parent_of.values() if th.id == t.id)
         for rowid, leaf_id in leaves.items():
-            if leaf_id not in parent_of:
-                continue
-            thread, parent = parent_of[leaf_id]
-            outline = caches[thread.id]
-            chain = [n for n in outline.lineage(parent) if outline.kind(n) == "topic"]
-            if chain:
-                chains[rowid] = (chain[-1], chain[0])
+            pair = topics_of.get(leaf_id)
+            if pair is not None:
+                chains[rowid] = pair
         nodes = {n for pair in chains.values() for n in pair}
         shares: dict[int, float] = {}
         if coverage:
             wanted_terms = set(terms)
             shares = {
-                node: len(wanted_terms.intersection(self._terms_of(doc))) / len(wanted_terms)
-                for node, doc in self.backend.node_docs("segment", sorted(nodes)).items()
+                node: len(wanted_terms.intersection(its)) / len(wanted_terms)
+                for node, its in self._topic_terms(versions, sorted(nodes)).items()
             }
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
@@ -500,14 +530,51 @@ class TreeRecall:
                 out[rowid]["cov_sess"] = shares.get(session, 0.0)
         return out
 
-    def _terms_of(self, doc: str) -> frozenset[str]:
-        """The distinct terms of a topic's content (split once per distinct text)."""
-        found = self._term_sets.get(doc)
-        if found is None:
-            if len(self._term_sets) >= 4_096:  # topics hold long texts
-                self._term_sets.clear()
-            found = self._term_sets[doc] = frozenset(doc.split())
-        return found
+    def _leaves_of(self, versions: object, rowids: Sequence[int]) -> dict[int, int]:
+        """The leaf of each message that has one, for searched threads at these tree
+        ``versions``: those not kept from earlier searches at the same versions are
+        read (and kept)."""
+        with self._lock:
+            key, kept = self._leaves
+            if key != versions or len(kept) >= 200_000:
+                kept = {}
+                self._leaves = (versions, kept)
+        out: dict[int, int] = {}
+        missing: list[int] = []
+        for r in rowids:
+            if r in kept:
+                leaf = kept[r]
+                if leaf is not None:
+                    out[r] = leaf
+            else:
+                missing.append(r)
+        if missing:
+            # Read after the versions: a write meanwhile moves them, and what is kept
+            # here under the old ones is never looked at again.
+            read = self.backend.message_leaves(missing)
+            out.update(read)
+            kept.update({r: read.get(r) for r in missing})
+        return out
+
+    def _topic_terms(self, versions: object, nodes: Sequence[int]) -> dict[int, frozenset[str]]:
+        """The distinct terms of each of these topics' content (those indexed), kept
+        under the searched threads' tree ``versions`` and the store's change mark,
+        which a topic's content never changes without (see ``index_nodes``): a
+        search's topics hold whole sessions, and reading their text each time cost
+        more than a millisecond."""
+        key = (versions, self.backend.change_mark())
+        with self._lock:
+            held, kept = self._term_sets
+            if held != key or len(kept) >= 4_096:  # topics hold long texts
+                kept = {}
+                self._term_sets = (key, kept)
+        missing = [n for n in nodes if n not in kept]
+        if missing:
+            # Read after the mark: a write meanwhile moves it, and what is kept here
+            # under the old one is never looked at again.
+            read = self.backend.node_docs("segment", missing)
+            kept.update({n: frozenset(read[n].split()) if n in read else None for n in missing})
+        return {n: terms for n in nodes if (terms := kept[n]) is not None}
 
     def expand(
         self,

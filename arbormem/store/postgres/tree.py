@@ -341,9 +341,17 @@ class PostgresTree(PostgresLexical):
             return
         with self._writing() as conn:
             rows = conn.execute(
-                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id",
+                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id, scope_id",
                 (leaf_id, [int(r) for r in rowids]),
             ).fetchall()
+            # Searches keep which leaf holds each message under the tree's version (see
+            # TreeRecall.turn_signals): a message that changed leaves moves it.
+            trees = sorted({(int(r[1]), int(r[0])) for r in rows})
+            conn.execute(
+                "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
+                " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
+                ([s for s, _ in trees], [t for _, t in trees]),
+            )
             # The messages' threads' change counters move at the commit (see
             # connection._commit_sql), as for the threads whose locks it holds.
             self._wrote(r[0] for r in rows)

@@ -463,6 +463,11 @@ class SQLiteLexical(SQLiteConnection):
                 c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
                 if terms:
                     c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+            if docs:
+                # Searches keep the topics' documents under the change mark (see
+                # TreeRecall.turn_signals), and a growing topic's is replaced with no
+                # message added when its index catches up (TreeGrower.flush_segments).
+                c.execute("UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1")
 
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
         if key not in NODE_KEYS:

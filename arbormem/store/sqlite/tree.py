@@ -290,10 +290,21 @@ class SQLiteTree(SQLiteLexical):
             return removed
 
     def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
+        if not rowids:
+            return
         with self.transaction():
-            self._writer.executemany(
+            c = self._writer
+            c.executemany(
                 "UPDATE messages SET leaf_id = ? WHERE id = ?", [(leaf_id, r) for r in rowids]
             )
+            # Searches keep which leaf holds each message under the tree's version (see
+            # TreeRecall.turn_signals): a message that changed leaves moves it.
+            for chunk, marks in batches(list(dict.fromkeys(rowids))):
+                c.execute(
+                    "UPDATE tree_state SET version = version + 1 WHERE thread_id IN"
+                    f" (SELECT DISTINCT thread_id FROM messages WHERE id IN ({marks}))",
+                    chunk,
+                )
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self.transaction():
