@@ -117,3 +117,33 @@ def test_a_topic_whose_content_is_indexed_again_has_its_new_coverage_at_the_next
     after = _signals(mem, tree)
     assert after == _fresh(mem)
     assert after[watering.rowid]["cov_sess"] == 1.0
+
+
+def test_searches_that_alternate_between_users_keep_each_users_leaves(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server's searches go from tenant to tenant: each one's message leaves stay
+    # kept while its tree is unchanged, instead of the last searched thread's only.
+    for i, text in enumerate(KAYAK):
+        mem.add(text, role=("user", "assistant")[i % 2], session="b1", user="bob")
+    mem.wait()
+    tree = mem.engine.tree_recall
+    alice, other = _thread(mem), mem.backend.thread("bob", mem.scope.agent)
+    assert other is not None
+
+    def signals(thread: Thread) -> dict[int, dict[str, float]]:
+        rowids = [r.rowid for r in mem.backend.messages(thread)]
+        return tree.turn_signals([thread], TERMS, rowids, tree.segment_hits([thread], TERMS))
+
+    first = (signals(alice), signals(other))
+    real = mem.backend.message_leaves
+    asked: list[list[int]] = []
+
+    def counting(rowids: list[int]) -> dict[int, int]:
+        asked.append(list(rowids))
+        return real(rowids)
+
+    monkeypatch.setattr(mem.backend, "message_leaves", counting)
+    assert (signals(alice), signals(other)) == first
+    assert asked == []
+    assert any(first[0].values()) and any(first[1].values())

@@ -87,6 +87,8 @@ class TopicPath:
 _PARENT = NodeBrief._fields.index("parent_id")
 #: Topic hits whose shapes :meth:`TreeRecall.expand` reads together.
 _EXPAND_AHEAD = 16
+#: The searched threads' ids and tree versions, which cached reads hold for.
+Versions = tuple[tuple[int, tuple[int, int]], ...]
 _KIND = NodeBrief._fields.index("kind")
 
 
@@ -329,10 +331,11 @@ class TreeRecall:
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
         self._lock = threading.Lock()
-        #: The leaf of each message searches asked about (None: it has none), and the
+        #: The leaf of each message searches asked about (None: it has none), by the
         #: searched threads and tree versions they hold for: a message changes leaves
-        #: only with its tree's version (see ``Backend.set_message_leaf``).
-        self._leaves: tuple[object, dict[int, int | None]] = ((), {})
+        #: only with its tree's version (see ``Backend.set_message_leaf``). Several
+        #: sets of threads at once: a server's searches go from tenant to tenant.
+        self._leaves: dict[Versions, dict[int, int | None]] = {}
 
     def _nodes(self, thread: Thread) -> _ThreadCache:
         """The thread's tree as of its current version (a new, empty outline after
@@ -450,7 +453,7 @@ class TreeRecall:
 
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
-            self._leaves = ((), {})
+            self._leaves = {}
             self._term_sets = ((), {})
             if thread is None:
                 self._cache.clear()
@@ -530,15 +533,21 @@ class TreeRecall:
                 out[rowid]["cov_sess"] = shares.get(session, 0.0)
         return out
 
-    def _leaves_of(self, versions: object, rowids: Sequence[int]) -> dict[int, int]:
+    def _leaves_of(self, versions: Versions, rowids: Sequence[int]) -> dict[int, int]:
         """The leaf of each message that has one, for searched threads at these tree
         ``versions``: those not kept from earlier searches at the same versions are
         read (and kept)."""
         with self._lock:
-            key, kept = self._leaves
-            if key != versions or len(kept) >= 200_000:
-                kept = {}
-                self._leaves = (versions, kept)
+            found = self._leaves.get(versions)
+            if found is None or len(found) >= 200_000:
+                # Another version of these threads is never asked about again.
+                mine = {tid for tid, _ in versions}
+                for key in [k for k in self._leaves if {tid for tid, _ in k} == mine]:
+                    del self._leaves[key]
+                if len(self._leaves) >= 256:
+                    self._leaves.clear()
+                found = self._leaves[versions] = {}
+            kept = found
         out: dict[int, int] = {}
         missing: list[int] = []
         for r in rowids:
