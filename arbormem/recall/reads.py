@@ -15,11 +15,12 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from arbormem.store.base import Backend
 from arbormem.store.types import Row, Thread, ThreadState
+
+_T = TypeVar("_T")
 
 #: Neighbourhoods are (row id, position, terms) per turn, as ``around`` gives them.
 Near = list[tuple[int, int, str]]
@@ -106,7 +107,8 @@ class SearchReads:
         meta = row.message.metadata
         if not meta:
             return row
-        return replace(row, message=replace(row.message, metadata=_copied(dict(meta))))
+        message = _copy_with(row.message, metadata=_copied(dict(meta)))
+        return _copy_with(row, message=message)
 
     def around(self, token: object, rowids: Sequence[int], radius: int) -> dict[int, Near]:
         """Each row's neighbourhood (as :meth:`Backend.around`)."""
@@ -140,6 +142,17 @@ class SearchReads:
             before = len(table)
             table.update(entries)
             self._size += len(table) - before
+
+
+def _copy_with(obj: _T, **changes: Any) -> _T:
+    """A copy of a frozen dataclass instance with some fields changed, as
+    :func:`dataclasses.replace` makes it but without running ``__init__`` again
+    (which checked nothing here and cost most of handing out a search's hits). Only
+    for classes with a ``__dict__`` and no ``__post_init__``: Row and Message."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 #: Values a copy may share: nothing can change them.
