@@ -81,6 +81,41 @@ def test_the_helper_gives_the_candidates_the_calling_thread_gives() -> None:
     assert helper.served == 3
 
 
+def test_while_messages_arrive_a_batch_waits_for_the_helper_to_start() -> None:
+    batch = turns(20)
+    assert (
+        worker.run_batch(batch, [], CONTEXT, writing=lambda: True)
+        == (worker.extract_batch(batch, [], CONTEXT)[0])
+    )
+    helper = worker.shared()
+    assert helper is not None and helper.served == 1  # it ran there, not here
+
+
+NEVER_READY = "import time; time.sleep(120)"
+
+
+def test_once_writes_pause_a_batch_waits_no_more_and_runs_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker, "START_WAIT", 0.01)
+    slow = worker.ExtractionWorker(command=[sys.executable, "-c", NEVER_READY])
+    monkeypatch.setattr(worker, "_shared", slow)
+    answers = iter([True, True, False])
+    looks: list[bool] = []
+
+    def writing() -> bool:
+        looks.append(next(answers))
+        return looks[-1]
+
+    batch = turns(20)
+    assert (
+        worker.run_batch(batch, [], CONTEXT, writing=writing)
+        == (worker.extract_batch(batch, [], CONTEXT)[0])
+    )
+    assert looks == [True, True, False]  # looked until the writes paused
+    assert slow.served == 0 and slow.alive  # ran here; the helper may still start
+
+
 def test_a_small_batch_does_not_start_the_helper() -> None:
     worker.run_batch(turns(worker.MIN_TURNS - 1), [], CONTEXT)
     assert not worker.running()

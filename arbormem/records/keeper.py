@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from arbormem.errors import StoreError
 from arbormem.records.extract import Candidate, Context, Turn
 from arbormem.records.service import RecordService
 from arbormem.records.worker import CONTEXT_TURNS, Exchange, run_batch
@@ -123,8 +124,8 @@ class RecordKeeper:
             scope=service.scope,
             recent=tuple(recent),
         )
-        exchanges = self._extract(turns, recent, context)
         end = rows[-1].message.index + 1
+        exchanges = self._extract(turns, recent, context, self._writing(thread, end))
         # The store's transaction alone, not the engine's write lock: a caller holding a
         # transaction of its own while it adds (the write lock then inside it) would
         # otherwise wait for this job while it waits for the caller. Writers are
@@ -145,8 +146,28 @@ class RecordKeeper:
             self.backend.set_records_cursor(thread, max(end, cursor))
         return True
 
+    def _writing(self, thread: Thread, end: int) -> Callable[[], bool]:
+        """Whether ``thread`` grew since the last call (the first: since the batch
+        ending before ``end`` was read): whether messages are still being written."""
+        seen = end
+
+        def grew() -> bool:
+            nonlocal seen
+            try:
+                now = self.backend.state(thread).next_index
+            except StoreError:  # closing: nothing more is written
+                return False
+            grown, seen = now > seen, now
+            return grown
+
+        return grew
+
     def _extract(
-        self, turns: Sequence[Turn], recent: Sequence[Turn], context: Context
+        self,
+        turns: Sequence[Turn],
+        recent: Sequence[Turn],
+        context: Context,
+        writing: Callable[[], bool] | None = None,
     ) -> list[Exchange]:
         """Candidates for the batch: one exchange per turn with the patterns (as
         ``bench updates`` reads them), or the whole batch in one LLM call."""
@@ -160,7 +181,7 @@ class RecordKeeper:
                 log.warning("records: extraction failed for a batch, skipped: %s", exc)
                 found = []
             return [(list(turns), context, found)]
-        return run_batch(turns, recent, context)
+        return run_batch(turns, recent, context, writing=writing)
 
 
 def _turn(row: Row) -> Turn:
