@@ -17,6 +17,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
+from arbormem.records import keeper as keeper_module
 from arbormem.records import worker
 from arbormem.records.extract import Context, Turn
 
@@ -89,6 +90,22 @@ def test_while_messages_arrive_a_batch_waits_for_the_helper_to_start() -> None:
     )
     helper = worker.shared()
     assert helper is not None and helper.served == 1  # it ran there, not here
+
+
+def test_the_keeper_says_messages_are_being_written_until_adds_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(32), llm=None) as mem:
+        keeper = mem.engine.records
+        assert not keeper.writing()  # nothing added yet
+        monkeypatch.setattr(keeper_module, "QUIET_SECONDS", 3600.0)
+        mem.add_many(
+            [{"content": text, "speaker": who, "timestamp": T0} for who, text in LINES[:4]]
+        )
+        assert keeper.writing()
+        monkeypatch.setattr(keeper_module, "QUIET_SECONDS", 0.0)
+        assert not keeper.writing()  # quiet for longer than that
+        mem.wait()
 
 
 NEVER_READY = "import time; time.sleep(120)"

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from arbormem.errors import StoreError
 from arbormem.records.extract import Candidate, Context, Turn
 from arbormem.records.service import RecordService
 from arbormem.records.worker import CONTEXT_TURNS, Exchange, run_batch
@@ -38,6 +38,9 @@ log = logging.getLogger("arbormem.records")
 
 #: Messages read per batch (and sent in one LLM call when one is configured).
 BATCH = 32
+#: Seconds without an add after which messages are no longer being written: a bulk
+#: load adds a batch every few milliseconds (see :meth:`RecordKeeper.writing`).
+QUIET_SECONDS = 0.25
 
 
 class RecordKeeper:
@@ -51,6 +54,8 @@ class RecordKeeper:
         self._due: set[int] = set()
         #: One lock per thread: two catch-ups of one thread never run at once.
         self._running: dict[int, threading.RLock] = {}
+        #: When messages were last added (see :meth:`writing`).
+        self._last_write = float("-inf")
 
     def service(self, thread: Thread) -> RecordService:
         """The records of ``thread``."""
@@ -63,6 +68,7 @@ class RecordKeeper:
         arrive before the job starts: it reads every message not read yet)."""
         if self.backend.read_only or self.engine.closed:
             return
+        self._last_write = time.monotonic()
         with self._lock:
             if thread.id in self._due:
                 return
@@ -125,7 +131,7 @@ class RecordKeeper:
             recent=tuple(recent),
         )
         end = rows[-1].message.index + 1
-        exchanges = self._extract(turns, recent, context, self._writing(thread, end))
+        exchanges = self._extract(turns, recent, context, self.writing)
         # The store's transaction alone, not the engine's write lock: a caller holding a
         # transaction of its own while it adds (the write lock then inside it) would
         # otherwise wait for this job while it waits for the caller. Writers are
@@ -146,21 +152,10 @@ class RecordKeeper:
             self.backend.set_records_cursor(thread, max(end, cursor))
         return True
 
-    def _writing(self, thread: Thread, end: int) -> Callable[[], bool]:
-        """Whether ``thread`` grew since the last call (the first: since the batch
-        ending before ``end`` was read): whether messages are still being written."""
-        seen = end
-
-        def grew() -> bool:
-            nonlocal seen
-            try:
-                now = self.backend.state(thread).next_index
-            except StoreError:  # closing: nothing more is written
-                return False
-            grown, seen = now > seen, now
-            return grown
-
-        return grew
+    def writing(self) -> bool:
+        """Whether messages are being written: one was added less than
+        :data:`QUIET_SECONDS` ago."""
+        return time.monotonic() - self._last_write < QUIET_SECONDS
 
     def _extract(
         self,

@@ -339,9 +339,8 @@ def run_batch(
     """:func:`extract_batch` in the helper when the batch is large and the helper
     ready, here otherwise; failed turns are logged.
 
-    ``writing`` says whether messages are still arriving (whether the thread grew
-    since it was last asked): while they are, a helper still starting is waited for,
-    :data:`START_WAIT` seconds at a time. Run here, the batch would take the
+    ``writing`` says whether messages are still arriving: while they are, a helper
+    still starting is waited for, :data:`START_WAIT` seconds at a time. Run here, the batch would take the
     interpreter lock from the thread writing them, and compiling the patterns alone
     takes it 0.2 s, once per process: a tenth of a bulk ingest of LoCoMo's five
     conversations. Once writes pause (a short ingest waiting for its records), the
@@ -351,9 +350,8 @@ def run_batch(
         worker = shared()
         if worker is not None:
             if writing is not None:
-                while not worker.ready and worker.alive:
-                    if not worker.wait_ready(START_WAIT) and not writing():
-                        break
+                while not worker.ready and worker.alive and writing():
+                    worker.wait_ready(START_WAIT)
             try:
                 result = worker.run(turns, recent, context)
             except WorkerUnavailable as exc:
