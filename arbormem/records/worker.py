@@ -340,11 +340,12 @@ def run_batch(
     ready, here otherwise; failed turns are logged.
 
     ``writing`` says whether messages are still arriving: while they are, a helper
-    still starting is waited for, :data:`START_WAIT` seconds at a time. Run here, the batch would take the
-    interpreter lock from the thread writing them, and compiling the patterns alone
-    takes it 0.2 s, once per process: a tenth of a bulk ingest of LoCoMo's five
-    conversations. Once writes pause (a short ingest waiting for its records), the
-    batch runs here rather than wait for the helper's start-up."""
+    still starting is waited for, :data:`START_WAIT` seconds at a time. Run here, the
+    batch would take the interpreter lock from the thread writing them, and compiling
+    the patterns alone holds it for 0.2 s (once per process), near a tenth of the
+    writer's time in a bulk ingest of LoCoMo's five conversations. Once writes pause
+    (a short ingest waiting for its records), the batch runs here rather than wait
+    for the helper's start-up."""
     result = None
     if ENABLED and (len(turns) >= MIN_TURNS or running()) and _spare_core():
         worker = shared()
