@@ -342,9 +342,11 @@ def words(text: str) -> list[str]:
     else:
         found = []
         for token in _TOKEN.findall(folded):
-            if token.endswith(("'s", "’s")):
-                token = token[:-2]
-            found.append(_APOSTROPHE.sub("", token))
+            if "'" in token or "’" in token:  # most tokens have none: no pattern to run
+                if token.endswith(("'s", "’s")):
+                    token = token[:-2]
+                token = token.replace("'", "").replace("’", "")
+            found.append(token)
     if SHORTHAND.keys().isdisjoint(found) and not _STRETCHED.search(" ".join(found)):
         return found
     out: list[str] = []
@@ -406,13 +408,25 @@ def analyze_message(content: str, speaker: str | None = None) -> list[str]:
     return [*_analyzed(speaker), *_analyzed(content)]
 
 
+class _Terms(dict[str, str]):
+    """The term of each word that is not a stop word (itself for a number), by word:
+    looked up through ``map``, a known word costs less than a cached call."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= 200_000:
+            self.clear()
+        term = self[word] = word if word.isdigit() else _stem(word)
+        return term
+
+
+_TERMS = _Terms()
+
+
 @lru_cache(maxsize=4096)
 def _analyzed(text: str) -> tuple[str, ...]:
     # A message is analysed by several stages of one add (its keys, the topic
     # decision, the topic's digest): the cache makes that one pass.
-    return tuple(
-        word if word.isdigit() else _stem(word) for word in words(text) if word not in STOPWORDS
-    )
+    return tuple(map(_TERMS.__getitem__, [w for w in words(text) if w not in STOPWORDS]))
 
 
 def query_terms(text: str) -> list[str]:

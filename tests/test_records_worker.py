@@ -17,6 +17,7 @@ import pytest
 
 from arbormem import Memory
 from arbormem.embed import HashingEmbedder
+from arbormem.records import keeper as keeper_module
 from arbormem.records import worker
 from arbormem.records.extract import Context, Turn
 
@@ -79,6 +80,57 @@ def test_the_helper_gives_the_candidates_the_calling_thread_gives() -> None:
         worker.run_batch(batch[:2], [], CONTEXT) == worker.extract_batch(batch[:2], [], CONTEXT)[0]
     )
     assert helper.served == 3
+
+
+def test_while_messages_arrive_a_batch_waits_for_the_helper_to_start() -> None:
+    batch = turns(20)
+    assert (
+        worker.run_batch(batch, [], CONTEXT, writing=lambda: True)
+        == (worker.extract_batch(batch, [], CONTEXT)[0])
+    )
+    helper = worker.shared()
+    assert helper is not None and helper.served == 1  # it ran there, not here
+
+
+def test_the_keeper_says_messages_are_being_written_until_adds_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(32), llm=None) as mem:
+        keeper = mem.engine.records
+        assert not keeper.writing()  # nothing added yet
+        monkeypatch.setattr(keeper_module, "QUIET_SECONDS", 3600.0)
+        mem.add_many(
+            [{"content": text, "speaker": who, "timestamp": T0} for who, text in LINES[:4]]
+        )
+        assert keeper.writing()
+        monkeypatch.setattr(keeper_module, "QUIET_SECONDS", 0.0)
+        assert not keeper.writing()  # quiet for longer than that
+        mem.wait()
+
+
+NEVER_READY = "import time; time.sleep(120)"
+
+
+def test_once_writes_pause_a_batch_waits_no_more_and_runs_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker, "START_WAIT", 0.01)
+    slow = worker.ExtractionWorker(command=[sys.executable, "-c", NEVER_READY])
+    monkeypatch.setattr(worker, "_shared", slow)
+    answers = iter([True, True, False])
+    looks: list[bool] = []
+
+    def writing() -> bool:
+        looks.append(next(answers))
+        return looks[-1]
+
+    batch = turns(20)
+    assert (
+        worker.run_batch(batch, [], CONTEXT, writing=writing)
+        == (worker.extract_batch(batch, [], CONTEXT)[0])
+    )
+    assert looks == [True, True, False]  # looked until the writes paused
+    assert slow.served == 0 and slow.alive  # ran here; the helper may still start
 
 
 def test_a_small_batch_does_not_start_the_helper() -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -37,6 +38,9 @@ log = logging.getLogger("arbormem.records")
 
 #: Messages read per batch (and sent in one LLM call when one is configured).
 BATCH = 32
+#: Seconds without an add after which messages are no longer being written: a bulk
+#: load adds a batch every few milliseconds (see :meth:`RecordKeeper.writing`).
+QUIET_SECONDS = 0.25
 
 
 class RecordKeeper:
@@ -50,6 +54,8 @@ class RecordKeeper:
         self._due: set[int] = set()
         #: One lock per thread: two catch-ups of one thread never run at once.
         self._running: dict[int, threading.RLock] = {}
+        #: When messages were last added (see :meth:`writing`).
+        self._last_write = float("-inf")
 
     def service(self, thread: Thread) -> RecordService:
         """The records of ``thread``."""
@@ -62,6 +68,7 @@ class RecordKeeper:
         arrive before the job starts: it reads every message not read yet)."""
         if self.backend.read_only or self.engine.closed:
             return
+        self._last_write = time.monotonic()
         with self._lock:
             if thread.id in self._due:
                 return
@@ -123,8 +130,8 @@ class RecordKeeper:
             scope=service.scope,
             recent=tuple(recent),
         )
-        exchanges = self._extract(turns, recent, context)
         end = rows[-1].message.index + 1
+        exchanges = self._extract(turns, recent, context, self.writing)
         # The store's transaction alone, not the engine's write lock: a caller holding a
         # transaction of its own while it adds (the write lock then inside it) would
         # otherwise wait for this job while it waits for the caller. Writers are
@@ -145,8 +152,17 @@ class RecordKeeper:
             self.backend.set_records_cursor(thread, max(end, cursor))
         return True
 
+    def writing(self) -> bool:
+        """Whether messages are being written: one was added less than
+        :data:`QUIET_SECONDS` ago."""
+        return time.monotonic() - self._last_write < QUIET_SECONDS
+
     def _extract(
-        self, turns: Sequence[Turn], recent: Sequence[Turn], context: Context
+        self,
+        turns: Sequence[Turn],
+        recent: Sequence[Turn],
+        context: Context,
+        writing: Callable[[], bool] | None = None,
     ) -> list[Exchange]:
         """Candidates for the batch: one exchange per turn with the patterns (as
         ``bench updates`` reads them), or the whole batch in one LLM call."""
@@ -160,7 +176,7 @@ class RecordKeeper:
                 log.warning("records: extraction failed for a batch, skipped: %s", exc)
                 found = []
             return [(list(turns), context, found)]
-        return run_batch(turns, recent, context)
+        return run_batch(turns, recent, context, writing=writing)
 
 
 def _turn(row: Row) -> Turn:

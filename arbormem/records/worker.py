@@ -9,8 +9,9 @@ to one helper process shared by every memory of this process
 core and sends the candidates back; once the helper runs, smaller batches go to it
 too. A process confined to one core never starts it.
 
-The helper is started the first time a batch that size comes; batches run in the
-calling thread until it is ready (it imports and compiles the patterns first).
+The helper is started the first time a batch that size comes; until it is ready (it
+imports and compiles the patterns first) a batch waits for it while messages are
+still being written, and runs in the calling thread once they pause.
 Whenever it cannot be used (no interpreter to start, it died, it did not get
 ready or answer within :data:`TIMEOUT` seconds) the batch runs in the calling thread, so a
 result is never lost and batches keep their order (the caller waits for each).
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -42,6 +43,7 @@ __all__ = [
     "CONTEXT_TURNS",
     "ENABLED",
     "MIN_TURNS",
+    "START_WAIT",
     "Exchange",
     "ExtractionWorker",
     "extract_batch",
@@ -63,6 +65,9 @@ MIN_TURNS = 16
 ENABLED = True
 #: Seconds a batch may take in the helper before it is given up and run here.
 TIMEOUT = 60.0
+#: While messages are being written, seconds between looks at whether they still are,
+#: as a batch waits for the helper to start (see :func:`run_batch`).
+START_WAIT = 0.1
 #: Failures after which the helper is not started again in this process.
 MAX_FAILURES = 3
 
@@ -324,13 +329,30 @@ def _at_exit() -> None:
 atexit.register(_at_exit)
 
 
-def run_batch(turns: Sequence[Turn], recent: Sequence[Turn], context: Context) -> list[Exchange]:
+def run_batch(
+    turns: Sequence[Turn],
+    recent: Sequence[Turn],
+    context: Context,
+    *,
+    writing: Callable[[], bool] | None = None,
+) -> list[Exchange]:
     """:func:`extract_batch` in the helper when the batch is large and the helper
-    ready, here otherwise; failed turns are logged."""
+    ready, here otherwise; failed turns are logged.
+
+    ``writing`` says whether messages are still arriving: while they are, a helper
+    still starting is waited for, :data:`START_WAIT` seconds at a time. Run here, the
+    batch would take the interpreter lock from the thread writing them, and compiling
+    the patterns alone holds it for 0.2 s (once per process), near a tenth of the
+    writer's time in a bulk ingest of LoCoMo's five conversations. Once writes pause
+    (a short ingest waiting for its records), the batch runs here rather than wait
+    for the helper's start-up."""
     result = None
     if ENABLED and (len(turns) >= MIN_TURNS or running()) and _spare_core():
         worker = shared()
         if worker is not None:
+            if writing is not None:
+                while not worker.ready and worker.alive and writing():
+                    worker.wait_ready(START_WAIT)
             try:
                 result = worker.run(turns, recent, context)
             except WorkerUnavailable as exc:

@@ -284,20 +284,18 @@ def _display(stem: str, forms: Mapping[str, Mapping[str, int]]) -> str:
 def term_weights(
     analysed: _Analysed, df: Mapping[str, int], n_docs: int
 ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
-    tf: Counter[str] = Counter()
-    for _, _, pairs in analysed.sentences:
-        tf.update(t for _, t in pairs if t and t not in _FILLERS and not t.isdigit())
     forms = _surface_forms(analysed)
     weights: dict[str, float] = {}
-    for term, count in tf.items():
-        if len(term) < 3:
+    # A term's spellings count its every use, so they give its frequency too; they
+    # are in order of first use, the order ties among equal weights keep.
+    for term, spellings in forms.items():
+        if len(term) < 3 or term in _FILLERS or term.isdigit():
             continue
+        count = sum(spellings.values())
         w = (1.0 + math.log(count)) * _idf(df, n_docs, term)
-        spellings = forms.get(term)
-        if spellings:
-            capital = sum(c for w_, c in spellings.items() if w_[:1].isupper())
-            if capital * 2 >= sum(spellings.values()):
-                w *= 1.3
+        capital = sum(c for w_, c in spellings.items() if w_[:1].isupper())
+        if capital * 2 >= count:
+            w *= 1.3
         weights[term] = w
     return weights, forms
 
@@ -308,19 +306,34 @@ def _best_phrase(analysed: _Analysed, weights: Mapping[str, float]) -> tuple[lis
     best_score = 0.0
     for _, _, pairs in analysed.sentences:
         run: list[tuple[str, str]] = []
-        for raw, term in [*pairs, ("", None)]:
-            if term and term in weights:
+        for raw, term in pairs:
+            if term is not None and term in weights:
                 run.append((raw, term))
                 continue
-            for size in (3, 2):
-                for i in range(len(run) - size + 1):
-                    chunk = run[i : i + size]
-                    if len({t for _, t in chunk}) < size:
-                        continue
-                    score = sum(weights[t] for _, t in chunk) / math.sqrt(size)
-                    if score > best_score:
-                        best, best_score = [w for w, _ in chunk], score
+            if len(run) >= 2:
+                best, best_score = _best_in_run(run, weights, best, best_score)
             run = []
+        if len(run) >= 2:
+            best, best_score = _best_in_run(run, weights, best, best_score)
+    return best, best_score
+
+
+def _best_in_run(
+    run: Sequence[tuple[str, str]],
+    weights: Mapping[str, float],
+    best: list[str],
+    best_score: float,
+) -> tuple[list[str], float]:
+    """The best of ``best`` and the 3- then 2-word chunks of one run of content words
+    (a later chunk wins only with a higher score)."""
+    for size in (3, 2):
+        for i in range(len(run) - size + 1):
+            chunk = run[i : i + size]
+            if len({t for _, t in chunk}) < size:
+                continue
+            score = sum(weights[t] for _, t in chunk) / math.sqrt(size)
+            if score > best_score:
+                best, best_score = [w for w, _ in chunk], score
     return best, best_score
 
 

@@ -43,6 +43,7 @@ from arbormem.store.sqlite.common import (
 from arbormem.store.sqlite.dense import ANN_THRESHOLD, VectorCache
 from arbormem.store.sqlite.driver import sqlite3
 from arbormem.store.sqlite.schema import LATEST, current_version, migrate
+from arbormem.store.sqlite.template import create_from_template
 
 log = logging.getLogger("arbormem.store.sqlite")
 
@@ -146,6 +147,8 @@ class SQLiteConnection(StoreCore):
             self._checkpointer = Checkpointer(self._connect, self.path + "-wal")
 
     def _open_writable(self) -> sqlite3.Connection:
+        if not self._memory:
+            create_from_template(self.path)  # a new store: its schema copied, not rebuilt
         conn = self._connect(first=True)
         try:
             migrate(conn, self.path)

@@ -21,6 +21,7 @@ from arbormem.store.sqlite.common import (
 )
 from arbormem.store.sqlite.connection import SQLiteConnection
 from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.termcounts import TermCounts
 from arbormem.store.sqlite.windows import WINDOW_RADIUS, window_doc
 from arbormem.store.types import (
     LEXICAL_KEYS,
@@ -36,6 +37,9 @@ log = logging.getLogger("arbormem.store.sqlite")
 
 class SQLiteLexical(SQLiteConnection):
     """BM25 over FTS5 tables of turns, windows and tree nodes, with their statistics."""
+
+    #: Document frequencies of the turn index as the writer left it (see _turn_counts).
+    _term_counts: TermCounts | None = None
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
@@ -512,7 +516,33 @@ class SQLiteLexical(SQLiteConnection):
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        out = self.doc_frequencies("turn", terms)
+        counts = self._turn_counts() if self._owns_transaction() else None
+        if counts is None:
+            out = self.doc_frequencies("turn", terms)
+        else:
+            # The writer's own counts (see termcounts), the index read for the rest.
+            out, missing = counts.split(dict.fromkeys(terms))
+            if missing:
+                read = self.doc_frequencies("turn", missing)
+                counts.learn(read, missing)
+                out.update(read)
+            out = {t: n for t, n in out.items() if n}  # as the index answers: only held terms
         with self._reading() as conn:
             total = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
         return out, int(total)
+
+    def _turn_counts(self) -> TermCounts:
+        """The writer's document frequencies of the turn index (see
+        :mod:`.termcounts`), begun or begun again as needed; call inside the writer's
+        own transaction only."""
+        version = int(self._writer.execute("PRAGMA data_version").fetchone()[0])
+        counts = self._term_counts
+        if counts is None or counts.version != version:
+            # Begun on an empty index, every count is known from the start.
+            empty = self._writer.execute("SELECT 1 FROM turn_fts_content LIMIT 1").fetchone()
+            counts = self._term_counts = TermCounts(version, complete=empty is None)
+        return counts
+
+    def _rollback(self) -> None:
+        self._term_counts = None  # they counted what the rollback undoes
+        super()._rollback()

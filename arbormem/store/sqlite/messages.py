@@ -155,6 +155,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
             span: dict[int, list[str]] = {}
             counts: dict[int, int] = {}
             turn_docs = turn_tokens = 0
+            terms_held = self._turn_counts()
             # Whether the thread stays in time order (see _rowid_range).
             latest = c.execute(
                 "SELECT MAX(ts) FROM messages WHERE thread_id = ?", (thread.id,)
@@ -204,6 +205,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
                     raise StoreError(f"message id {m.id!r} already exists in {self.path}") from exc
                 assert rowid is not None
                 c.execute("INSERT INTO turn_fts (rowid, terms) VALUES (?, ?)", (rowid, m.terms))
+                terms_held.indexed(m.terms)
                 turn_docs += 1
                 turn_tokens += len(m.terms.split())
                 tails[sid].append((rowid, m.terms))
@@ -476,6 +478,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
                 ]
                 self._bump_stats(key, -len(sizes), -sum(sizes))
                 c.execute(f"DELETE FROM {key}_fts WHERE rowid IN ({marks})", chunk)
+            self._term_counts = None  # read again from the index, which lost these turns
             result.messages += c.execute(
                 f"DELETE FROM messages WHERE id IN ({marks})", chunk
             ).rowcount

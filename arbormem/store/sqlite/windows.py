@@ -12,4 +12,4 @@ WINDOW_RADIUS = 2
 
 
 def window_doc(parts: Sequence[str]) -> str:
-    return " ".join(p for p in parts if p)
+    return " ".join(filter(None, parts))
