@@ -125,6 +125,11 @@ class _Transaction:
     locked: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
     after: list[Callable[[], None]] = field(default_factory=list)
+    #: Writes put off until just before the commit (see _before_commit), in order.
+    before: list[Callable[[], None]] = field(default_factory=list)
+    #: Topic and segment documents indexed by this transaction and not written yet:
+    #: (key, node id) -> document (see PostgresLexical.index_nodes).
+    node_docs: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def conn(self) -> Any:
@@ -495,6 +500,8 @@ class PostgresConnection(StoreCore):
         try:
             try:
                 yield
+                for work in tx.before:
+                    work()
                 if tx.begun:
                     conn.execute(_commit_sql(tx.locked | tx.dirty))
                 committed = True
@@ -531,6 +538,20 @@ class PostgresConnection(StoreCore):
                 conn.execute("ROLLBACK")
         except self._psycopg.Error:
             pass  # a broken connection: the server rolled back already
+
+    def _settle_node_docs(self) -> None:
+        """Write the node documents this Python thread's transaction put off (see
+        PostgresLexical.index_nodes): called before a read or a delete that must
+        see them. A no-op here."""
+
+    def _before_commit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` inside the write transaction under way, just before it
+        commits (it must be idempotent: a write that has to land sooner runs it
+        too)."""
+        tx = self._tx()
+        assert tx is not None, "_before_commit outside a transaction"
+        if work not in tx.before:
+            tx.before.append(work)
 
     def _on_commit(self, work: Callable[[], None]) -> None:
         """Run ``work`` once the write transaction under way commits (at once when

@@ -324,6 +324,8 @@ class PostgresTree(PostgresLexical):
             # Their documents leave the topic and segment keys (statistics included).
             self.index_nodes("topic", {i: "" for i in wanted})
             self.index_nodes("segment", {i: "" for i in wanted})
+            # Written before the rows go: the postings to delete are read from them.
+            self._settle_node_docs()
             conn.execute(
                 "UPDATE messages SET leaf_id = NULL WHERE scope_id = %(s)s AND leaf_id = ANY(%(i)s)",
                 {**k, "i": wanted},
