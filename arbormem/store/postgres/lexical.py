@@ -417,8 +417,12 @@ class PostgresLexical(PostgresStatistics):
                 " GROUP BY wid"
             )
         if where:
+            # The hits are scored once, then filtered: joined as a subquery, the
+            # planner (which expects a handful of messages in a date range) scored
+            # them again for every message of the range, 30 to 130 ms on LoCoMo.
             sql = (
-                f"SELECT h.id, h.score FROM ({hits}) h JOIN messages m ON m.id = h.id"
+                f"WITH h AS MATERIALIZED ({hits}) SELECT h.id, h.score FROM h"
+                " JOIN messages m ON m.id = h.id"
                 f" AND m.scope_id = ANY(%(s)s) WHERE NOT m.archived{where}"
                 " ORDER BY h.score DESC, h.id LIMIT %(limit)s"
             )
