@@ -84,6 +84,12 @@ class TreeStore(StoreCore):
     def set_message_leaf(self, rowids: Sequence[int], leaf_id: int | None) -> None:
         """Record which leaf each message belongs to."""
 
+    def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
+        """:meth:`set_message_leaf` for several leaves (leaf id -> row ids) at once; a
+        back-end where each call is a round trip to a server writes them together."""
+        for leaf_id, rowids in leaves.items():
+            self.set_message_leaf(rowids, leaf_id)
+
     @abc.abstractmethod
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         """Soft-archive (or restore) leaves and their messages: kept, but out of recall.

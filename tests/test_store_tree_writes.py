@@ -1,14 +1,19 @@
-"""Indexing tree nodes inside a write transaction, on every back-end: what a
-transaction indexed is what its own reads, the store's statistics after it and
-its deletes see, whether the back-end writes each document at once (SQLite) or
-keeps the last one of each node until the commit (PostgreSQL: tree upkeep
-indexes a growing topic again at every message)."""
+"""Tree upkeep's writes, on every back-end.
+
+* Indexing nodes inside a write transaction: what a transaction indexed is what
+  its own reads, the store's statistics after it and its deletes see, whether
+  the back-end writes each document at once (SQLite) or keeps the last one of
+  each node until the commit (PostgreSQL: tree upkeep indexes a growing topic
+  again at every message).
+* Placing the messages of several leaves at once (``set_message_leaves``).
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-from arbormem.store import Backend, NodeRow, Thread
+from arbormem.ids import content_hash
+from arbormem.store import Backend, NewMessage, NodeRow, Thread
 
 from .backends import backend
 
@@ -65,3 +70,31 @@ def test_a_rolled_back_transaction_indexes_nothing(backend: Backend) -> None:
     assert backend.node_docs("topic", [a]) == {a: "kite"}
     assert [n for n, _ in backend.node_search([thread], "topic", ["kite"], 5)] == [a]
     assert backend.node_search([thread], "topic", ["lake"], 5) == []
+
+
+def test_the_messages_of_several_leaves_are_placed_at_once(backend: Backend) -> None:
+    thread, (a, b, c) = _topics(backend, 3)
+    texts = [f"kite {i}" for i in range(5)]
+    rows = backend.append(
+        thread,
+        [
+            NewMessage(
+                id=f"m{i}",
+                role="user",
+                content=t,
+                timestamp=T0 + timedelta(minutes=i),
+                session="s",
+                terms=t,
+                chash=content_hash(t),
+            )
+            for i, t in enumerate(texts)
+        ],
+    )
+    ids = [r.rowid for r in rows]
+    backend.set_message_leaves({a: ids[:2], b: ids[2:3]})
+    assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: a, ids[2]: b}
+    with backend.transaction():
+        backend.set_message_leaves({c: [ids[1], ids[4]], b: []})
+        assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
+    backend.set_message_leaves({})
+    assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
