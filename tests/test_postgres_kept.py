@@ -178,3 +178,23 @@ def test_kept_reads_start_again_under_another_stamp_and_stay_within_bounds(
     kept.keep(2, "x", "w", {1: 1, 2: 2})
     assert kept.found(1, "b", "v", [1, 2]) == {}  # past the bound: every thread's went
     assert kept.found(2, "x", "w", [1, 2]) == {1: 1, 2: 2}
+
+
+def test_records_and_reads_leave_what_searches_keep(two: tuple[Backend, Backend]) -> None:
+    # A transaction that reads a thread (its lock held) and writes only its typed
+    # records (a stamp of their own) leaves the thread's stamp, so other processes'
+    # searches keep what they read; a write of anything else moves it.
+    reader, writer = two
+    thread = writer.thread("ann", "bot", create=True)
+    assert thread is not None
+    writer.append(thread, _messages(0, 3, "s1"))
+    mark = reader.change_mark()
+    with writer.transaction():
+        assert len(writer.messages(thread)) == 3
+        writer.set_records_cursor(thread, 2)
+    assert writer.records_cursor(thread) == 2
+    assert reader.change_mark() == mark
+    with writer.transaction():
+        assert len(writer.messages(thread)) == 3
+        writer.put_nodes(thread, [_leaf(0, 2)])
+    assert reader.change_mark()[0] > mark[0]

@@ -123,6 +123,12 @@ class _Transaction:
     dirty: set[int] = field(default_factory=set)
     #: Threads whose advisory lock this transaction holds.
     locked: set[int] = field(default_factory=set)
+    #: Of those, the threads it locked to read them, or to write only what no search
+    #: keeps a read of (typed records, which carry a stamp of their own).
+    quiet: set[int] = field(default_factory=set)
+    #: Threads it locked to write anything else: their change counters move at the
+    #: commit (see _commit_sql), as do those locked without saying (not quiet).
+    loud: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
     after: list[Callable[[], None]] = field(default_factory=list)
     #: Writes put off until just before the commit (see _before_commit), in order.
@@ -327,8 +333,13 @@ class PostgresConnection(StoreCore):
         # thread's uncommitted writes.
         return not self._owns_transaction()
 
-    def _lock_threads(self, tx: _Transaction, threads: Iterable[Thread]) -> None:
-        todo = sorted({t.id for t in threads} - tx.locked)
+    def _lock_threads(
+        self, tx: _Transaction, threads: Iterable[Thread], *, quiet: bool = False
+    ) -> None:
+        wanted = {t.id for t in threads}
+        if not quiet:
+            tx.loud.update(wanted)
+        todo = sorted(wanted - tx.locked)
         if not todo:
             return
         # Every lock (in id order) and the BEGIN not sent yet, in one round trip.
@@ -336,6 +347,8 @@ class PostgresConnection(StoreCore):
         tx.raw.execute(locks if tx.begun else f"BEGIN; {locks}")
         tx.begun = True
         tx.locked.update(todo)
+        if quiet:
+            tx.quiet.update(todo)
 
     @contextmanager
     def _reading(self, *threads: Thread) -> Iterator[Any]:
@@ -344,7 +357,9 @@ class PostgresConnection(StoreCore):
         tx = self._tx()
         if tx is not None:
             if threads:
-                self._lock_threads(tx, threads)
+                # A read changes nothing: the lock alone does not move the threads'
+                # change counters (a write of them does, see _writing).
+                self._lock_threads(tx, threads, quiet=True)
             try:
                 yield tx.conn
             except self._psycopg.Error as exc:
@@ -371,13 +386,15 @@ class PostgresConnection(StoreCore):
             raise
 
     @contextmanager
-    def _writing(self, *threads: Thread) -> Iterator[Any]:
-        """The write transaction's connection, with the threads' locks held."""
+    def _writing(self, *threads: Thread, quiet: bool = False) -> Iterator[Any]:
+        """The write transaction's connection, with the threads' locks held.
+        ``quiet``: what it writes of them is nothing a search keeps a read of (see
+        :mod:`.kept`), so their change counters need not move for it."""
         with self.transaction():
             tx = self._tx()
             assert tx is not None
             if threads:
-                self._lock_threads(tx, threads)
+                self._lock_threads(tx, threads, quiet=quiet)
             yield tx.conn
 
     def map_for_search(self) -> None:
@@ -503,7 +520,7 @@ class PostgresConnection(StoreCore):
                 for work in tx.before:
                     work()
                 if tx.begun:
-                    conn.execute(_commit_sql(tx.locked | tx.dirty))
+                    conn.execute(_commit_sql((tx.locked - tx.quiet) | tx.loud | tx.dirty))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)

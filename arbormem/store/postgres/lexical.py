@@ -556,6 +556,7 @@ class PostgresLexical(PostgresStatistics):
         if t not in tx.locked:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (t * 4,))
             tx.locked.add(t)
+        tx.loud.add(t)
         code = KEY_CODES[key]
         docs_delta = tokens_delta = 0
         df: Counter[str] = Counter()

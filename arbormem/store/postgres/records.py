@@ -107,7 +107,9 @@ class PostgresRecords(PostgresConnection):
 
     def _change(self, thread: Thread, change: Callable[[MemoryRecordStore], T]) -> T:
         lock, loaded = self._records_cache()
-        with self._writing(thread) as conn:
+        # Records have a stamp of their own (the cursor row's xmin): their writes
+        # leave the thread's change counter, and what searches keep, as they are.
+        with self._writing(thread, quiet=True) as conn:
             k = self._keys(thread)
             # Whether the thread is still stored, and the records' stamp, at once.
             alive, stamp = conn.execute(
