@@ -146,6 +146,16 @@ class _Transaction:
         return self.raw
 
 
+def _quiet(tx: _Transaction) -> bool:
+    """Whether a committed transaction changed nothing a search reads and keeps: it
+    sent nothing, or it only read the threads it locked and wrote their typed
+    records. Such a commit of this process leaves what the search under way (or
+    the next) read before it usable (see PostgresConnection._commits)."""
+    if not tx.begun:
+        return True
+    return not tx.dirty and not tx.loud and bool(tx.locked) and tx.locked <= tx.quiet
+
+
 class PostgresConnection(StoreCore):
     """The pool, transactions and lifecycle every PostgreSQL capability uses."""
 
@@ -208,7 +218,8 @@ class PostgresConnection(StoreCore):
         self._extension_schema = "public"
         #: What the search under way has read (see _cached): (start, values).
         self._search_reads: tuple[float, dict[Any, Any]] | None = None
-        #: Commits of this process so far: what was read before one is not reused.
+        #: Commits of this process so far that may have changed what searches read
+        #: (see _quiet): what was read before one is not reused.
         self._commits = 0
         #: What searches read of each thread, kept while it is unchanged.
         self._kept = KeptReads()
@@ -533,8 +544,9 @@ class PostgresConnection(StoreCore):
         finally:
             self._local.tx = None
             self._pool.putconn(conn)
-            self._commits += 1
-            self._search_reads = None
+            if not (committed and _quiet(tx)):
+                self._commits += 1
+                self._search_reads = None
         if committed:
             for work in tx.after:
                 try:
