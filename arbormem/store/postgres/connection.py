@@ -136,6 +136,9 @@ class _Transaction:
     #: Topic and segment documents indexed by this transaction and not written yet:
     #: (key, node id) -> document (see PostgresLexical.index_nodes).
     node_docs: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The typed records of each thread this transaction changed, as it left them
+    #: (see PostgresRecords._change): its lock held, nobody else changes them.
+    records: dict[int, Any] = field(default_factory=dict)
 
     @property
     def conn(self) -> Any:

@@ -295,6 +295,9 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
     def delete_thread(self, thread: Thread) -> Deleted:
         with self._writing(thread) as conn:
             self._settle_node_docs()  # the documents of nodes it deletes go first
+            tx = self._tx()
+            if tx is not None:
+                tx.records.pop(thread.id, None)  # its records go too
             k = self._keys(thread)
             result = Deleted()
             chashes = [
