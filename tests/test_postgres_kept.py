@@ -9,7 +9,7 @@ thread up, then begin the search (``map_for_search``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -178,3 +178,50 @@ def test_kept_reads_start_again_under_another_stamp_and_stay_within_bounds(
     kept.keep(2, "x", "w", {1: 1, 2: 2})
     assert kept.found(1, "b", "v", [1, 2]) == {}  # past the bound: every thread's went
     assert kept.found(2, "x", "w", [1, 2]) == {1: 1, 2: 2}
+
+
+def test_records_and_reads_leave_what_searches_keep(two: tuple[Backend, Backend]) -> None:
+    # A transaction that reads a thread (its lock held) and writes only its typed
+    # records (a stamp of their own) leaves the thread's stamp, so other processes'
+    # searches keep what they read; a write of anything else moves it.
+    reader, writer = two
+    thread = writer.thread("ann", "bot", create=True)
+    assert thread is not None
+    writer.append(thread, _messages(0, 3, "s1"))
+    mark = reader.change_mark()
+    with writer.transaction():
+        assert len(writer.messages(thread)) == 3
+        writer.set_records_cursor(thread, 2)
+    assert writer.records_cursor(thread) == 2
+    assert reader.change_mark() == mark
+    with writer.transaction():
+        assert len(writer.messages(thread)) == 3
+        writer.put_nodes(thread, [_leaf(0, 2)])
+    assert reader.change_mark()[0] > mark[0]
+
+
+def test_a_records_commit_of_this_process_keeps_what_its_search_read(
+    two: tuple[Backend, Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Record extraction commits in the background of the process that searches;
+    # only a commit that changed what searches read makes them read it again.
+    from arbormem.store.postgres import connection
+
+    monkeypatch.setattr(connection, "SEARCH_READS_SECONDS", 3600.0)  # no clock here
+    store, _ = two
+    thread = store.thread("ann", "bot", create=True)
+    assert thread is not None
+    store.append(thread, _messages(0, 3, "s1"))
+    seen = _lookup_then(store, lambda t: store.set_records_cursor(t, 2))
+    assert store._thread_stamp(seen) is not None  # type: ignore[attr-defined]
+    seen = _lookup_then(store, lambda t: store.put_nodes(t, [_leaf(0, 2)]))
+    assert store._thread_stamp(seen) is None  # type: ignore[attr-defined]
+
+
+def _lookup_then(store: Backend, write: Callable[[Thread], None]) -> Thread:
+    """Look the thread up (which reads its stamp), commit ``write``, begin a search."""
+    thread = store.thread("ann", "bot")
+    assert thread is not None
+    write(thread)
+    store.map_for_search()
+    return thread

@@ -9,6 +9,7 @@ after deletions (SQLite reuses the highest), so rows are compared by message id.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -149,7 +150,12 @@ def test_random_histories_give_the_same_statistics_and_scores(
     )
 
 
-def test_topic_and_segment_keys_score_as_fts5(pair: tuple[Backend, Backend]) -> None:
+@pytest.mark.parametrize("together", [False, True], ids=["apart", "one-transaction"])
+def test_topic_and_segment_keys_score_as_fts5(
+    pair: tuple[Backend, Backend], together: bool
+) -> None:
+    # ``together``: every write in one transaction, as tree upkeep does (PostgreSQL
+    # then writes each node's last document once, at the commit or before a delete).
     lite, pg = pair
     rng = random.Random(3)
     scored = []
@@ -162,10 +168,13 @@ def test_topic_and_segment_keys_score_as_fts5(pair: tuple[Backend, Backend]) -> 
         for i, node in enumerate(nodes):
             assert node.id is not None
             docs[node.id] = " ".join(analyze(" ".join(rng.choice(WORDS) for _ in range(i % 11))))
-        for key in ("topic", "segment"):
-            store.index_nodes(key, docs)
-            store.index_nodes(key, {nodes[3].id: "kite kite lake"} if nodes[3].id else {})
-        store.delete_nodes(thread, [n.id for n in nodes[5:8] if n.id is not None])
+        with store.transaction() if together else contextlib.nullcontext():
+            for key in ("topic", "segment"):
+                store.index_nodes(key, docs)
+                store.index_nodes(key, {nodes[3].id: "kite kite lake"} if nodes[3].id else {})
+            store.delete_nodes(thread, [n.id for n in nodes[5:8] if n.id is not None])
+            for key in ("topic", "segment"):
+                store.index_nodes(key, {nodes[9].id: "tea lake"} if nodes[9].id else {})
         rng = random.Random(3)
         seqs = {n.id: n.seq for n in nodes}
         scored.append(

@@ -85,6 +85,12 @@ class TreeStore(StoreCore):
         """Record which leaf each message belongs to; the version of each of their
         threads' trees moves (what searches keep of message leaves is kept under it)."""
 
+    def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
+        """:meth:`set_message_leaf` for several leaves (leaf id -> row ids) at once; a
+        back-end where each call is a round trip to a server writes them together."""
+        for leaf_id, rowids in leaves.items():
+            self.set_message_leaf(rowids, leaf_id)
+
     @abc.abstractmethod
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         """Soft-archive (or restore) leaves and their messages: kept, but out of recall.

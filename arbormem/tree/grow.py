@@ -436,8 +436,8 @@ class TreeGrower(TopicNaming):
 
     def _place_messages(self) -> None:
         """Write the leaf of the messages placed so far (before anything reads them back)."""
-        for leaf_id, rowids in self._unplaced.items():
-            self.backend.set_message_leaf(rowids, leaf_id)
+        if self._unplaced:
+            self.backend.set_message_leaves(self._unplaced)
         self._unplaced = {}
 
     def _reset_active(self, cur: Cursor) -> None:

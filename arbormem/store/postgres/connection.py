@@ -123,8 +123,22 @@ class _Transaction:
     dirty: set[int] = field(default_factory=set)
     #: Threads whose advisory lock this transaction holds.
     locked: set[int] = field(default_factory=set)
+    #: Of those, the threads it locked to read them, or to write only what no search
+    #: keeps a read of (typed records, which carry a stamp of their own).
+    quiet: set[int] = field(default_factory=set)
+    #: Threads it locked to write anything else: their change counters move at the
+    #: commit (see _commit_sql), as do those locked without saying (not quiet).
+    loud: set[int] = field(default_factory=set)
     #: Work to do once it commits (see _on_commit).
     after: list[Callable[[], None]] = field(default_factory=list)
+    #: Writes put off until just before the commit (see _before_commit), in order.
+    before: list[Callable[[], None]] = field(default_factory=list)
+    #: Topic and segment documents indexed by this transaction and not written yet:
+    #: (key, node id) -> document (see PostgresLexical.index_nodes).
+    node_docs: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The typed records of each thread this transaction changed, as it left them
+    #: (see PostgresRecords._change): its lock held, nobody else changes them.
+    records: dict[int, Any] = field(default_factory=dict)
 
     @property
     def conn(self) -> Any:
@@ -133,6 +147,16 @@ class _Transaction:
             self.raw.execute("BEGIN")
             self.begun = True
         return self.raw
+
+
+def _quiet(tx: _Transaction) -> bool:
+    """Whether a committed transaction changed nothing a search reads and keeps: it
+    sent nothing, or it only read the threads it locked and wrote their typed
+    records. Such a commit of this process leaves what the search under way (or
+    the next) read before it usable (see PostgresConnection._commits)."""
+    if not tx.begun:
+        return True
+    return not tx.dirty and not tx.loud and bool(tx.locked) and tx.locked <= tx.quiet
 
 
 class PostgresConnection(StoreCore):
@@ -197,7 +221,8 @@ class PostgresConnection(StoreCore):
         self._extension_schema = "public"
         #: What the search under way has read (see _cached): (start, values).
         self._search_reads: tuple[float, dict[Any, Any]] | None = None
-        #: Commits of this process so far: what was read before one is not reused.
+        #: Commits of this process so far that may have changed what searches read
+        #: (see _quiet): what was read before one is not reused.
         self._commits = 0
         #: What searches read of each thread, kept while it is unchanged.
         self._kept = KeptReads()
@@ -322,8 +347,13 @@ class PostgresConnection(StoreCore):
         # thread's uncommitted writes.
         return not self._owns_transaction()
 
-    def _lock_threads(self, tx: _Transaction, threads: Iterable[Thread]) -> None:
-        todo = sorted({t.id for t in threads} - tx.locked)
+    def _lock_threads(
+        self, tx: _Transaction, threads: Iterable[Thread], *, quiet: bool = False
+    ) -> None:
+        wanted = {t.id for t in threads}
+        if not quiet:
+            tx.loud.update(wanted)
+        todo = sorted(wanted - tx.locked)
         if not todo:
             return
         # Every lock (in id order) and the BEGIN not sent yet, in one round trip.
@@ -331,6 +361,8 @@ class PostgresConnection(StoreCore):
         tx.raw.execute(locks if tx.begun else f"BEGIN; {locks}")
         tx.begun = True
         tx.locked.update(todo)
+        if quiet:
+            tx.quiet.update(todo)
 
     @contextmanager
     def _reading(self, *threads: Thread) -> Iterator[Any]:
@@ -339,7 +371,9 @@ class PostgresConnection(StoreCore):
         tx = self._tx()
         if tx is not None:
             if threads:
-                self._lock_threads(tx, threads)
+                # A read changes nothing: the lock alone does not move the threads'
+                # change counters (a write of them does, see _writing).
+                self._lock_threads(tx, threads, quiet=True)
             try:
                 yield tx.conn
             except self._psycopg.Error as exc:
@@ -366,13 +400,15 @@ class PostgresConnection(StoreCore):
             raise
 
     @contextmanager
-    def _writing(self, *threads: Thread) -> Iterator[Any]:
-        """The write transaction's connection, with the threads' locks held."""
+    def _writing(self, *threads: Thread, quiet: bool = False) -> Iterator[Any]:
+        """The write transaction's connection, with the threads' locks held.
+        ``quiet``: what it writes of them is nothing a search keeps a read of (see
+        :mod:`.kept`), so their change counters need not move for it."""
         with self.transaction():
             tx = self._tx()
             assert tx is not None
             if threads:
-                self._lock_threads(tx, threads)
+                self._lock_threads(tx, threads, quiet=quiet)
             yield tx.conn
 
     def map_for_search(self) -> None:
@@ -495,8 +531,10 @@ class PostgresConnection(StoreCore):
         try:
             try:
                 yield
+                for work in tx.before:
+                    work()
                 if tx.begun:
-                    conn.execute(_commit_sql(tx.locked | tx.dirty))
+                    conn.execute(_commit_sql((tx.locked - tx.quiet) | tx.loud | tx.dirty))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)
@@ -509,8 +547,9 @@ class PostgresConnection(StoreCore):
         finally:
             self._local.tx = None
             self._pool.putconn(conn)
-            self._commits += 1
-            self._search_reads = None
+            if not (committed and _quiet(tx)):
+                self._commits += 1
+                self._search_reads = None
         if committed:
             for work in tx.after:
                 try:
@@ -531,6 +570,20 @@ class PostgresConnection(StoreCore):
                 conn.execute("ROLLBACK")
         except self._psycopg.Error:
             pass  # a broken connection: the server rolled back already
+
+    def _settle_node_docs(self) -> None:
+        """Write the node documents this Python thread's transaction put off (see
+        PostgresLexical.index_nodes): called before a read or a delete that must
+        see them. A no-op here."""
+
+    def _before_commit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` inside the write transaction under way, just before it
+        commits (it must be idempotent: a write that has to land sooner runs it
+        too)."""
+        tx = self._tx()
+        assert tx is not None, "_before_commit outside a transaction"
+        if work not in tx.before:
+            tx.before.append(work)
 
     def _on_commit(self, work: Callable[[], None]) -> None:
         """Run ``work`` once the write transaction under way commits (at once when

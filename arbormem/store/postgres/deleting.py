@@ -219,6 +219,7 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
         if not message_ids:
             return Deleted()
         with self.transaction():
+            self._settle_node_docs()  # the documents of nodes it deletes go first
             tx = self._tx()
             assert tx is not None
             conn = tx.conn
@@ -251,6 +252,7 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
 
     def delete_session(self, thread: Thread, session: str) -> Deleted:
         with self._writing(thread) as conn:
+            self._settle_node_docs()  # the documents of nodes it deletes go first
             k = {**self._keys(thread), "key": session}
             sid = conn.execute(
                 "SELECT id FROM sessions WHERE scope_id = %(s)s AND thread_id = %(t)s"
@@ -292,6 +294,10 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
 
     def delete_thread(self, thread: Thread) -> Deleted:
         with self._writing(thread) as conn:
+            self._settle_node_docs()  # the documents of nodes it deletes go first
+            tx = self._tx()
+            if tx is not None:
+                tx.records.pop(thread.id, None)  # its records go too
             k = self._keys(thread)
             result = Deleted()
             chashes = [

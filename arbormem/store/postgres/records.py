@@ -90,6 +90,9 @@ class PostgresRecords(PostgresConnection):
     def _read(self, thread: Thread, ask: Callable[[MemoryRecordStore], T]) -> T:
         lock, loaded = self._records_cache()
         with self._reading(thread) as conn:
+            tx = self._tx()
+            if tx is not None and thread.id in tx.records:
+                return ask(tx.records[thread.id])  # as this transaction left them
             # The stamp first, the rows after: rows newer than their stamp only
             # cost a reload next time, never a stale answer.
             stamp = self._stamp(conn, thread)
@@ -107,7 +110,9 @@ class PostgresRecords(PostgresConnection):
 
     def _change(self, thread: Thread, change: Callable[[MemoryRecordStore], T]) -> T:
         lock, loaded = self._records_cache()
-        with self._writing(thread) as conn:
+        # Records have a stamp of their own (the cursor row's xmin): their writes
+        # leave the thread's change counter, and what searches keep, as they are.
+        with self._writing(thread, quiet=True) as conn:
             k = self._keys(thread)
             # Whether the thread is still stored, and the records' stamp, at once.
             alive, stamp = conn.execute(
@@ -123,7 +128,13 @@ class PostgresRecords(PostgresConnection):
                 )
             with lock:
                 entry = loaded.pop(thread.id, None)
-            if entry is not None and entry[0] == stamp and stamp is not None:
+            tx = self._tx()
+            assert tx is not None
+            if thread.id in tx.records:
+                # Changed earlier in this transaction (extraction writes records,
+                # then its cursor): reloading every record each time was quadratic.
+                store = tx.records[thread.id]
+            elif entry is not None and entry[0] == stamp and stamp is not None:
                 store = entry[1]
             else:
                 store = self._shelf_of(conn, thread)
@@ -133,6 +144,7 @@ class PostgresRecords(PostgresConnection):
             out = change(store)
             self._write_back(conn, k, shelf, before, before_composites)
             new_stamp = self._stamp(conn, thread)
+            tx.records[thread.id] = store
 
             def keep() -> None:
                 with lock:

@@ -119,6 +119,7 @@ class PostgresStatistics(PostgresConnection):
         if found is not None:
             return tuple(found)
         where = "true" if scopes is None else "scope_id = ANY(%(s)s)"
+        self._settle_node_docs()
         with self._reading() as conn:
             rows = conn.execute(
                 "SELECT key, coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM lex_stats"
@@ -170,6 +171,7 @@ class PostgresStatistics(PostgresConnection):
         where = "key = ANY(%(k)s) AND term = ANY(%(w)s)" + (
             "" if scopes is None else " AND scope_id = ANY(%(s)s)"
         )
+        self._settle_node_docs()
         with self._reading() as conn:
             rows = conn.execute(
                 f"SELECT key, term, sum(df) FROM lex_df WHERE {where} GROUP BY key, term",
@@ -201,6 +203,7 @@ class PostgresStatistics(PostgresConnection):
         counts: dict[str, int] = {}
         where = "key = %(k)s" + ("" if scope is None else " AND scope_id = ANY(%(s)s)")
         args = {"k": KEY_CODES[key], "s": None if scope is None else list(scope), "m": min_docs}
+        self._settle_node_docs()
         with self._reading() as conn:
             # One snapshot: the counts and the state they describe must agree.
             tx = None if self._owns_transaction() else conn.transaction()

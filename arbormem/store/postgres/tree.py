@@ -36,6 +36,21 @@ _NODE_COLUMNS = (
 #: live order, read once while they are unchanged (see PostgresTree.rowids_between).
 WHOLE_ORDER = 4096
 
+#: New nodes of one write past which they are copied (COPY) rather than inserted.
+FEW_NODES = 16
+_PUT_COLUMNS = (
+    "id, scope_id, thread_id, parent_id, kind, seq, level, name, summary, keyphrases,"
+    " first_index, last_index, first_at, last_at, message_count, child_count, frozen,"
+    " archived, origin, chash"
+)
+_UPDATE_NODE = (
+    "UPDATE tree_nodes SET parent_id = %s, kind = %s, seq = %s, level = %s,"
+    " name = %s, summary = %s, keyphrases = %s, first_index = %s,"
+    " last_index = %s, first_at = %s, last_at = %s, message_count = %s,"
+    " child_count = %s, frozen = %s, archived = %s, origin = %s, chash = %s"
+    " WHERE id = %s AND scope_id = %s AND thread_id = %s"
+)
+
 #: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
 NODE_ID_BLOCK = 32
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
@@ -242,14 +257,19 @@ class PostgresTree(PostgresLexical):
                 ids = self._node_ids(conn, len(new))
                 for n, i in zip(new, ids):
                     n.id = i
+            if 0 < len(new) <= FEW_NODES:
+                # Tree upkeep makes a node or two at a time: one INSERT is one round
+                # trip, a COPY two.
+                row = "(" + ", ".join(["%s"] * 20) + ")"
+                conn.execute(
+                    f"INSERT INTO tree_nodes ({_PUT_COLUMNS}) VALUES "
+                    + ", ".join([row] * len(new)),
+                    [v for n in new for v in (n.id, k["s"], thread.id, *self._values(n))],
+                )
+            elif new:
                 with (
                     conn.cursor() as cur,
-                    cur.copy(
-                        "COPY tree_nodes (id, scope_id, thread_id, parent_id, kind, seq, level,"
-                        " name, summary, keyphrases, first_index, last_index, first_at, last_at,"
-                        " message_count, child_count, frozen, archived, origin, chash)"
-                        " FROM STDIN (FORMAT BINARY)"
-                    ) as cp,
+                    cur.copy(f"COPY tree_nodes ({_PUT_COLUMNS}) FROM STDIN (FORMAT BINARY)") as cp,
                 ):
                     cp.set_types(
                         ["int8", "int8", "int8", "int8", "text", "int8", "int4", "text",
@@ -259,14 +279,12 @@ class PostgresTree(PostgresLexical):
                     for n in new:
                         cp.write_row((n.id, k["s"], thread.id, *self._values(n)))
             old = [n for n in nodes if n not in new]
-            if old:
+            if len(old) == 1:  # executemany's pipeline costs more than one statement
+                conn.execute(_UPDATE_NODE, (*self._values(old[0]), old[0].id, k["s"], thread.id))
+            elif old:
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "UPDATE tree_nodes SET parent_id = %s, kind = %s, seq = %s, level = %s,"
-                        " name = %s, summary = %s, keyphrases = %s, first_index = %s,"
-                        " last_index = %s, first_at = %s, last_at = %s, message_count = %s,"
-                        " child_count = %s, frozen = %s, archived = %s, origin = %s, chash = %s"
-                        " WHERE id = %s AND scope_id = %s AND thread_id = %s",
+                        _UPDATE_NODE,
                         [(*self._values(n), n.id, k["s"], thread.id) for n in old],
                     )
 
@@ -324,6 +342,8 @@ class PostgresTree(PostgresLexical):
             # Their documents leave the topic and segment keys (statistics included).
             self.index_nodes("topic", {i: "" for i in wanted})
             self.index_nodes("segment", {i: "" for i in wanted})
+            # Written before the rows go: the postings to delete are read from them.
+            self._settle_node_docs()
             conn.execute(
                 "UPDATE messages SET leaf_id = NULL WHERE scope_id = %(s)s AND leaf_id = ANY(%(i)s)",
                 {**k, "i": wanted},
@@ -354,6 +374,20 @@ class PostgresTree(PostgresLexical):
             )
             # The messages' threads' change counters move at the commit (see
             # connection._commit_sql), as for the threads whose locks it holds.
+            self._wrote(r[0] for r in rows)
+
+    def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
+        # Every leaf's messages in one statement: tree upkeep places the messages of
+        # several exchanges at once, and a statement per leaf was a round trip each.
+        placed = {int(r): int(leaf) for leaf, rowids in leaves.items() for r in rowids}
+        if not placed:
+            return
+        with self._writing() as conn:
+            rows = conn.execute(
+                "UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[], %s::int8[])"
+                " AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id",
+                (list(placed), list(placed.values())),
+            ).fetchall()
             self._wrote(r[0] for r in rows)
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:

@@ -101,7 +101,7 @@ class PostgresVectors(PostgresConnection):
         # A stored vector is kept, unless it has another length (see thread_vectors).
         conn.execute(
             "INSERT INTO vectors (chash, model, dim, vec) SELECT h, %(m)s, vector_dims(v), v"
-            " FROM unnest(%(h)s::text[], %(v)s::vector[]) AS u(h, v)"
+            " FROM unnest(%(h)s::text[], %(v)b::vector[]) AS u(h, v)"
             " ON CONFLICT (chash, model) DO UPDATE SET dim = excluded.dim, vec = excluded.vec"
             " WHERE vectors.dim <> excluded.dim",
             {
@@ -295,7 +295,7 @@ class PostgresVectors(PostgresConnection):
         if keep and model_id:
             conn.execute(
                 "INSERT INTO session_vectors (scope_id, session_id, model, total)"
-                " SELECT %(s)s, i, %(m)s, v FROM unnest(%(i)s::int8[], %(v)s::vector[]) AS u(i, v)"
+                " SELECT %(s)s, i, %(m)s, v FROM unnest(%(i)s::int8[], %(v)b::vector[]) AS u(i, v)"
                 " ON CONFLICT (scope_id, session_id) DO UPDATE SET model = excluded.model,"
                 " total = excluded.total",
                 {"s": s, "m": model_id, "i": list(keep), "v": list(keep.values())},
@@ -414,7 +414,7 @@ class PostgresVectors(PostgresConnection):
                 conn.execute(
                     "INSERT INTO message_vectors (scope_id, thread_id, model, message_id,"
                     " session_id, vec) SELECT %(s)s, %(t)s, %(m)s, m.id, m.session_id, u.v"
-                    " FROM unnest(%(i)s::int8[], %(v)s::vector[]) AS u(i, v)"
+                    " FROM unnest(%(i)s::int8[], %(v)b::vector[]) AS u(i, v)"
                     " JOIN messages m ON m.scope_id = %(s)s AND m.id = u.i"
                     " ON CONFLICT (scope_id, thread_id, model, message_id) DO UPDATE"
                     " SET vec = excluded.vec",

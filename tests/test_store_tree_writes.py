@@ -1,0 +1,100 @@
+"""Tree upkeep's writes, on every back-end.
+
+* Indexing nodes inside a write transaction: what a transaction indexed is what
+  its own reads, the store's statistics after it and its deletes see, whether
+  the back-end writes each document at once (SQLite) or keeps the last one of
+  each node until the commit (PostgreSQL: tree upkeep indexes a growing topic
+  again at every message).
+* Placing the messages of several leaves at once (``set_message_leaves``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from arbormem.ids import content_hash
+from arbormem.store import Backend, NewMessage, NodeRow, Thread
+
+from .backends import backend
+
+__all__ = ["backend"]  # the fixture: every back-end
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def _topics(store: Backend, n: int) -> tuple[Thread, list[int]]:
+    thread = store.thread("ann", "bot", create=True)
+    nodes = [NodeRow(None, None, "topic", i, i, i, T0, T0) for i in range(n)]
+    store.put_nodes(thread, nodes)
+    ids = [node.id for node in nodes]
+    assert all(i is not None for i in ids)
+    return thread, [int(i) for i in ids if i is not None]
+
+
+def test_the_last_document_of_a_node_counts_and_its_reads_see_it(backend: Backend) -> None:
+    thread, (a, b) = _topics(backend, 2)
+    with backend.transaction():
+        backend.index_nodes("segment", {a: "kite river", b: "kite"})
+        backend.index_nodes("segment", {a: "kite lake lake"})
+        # Read inside the transaction that wrote them.
+        assert [n for n, _ in backend.node_search([thread], "segment", ["lake"], 5)] == [a]
+        assert backend.node_search([thread], "segment", ["river"], 5) == []
+        assert backend.node_docs("segment", [a, b]) == {a: "kite lake lake", b: "kite"}
+    assert backend.node_docs("segment", [a]) == {a: "kite lake lake"}
+    assert backend.node_search([thread], "segment", ["river"], 5) == []
+    assert {n for n, _ in backend.node_search([thread], "segment", ["kite"], 5)} == {a, b}
+
+
+def test_nodes_deleted_after_being_indexed_leave_no_postings(backend: Backend) -> None:
+    thread, (a, b, c) = _topics(backend, 3)
+    backend.index_nodes("topic", {a: "kite garden", b: "kite harbour", c: "kite shop"})
+    backend.index_nodes("segment", {a: "garden", b: "harbour"})
+    with backend.transaction():
+        backend.index_nodes("topic", {a: "kite garden lake", b: "harbour lake"})
+        backend.index_nodes("segment", {a: "garden lake"})
+        assert backend.delete_nodes(thread, [a, b]) == 2
+    for key in ("topic", "segment"):
+        assert backend.node_search([thread], key, ["garden", "harbour", "lake"], 5) == []
+    assert [n for n, _ in backend.node_search([thread], "topic", ["kite"], 5)] == [c]
+
+
+def test_a_rolled_back_transaction_indexes_nothing(backend: Backend) -> None:
+    thread, (a,) = _topics(backend, 1)
+    backend.index_nodes("topic", {a: "kite"})
+    try:
+        with backend.transaction():
+            backend.index_nodes("topic", {a: "lake"})
+            raise RuntimeError("stop")
+    except RuntimeError:
+        pass
+    assert backend.node_docs("topic", [a]) == {a: "kite"}
+    assert [n for n, _ in backend.node_search([thread], "topic", ["kite"], 5)] == [a]
+    assert backend.node_search([thread], "topic", ["lake"], 5) == []
+
+
+def test_the_messages_of_several_leaves_are_placed_at_once(backend: Backend) -> None:
+    thread, (a, b, c) = _topics(backend, 3)
+    texts = [f"kite {i}" for i in range(5)]
+    rows = backend.append(
+        thread,
+        [
+            NewMessage(
+                id=f"m{i}",
+                role="user",
+                content=t,
+                timestamp=T0 + timedelta(minutes=i),
+                session="s",
+                terms=t,
+                chash=content_hash(t),
+            )
+            for i, t in enumerate(texts)
+        ],
+    )
+    ids = [r.rowid for r in rows]
+    backend.set_message_leaves({a: ids[:2], b: ids[2:3]})
+    assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: a, ids[2]: b}
+    with backend.transaction():
+        backend.set_message_leaves({c: [ids[1], ids[4]], b: []})
+        assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
+    backend.set_message_leaves({})
+    assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
