@@ -143,6 +143,12 @@ def test_moving_messages_to_a_leaf_moves_their_trees_version_and_no_other(
     assert backend.tree_state(t).version > before[0]
     assert backend.tree_state(other).version == before[1]
     assert backend.message_leaves([r.rowid for r in mine]) == {mine[1].rowid: 9}
+    # Several leaves at once, as tree upkeep places them: the same.
+    moved = backend.tree_state(t).version
+    backend.set_message_leaves({10: [mine[0].rowid], 11: [mine[1].rowid]})
+    assert backend.tree_state(t).version > moved
+    assert backend.tree_state(other).version == before[1]
+    assert backend.message_leaves([r.rowid for r in mine]) == {mine[0].rowid: 10, mine[1].rowid: 11}
 
 
 def test_around_gives_each_message_its_live_session_neighbours_in_order(

@@ -87,7 +87,8 @@ class TreeStore(StoreCore):
 
     def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
         """:meth:`set_message_leaf` for several leaves (leaf id -> row ids) at once; a
-        back-end where each call is a round trip to a server writes them together."""
+        back-end where each call is a round trip to a server writes them together.
+        Like it, moves the tree version of every thread whose messages it moves."""
         for leaf_id, rowids in leaves.items():
             self.set_message_leaf(rowids, leaf_id)
 

@@ -385,9 +385,16 @@ class PostgresTree(PostgresLexical):
         with self._writing() as conn:
             rows = conn.execute(
                 "UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[], %s::int8[])"
-                " AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id",
+                " AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id",
                 (list(placed), list(placed.values())),
             ).fetchall()
+            # As in set_message_leaf: the trees' versions move with their messages' leaves.
+            trees = sorted({(int(r[1]), int(r[0])) for r in rows})
+            conn.execute(
+                "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
+                " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
+                ([s for s, _ in trees], [t for _, t in trees]),
+            )
             self._wrote(r[0] for r in rows)
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
