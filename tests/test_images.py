@@ -152,6 +152,13 @@ def test_a_png_in_disguise_is_refused_by_its_bytes(mem: Memory, tmp_path: Path) 
         mem.add_image(fake)
 
 
+def test_an_id_that_is_not_valid_utf8_is_refused_naming_the_argument(mem: Memory) -> None:
+    # Found by the API fuzzer: a lone surrogate reached the store's lookup and raised
+    # UnicodeEncodeError there.
+    with pytest.raises(InputError, match=r"'image'.*unpaired surrogate"):
+        mem.similar_images("\ud800")
+
+
 def test_same_bytes_are_one_image_per_scope_across_sessions(mem: Memory) -> None:
     data = picture()
     first = mem.add_image(data, caption="red card", session="s1")

@@ -133,6 +133,10 @@ class ImageMethods:
         """The scope's live images that look most like ``image`` (an image id, or an
         image as :meth:`add_image` takes it), by perceptual hash, nearest first."""
         arguments.count(k, "k", 1, MAX_IMAGE_HITS)
+        if isinstance(image, str):
+            # An id is looked up in the store: it must be one a store can hold. (Any
+            # other text is read as a path, which read_source checks.)
+            arguments.utf8_size(image, "image")
         return self._images.similar(self._scope(user, agent), image, k)
 
     def expire_images(
