@@ -103,6 +103,10 @@ def test_remember_stores_a_record_as_given_and_updates_like_an_extracted_one(
         ({"text": "Sam lives in Lyon.", "negated": "yes"}, "negated"),
         ({"text": "Sam lives in Lyon.", "when": "the other day"}, "when"),
         ({"text": "Sam lives in Lyon.", "tags": "travel"}, "tags"),
+        # Lone surrogates (found by the API fuzzer): refused, not a UnicodeEncodeError.
+        ({"text": "Sam lives in \ud800."}, "text"),
+        ({"text": "Sam lives in Lyon.", "subject": "S\udc00m"}, "subject"),
+        ({"text": "Sam lives in Lyon.", "tags": ["home", "\ud800"]}, "tags[1]"),
     ],
 )
 def test_remember_refuses_bad_arguments_and_writes_nothing(

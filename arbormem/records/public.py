@@ -68,6 +68,7 @@ def _optional_text(value: Any, field: str, limit: int) -> str | None:
         )
     if len(value) > limit:
         raise InputError(f"is longer than {limit} characters", field=field)
+    arguments.utf8_size(value, field)  # a lone surrogate cannot be stored
     return value.strip()
 
 
@@ -118,6 +119,7 @@ class RecordsAPI:
                 field="text",
                 hint="a record is one statement; store documents as messages with add()",
             )
+        arguments.utf8_size(text, "text")  # a lone surrogate cannot be stored
         kind = _kind(kind, "kind")
         subject = _optional_text(subject, "subject", 200)
         attribute = _optional_text(attribute, "attribute", 80)
@@ -132,6 +134,8 @@ class RecordsAPI:
             or not all(isinstance(t, str) and t.strip() for t in tags)
         ):
             raise InputError("must be a list of non-empty strings", field="tags")
+        for i, tag in enumerate(tags or ()):
+            arguments.utf8_size(tag, f"tags[{i}]")
         self.engine.backend.writable()
         # After what was said before it: the newest statement of a value wins.
         self.engine.jobs.wait(kind="records")
