@@ -364,17 +364,7 @@ class PostgresTree(PostgresLexical):
                 "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id, scope_id",
                 (leaf_id, [int(r) for r in rowids]),
             ).fetchall()
-            # Searches keep which leaf holds each message under the tree's version (see
-            # TreeRecall.turn_signals): a message that changed leaves moves it.
-            trees = sorted({(int(r[1]), int(r[0])) for r in rows})
-            conn.execute(
-                "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
-                " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
-                ([s for s, _ in trees], [t for _, t in trees]),
-            )
-            # The messages' threads' change counters move at the commit (see
-            # connection._commit_sql), as for the threads whose locks it holds.
-            self._wrote(r[0] for r in rows)
+            self._leaves_moved(conn, rows)
 
     def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
         # Every leaf's messages in one statement: tree upkeep places the messages of
@@ -388,14 +378,20 @@ class PostgresTree(PostgresLexical):
                 " AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id",
                 (list(placed), list(placed.values())),
             ).fetchall()
-            # As in set_message_leaf: the trees' versions move with their messages' leaves.
-            trees = sorted({(int(r[1]), int(r[0])) for r in rows})
-            conn.execute(
-                "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
-                " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
-                ([s for s, _ in trees], [t for _, t in trees]),
-            )
-            self._wrote(r[0] for r in rows)
+            self._leaves_moved(conn, rows)
+
+    def _leaves_moved(self, conn: Any, rows: Sequence[Any]) -> None:
+        """After messages (``rows`` of thread id, scope id) changed leaves: move their
+        trees' versions, under which searches keep which leaf holds each message (see
+        TreeRecall.turn_signals), and their threads' change counters, which move at
+        the commit (see connection._commit_sql)."""
+        trees = sorted({(int(r[1]), int(r[0])) for r in rows})
+        conn.execute(
+            "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
+            " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
+            ([s for s, _ in trees], [t for _, t in trees]),
+        )
+        self._wrote(r[0] for r in rows)
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self._writing(thread) as conn:
