@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -119,6 +119,9 @@ class DeepVectors:
         self._worker: threading.Thread | None = None
         #: Threads whose work failed, with why: tried again on their next notice.
         self.failures: dict[int, str] = {}
+        #: Called with a thread once the worker has caught up with it (see
+        #: after_indexing).
+        self._after: list[Callable[[Thread], None]] = []
         #: Seconds the worker spent embedding, and messages it embedded.
         self.seconds = 0.0
         self.embedded = 0
@@ -175,6 +178,13 @@ class DeepVectors:
         row = self.backend.rows([covered]).get(covered)
         return row is not None and row.message.index >= state.next_index - 1 - READY_LAG
 
+    def after_indexing(self, call: Callable[[Thread], None]) -> None:
+        """Have the worker call ``call(thread)`` each time it has caught up with a
+        thread's new messages, before :meth:`wait` returns: work that is best done
+        once writes pause (reading ahead what searches need). A failure is logged,
+        never raised."""
+        self._after.append(call)
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the worker has nothing left to do (or ``timeout`` seconds);
         returns whether it is idle."""
@@ -223,6 +233,7 @@ class DeepVectors:
             try:
                 self._catch_up(thread)
                 self.failures.pop(thread.id, None)
+                self._caught_up(thread)
             except Exception as exc:  # the store's own vectors still serve searches
                 said = str(exc)
                 if self.failures.get(thread.id) != said:
@@ -232,6 +243,16 @@ class DeepVectors:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _caught_up(self, thread: Thread) -> None:
+        with self._cond:
+            if thread.id in self._pending or self._closed:
+                return  # more writes came: after them
+        for call in self._after:
+            try:
+                call(thread)
+            except Exception as exc:  # read ahead only: searches read what they need
+                log.debug("after indexing thread %s: %r", thread.id, exc)
 
     def _catch_up(self, thread: Thread) -> None:
         """Embed the thread's messages after what its index holds, a chunk at a time,

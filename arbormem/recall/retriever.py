@@ -21,20 +21,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from arbormem.aliases import Aliases
 from arbormem.config import to_whole
 from arbormem.deep import DeepVectors, DenseSource, StoreDense
 from arbormem.embed.base import Embedder
 from arbormem.errors import EmbedderError, InputError
 from arbormem.jobs import Jobs
 from arbormem.models import Hit
+from arbormem.recall.facts import ThreadFacts
 from arbormem.recall.features import (
     FEATURES,
     WINDOW,
@@ -60,10 +60,6 @@ from arbormem.store.base import Backend
 from arbormem.store.types import Filters, Row, Thread, ThreadState
 from arbormem.timeexpr import TEMPLATE_YEAR, in_year
 from arbormem.tree.recall import TreeRecall
-
-#: A thread first searched is read for the names its speakers call each other by
-#: (see :mod:`arbormem.aliases`) over its latest this many messages, then as it grows.
-ALIAS_READ = 20_000
 
 #: A month named without a year is looked for in each year the thread covers, but
 #: only in its latest this many (a stray date centuries back would add a span per year).
@@ -143,20 +139,6 @@ class RecallConfig:
         return out
 
 
-@dataclass
-class _ThreadFacts:
-    """Per-thread facts a question is read against, refreshed when the thread grows."""
-
-    upto: int = -1
-    names: list[str] = field(default_factory=list)
-    #: What the speakers call each other, read up to position ``read_to``.
-    aliases: Aliases = field(default_factory=Aliases)
-    read_to: int = 0
-    latest: datetime | None = None
-    earliest: datetime | None = None
-    generation: int = -1
-
-
 class Retriever:
     """Runs the ranking for a scope."""
 
@@ -186,7 +168,11 @@ class Retriever:
         #: The store-wide statistics' cache (see stats_for for a search's own).
         self.stats = TermStats(backend)
         self._stats_of: dict[object, TermStats] = {}
-        self._facts: dict[int, _ThreadFacts] = {}
+        #: Speakers, time spans and names of the threads searched (see facts.py); the
+        #: background embedder brings them up to date once it has caught up.
+        self.facts = ThreadFacts(backend)
+        if deep is not None:
+            deep.after_indexing(self.facts.prepare)
         #: Where the candidate sources run (see _gather).
         self.sources = Sources()
         #: Common terms' counts, and large threads' tree shapes and session sums, are
@@ -204,7 +190,7 @@ class Retriever:
 
     def forget(self, thread: Thread) -> None:
         """Drop what was learnt about a thread (names, dates) after messages left it."""
-        self._facts.pop(thread.id, None)
+        self.facts.forget(thread)
 
     def weights(self, config: RecallConfig | None = None, deep: bool = False) -> dict[str, float]:
         """The ranker's weights: the configuration's, else those fitted for this
@@ -223,39 +209,13 @@ class Retriever:
         aliases: dict[str, str] = {}
         now: datetime | None = None
         for thread, state in zip(threads, states):
-            facts = self._facts.get(thread.id)
-            if facts is None or facts.generation != state.generation:
-                facts = _ThreadFacts(generation=state.generation)
-                self._facts[thread.id] = facts
-            if facts.upto != state.max_rowid:
-                # Only what was added since: a million-message thread is not rescanned.
-                new = self.backend.speakers(thread, after_rowid=max(facts.upto, 0))
-                facts.names = sorted(set(facts.names) | set(new))
-                # By time, not position: older history may be stored after newer.
-                span = self.backend.time_span(thread)
-                facts.earliest, facts.latest = span if span else (None, None)
-                facts.upto = state.max_rowid
-                self._read_aliases(thread, state, facts)
+            facts = self.facts.of(thread, state)
             names.extend(facts.names)
             for alias, speaker in facts.aliases.names().items():
                 aliases.setdefault(alias, speaker)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
         return Question.parse(query, names, now, aliases)
-
-    def _read_aliases(self, thread: Thread, state: ThreadState, facts: _ThreadFacts) -> None:
-        """Count the vocatives of the messages added since the last look (of a long
-        thread first seen, only its latest :data:`ALIAS_READ` messages)."""
-        start = max(facts.read_to, state.next_index - ALIAS_READ)
-        while start < state.next_index:
-            rowids = self.backend.rowids_between(thread, start, state.next_index, 5_000)
-            if not rowids:
-                break
-            rows = self.backend.rows(rowids)
-            ordered = [rows[r].message for r in rowids if r in rows]
-            facts.aliases.read((m.speaker, m.content) for m in ordered)
-            start = max(m.index for m in ordered) + 1 if ordered else state.next_index
-        facts.read_to = state.next_index
 
     def stats_for(self, threads: Sequence[Thread] | None) -> TermStats:
         """The cached statistics a search of these threads is ranked with (see
@@ -312,8 +272,8 @@ class Retriever:
 
     def _lifetime(self, threads: Sequence[Thread]) -> tuple[datetime, datetime] | None:
         """The first and last message times of the threads (known from their facts)."""
-        first = [f.earliest for t in threads if (f := self._facts.get(t.id)) and f.earliest]
-        last = [f.latest for t in threads if (f := self._facts.get(t.id)) and f.latest]
+        first = [f.earliest for t in threads if (f := self.facts.known(t)) and f.earliest]
+        last = [f.latest for t in threads if (f := self.facts.known(t)) and f.latest]
         return (min(first), max(last)) if first and last else None
 
     def _years(self, threads: Sequence[Thread]) -> range:
