@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
+from arbormem.blas import limit_blas_threads
 from arbormem.config import scope_name
 from arbormem.context.working import WorkingMemory
 from arbormem.deep import DeepVectors, deep_embedder
@@ -71,6 +72,8 @@ class Engine:
         ``settings`` (``llm``: the settings' LLM, or none). Every part that can be
         refused is made before the store opens, so a bad setting leaves no new file
         behind."""
+        # Process-wide, once: numpy's BLAS threads took a core from the searches.
+        limit_blas_threads()
         self.settings = settings
         inner = embedder or get_embedder(
             settings.embedder,
