@@ -209,17 +209,29 @@ def test_a_growing_topic_held_by_a_search_is_read_again_after_an_add(mem: Memory
         assert outline.brief(node.id)[:-1] == node[:-1]
 
 
-def test_a_forget_and_a_reorganisation_leave_no_stale_topic_signals(mem: Memory) -> None:
+def test_a_forget_leaves_no_stale_topic_signals(mem: Memory) -> None:
     tree = TreeRecall(mem.backend, mem.embedder)
-    thread = _thread(mem)
     _signals(mem, tree)
     gone = _rows(mem)[len(KAYAK) + 2]
     mem.forget(gone.message.id)
     after = _signals(mem, tree)
     assert gone.rowid not in after
     assert after == _fresh(mem)
-    mem.engine.trees.reorganize(thread, similarity_threshold=0.0)
-    assert _signals(mem, tree) == _fresh(mem)
+
+
+def test_a_reorganisation_leaves_no_stale_topic_signals(mem: Memory) -> None:
+    for session, texts in (("s3", KAYAK[:4]), ("s4", GARDEN[:4])):
+        for i, text in enumerate(texts):
+            mem.add(text, role=("user", "assistant")[i % 2], session=session)
+    mem.wait()
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    before = _signals(mem, tree)
+    # Merges move whole sessions' topics under others: their turns' session topic changes.
+    assert mem.engine.trees.reorganize(thread, similarity_threshold=0.0)["merged"] > 0
+    after = _signals(mem, tree)
+    assert after == _fresh(mem)
+    assert after != before
 
 
 def test_a_renamed_topic_has_its_new_name_at_the_next_read(mem: Memory) -> None:
