@@ -138,9 +138,12 @@ class Outline:
         the growing nodes it holds are read again (their ranges move as they grow).
         None when what it holds does not match the store (a fresh outline is due)."""
         new = Outline(self.backend, self.thread)
-        growing = [i for i, shape in self._brief.items() if not shape[_FROZEN]]
+        # Copies first (each in one step): a search of the old version may still be
+        # adding to these, and a dict that grows while it is walked raises.
+        brief, rows = dict(self._brief), dict(self._rows)
+        growing = [i for i, shape in brief.items() if not shape[_FROZEN]]
         fresh = {b.id: b for b in self.backend.node_briefs(self.thread, ids=growing)}
-        for node_id, shape in self._brief.items():
+        for node_id, shape in brief.items():
             if shape[_FROZEN]:
                 new._brief[node_id] = shape
                 continue
@@ -148,7 +151,7 @@ class Outline:
             if b is None or b.parent_id != shape[_PARENT] or b.kind != shape[_KIND]:
                 return None  # (a change of shape moves the epoch: not expected)
             new._brief[node_id] = (*b[:-1], None)
-        new._rows = {i: row for i, row in self._rows.items() if row.frozen}
+        new._rows = {i: row for i, row in rows.items() if row.frozen}
         new._parent = dict(self._parent)
         new._leaf_topics = dict(self._leaf_topics)
         return new
