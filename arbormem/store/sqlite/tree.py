@@ -52,7 +52,10 @@ def _stamp(value: datetime) -> str:
 #: of a frozen node, a node's deletion, or a placed message's leaf. Growing the tree
 #: (new nodes, growing nodes' ranges and texts, new messages placed, topics frozen)
 #: keeps the epoch, so searches keep what they read of the tree's settled parts
-#: across the adds of a live thread (see arbormem/tree/recall.py).
+#: across the adds of a live thread (see arbormem/tree/recall.py). Node writes move
+#: it where they move the version, with the tree's state written after them (in the
+#: same transaction, as every tree change writes it); archiving and moving a placed
+#: message move it at once, as they move the version.
 EPOCH_BITS = 32
 
 
@@ -114,6 +117,18 @@ class SQLiteTree(SQLiteLexical):
             ).rowcount
         return bool(done)
 
+    def _reshaped(self) -> dict[int, int]:
+        """Threads whose nodes changed beyond growth since their tree's state was last
+        written by this store (see EPOCH_BITS), each with a count of such writes."""
+        found: dict[int, int] | None = self.__dict__.get("_reshaped_threads")
+        if found is None:
+            found = self.__dict__["_reshaped_threads"] = {}
+        return found
+
+    def _reshape(self, thread_id: int) -> None:
+        reshaped = self._reshaped()
+        reshaped[thread_id] = reshaped.get(thread_id, 0) + 1
+
     def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
         with self.transaction():
             c = self._writer
@@ -129,6 +144,19 @@ class SQLiteTree(SQLiteLexical):
                     "SELECT generation FROM threads WHERE id = ?", (thread.id,)
                 ).fetchone()
             version = (int(r[0]) if r and r[0] else 0) + 1
+            reshaped = self._reshaped()
+            seen = reshaped.get(thread.id)
+            if seen is not None:
+                version = ((version >> EPOCH_BITS) + 1) << EPOCH_BITS
+
+                def settled() -> None:
+                    # Once this lands (if it rolls back, nodes written in an earlier
+                    # transaction still want a new epoch), and unless nodes changed
+                    # again since.
+                    if reshaped.get(thread.id) == seen:
+                        del reshaped[thread.id]
+
+                self._on_commit(settled)
             c.execute(
                 "INSERT OR REPLACE INTO tree_state"
                 " (thread_id, version, active_id, leaf_id, next_seq, updated_at)"
@@ -272,7 +300,7 @@ class SQLiteTree(SQLiteLexical):
         with self.transaction():
             c = self._writer
             if self._reshapes(c, thread, nodes):
-                self._new_epoch(c, [thread.id])
+                self._reshape(thread.id)
             for n in nodes:
                 values = (
                     n.parent_id,
@@ -323,7 +351,7 @@ class SQLiteTree(SQLiteLexical):
                 ]
             removed = 0
             if ids:
-                self._new_epoch(c, [thread.id])
+                self._reshape(thread.id)
             for chunk, marks in batches(ids):
                 for table in ("topic_fts", "segment_fts"):
                     c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
