@@ -23,3 +23,18 @@ def test_bench_serve_reports_every_route_and_loses_nothing() -> None:
     assert set(result["bar"]) == {
         "requests_per_s", "search_p95_ms", "add_p95_ms", "errors", "lost", "mcp_p95_ms",
     }  # fmt: skip
+    assert 0.0 <= result["repeated_queries"] <= 1.0
+
+
+def test_bench_serve_with_fresh_queries_asks_no_query_twice() -> None:
+    # The embedder's query cache must not answer any search of such a run.
+    out = run_cli(
+        "--embedder", "hash", "bench", "serve", "--tenants", "2", "--turns", "40",
+        "--clients", "3", "--duration", "2", "--mcp-calls", "0", "--search-share", "1",
+        "--fresh-queries", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["config"]["fresh_queries"] is True
+    assert result["routes"]["search"]["count"] > 0
+    assert result["repeated_queries"] == 0.0

@@ -147,3 +147,123 @@ def test_searches_that_alternate_between_users_keep_each_users_leaves(
     assert (signals(alice), signals(other)) == first
     assert asked == []
     assert any(first[0].values()) and any(first[1].values())
+
+
+def _counting(
+    monkeypatch: pytest.MonkeyPatch, backend: object, name: str, asked: list[int]
+) -> None:
+    real = getattr(backend, name)
+
+    def counting(*args: object) -> object:
+        asked.extend(args[-1])  # type: ignore[arg-type]
+        return real(*args)
+
+    monkeypatch.setattr(backend, name, counting)
+
+
+def test_an_add_keeps_what_searches_read_of_the_settled_tree(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held apart from the Memory's own, as in another process: nothing invalidates it.
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    first = _signals(mem, tree)
+    old = {r.rowid for r in _rows(mem)}
+    epoch = mem.backend.tree_state(thread).version >> 32
+    mem.add("Basil needs water in the evening too", role="user", session="s2")
+    mem.add("Water it with the tomatoes.", role="assistant", session="s2")
+    mem.wait()
+    state = mem.backend.tree_state(thread)
+    assert state.version >> 32 == epoch  # the tree grew: its structure epoch stays
+    leaves: list[int] = []
+    parents: list[int] = []
+    _counting(monkeypatch, mem.backend, "message_leaves", leaves)
+    _counting(monkeypatch, mem.backend, "parents", parents)
+    after = _signals(mem, tree)
+    monkeypatch.undo()
+    new = {r.rowid for r in _rows(mem)} - old
+    assert len(new) == 2
+    # Only the new messages' leaves are read, and only the new leaves' parents.
+    assert set(leaves) == new
+    placed = set(mem.backend.message_leaves(sorted(new)).values())
+    assert set(parents) <= placed
+    assert after == _fresh(mem)
+    assert after.keys() - first.keys() == new
+
+
+def test_a_growing_topic_held_by_a_search_is_read_again_after_an_add(mem: Memory) -> None:
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    _signals(mem, tree)
+    growing = [
+        n.id for n in mem.backend.tree_nodes(thread) if n.kind != "leaf" and not n.frozen and n.id
+    ]
+    assert growing
+    outline = tree._nodes(thread).nodes
+    outline.load(growing)
+    mem.add("One more word about the basil", role="user", session="s2")
+    mem.wait()
+    outline = tree._nodes(thread).nodes
+    for node in mem.backend.node_briefs(thread, ids=growing):
+        assert node.id in outline
+        assert outline.brief(node.id)[:-1] == node[:-1]
+
+
+def test_a_forget_leaves_no_stale_topic_signals(mem: Memory) -> None:
+    tree = TreeRecall(mem.backend, mem.embedder)
+    _signals(mem, tree)
+    gone = _rows(mem)[len(KAYAK) + 2]
+    mem.forget(gone.message.id)
+    after = _signals(mem, tree)
+    assert gone.rowid not in after
+    assert after == _fresh(mem)
+
+
+def test_a_reorganisation_leaves_no_stale_topic_signals(mem: Memory) -> None:
+    for session, texts in (("s3", KAYAK[:4]), ("s4", GARDEN[:4])):
+        for i, text in enumerate(texts):
+            mem.add(text, role=("user", "assistant")[i % 2], session=session)
+    mem.wait()
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    before = _signals(mem, tree)
+    # Merges move whole sessions' topics under others: their turns' session topic changes.
+    assert mem.engine.trees.reorganize(thread, similarity_threshold=0.0)["merged"] > 0
+    after = _signals(mem, tree)
+    assert after == _fresh(mem)
+    assert after != before
+
+
+def test_a_renamed_topic_has_its_new_name_at_the_next_read(mem: Memory) -> None:
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    frozen = [n for n in mem.backend.tree_nodes(thread) if n.kind == "topic" and n.frozen]
+    assert frozen
+    node = frozen[0]
+    assert node.id is not None
+    assert tree.ancestry(thread, node.id)[-1].name == node.name
+    epoch = mem.backend.tree_state(thread).version >> 32
+    # As a rename writes it: the node, then the tree's state.
+    with mem.backend.transaction():
+        mem.backend.put_nodes(thread, [replace(node, name="Paddling plans")])
+        mem.backend.set_tree_state(thread, mem.backend.tree_state(thread))
+    assert mem.backend.tree_state(thread).version >> 32 > epoch
+    assert tree.ancestry(thread, node.id)[-1].name == "Paddling plans"
+
+
+def test_placing_a_new_message_keeps_the_epoch_and_moving_a_placed_one_moves_it(
+    mem: Memory,
+) -> None:
+    thread = _thread(mem)
+    rows = _rows(mem)
+    (placed, leaf), (other, elsewhere) = list(
+        mem.backend.message_leaves([rows[0].rowid, rows[-1].rowid]).items()
+    )
+    state = mem.backend.tree_state(thread)
+    mem.backend.set_message_leaf([placed], leaf)  # where it already is
+    now = mem.backend.tree_state(thread).version
+    assert now > state.version and now >> 32 == state.version >> 32
+    mem.backend.set_message_leaf([other], leaf)
+    moved = mem.backend.tree_state(thread).version
+    assert moved >> 32 > now >> 32
+    assert elsewhere != leaf

@@ -126,3 +126,36 @@ def test_a_write_to_another_users_thread_keeps_this_threads_reads(
     monkeypatch.undo()
     assert mine == _fresh(path)
     m.close()
+
+
+def test_an_add_keeps_the_rows_read_before_it_and_ranks_as_a_fresh_memory(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # An append changes no stored row and no neighbourhood that ends before it: the
+    # next search reads only what is new (it read every row again under a new mark).
+    path = tmp_path / "m.db"
+    m = _open(path)
+    _chat(m)
+    before = _ranking(m)
+    reads = m.engine.retriever.reads
+    real = reads.backend.rows
+    asked: list[int] = []
+
+    def counting(rowids: Any) -> Any:
+        asked.extend(rowids)
+        return real(rowids)
+
+    monkeypatch.setattr(reads.backend, "rows", counting)
+    new = m.add("The swordfish locker is by the kayak trip dock", session="s1")
+    m.wait()
+    after = _ranking(m)
+    monkeypatch.undo()
+    thread = m.backend.thread("alice", "bot")
+    assert thread is not None
+    (new_row,) = [r for r in m.backend.messages(thread) if r.message.id == new.id]
+    assert new_row.rowid in asked
+    assert len(asked) < len(before), asked
+    assert any(mid == new.id for mid, _, _ in after)
+    # The turn before it, whose neighbourhood now holds the new one, ranks as afresh.
+    assert after == _fresh(path)
+    m.close()

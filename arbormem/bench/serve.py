@@ -5,8 +5,11 @@ LoCoMo conversation has about 600), one tenant and user per thread, an API key p
 tenant. ``arbormem serve`` then runs in a subprocess on 127.0.0.1, and ``clients``
 threads (each its own HTTP connection) send for ``duration`` seconds a mix of
 searches (``search_share``) and single-message adds, each to a random tenant. It
-reports requests per second, p50/p95 latency per route, errors, and, after the
-server has stopped, how many acknowledged adds the file does not hold (``lost``).
+reports requests per second, p50/p95 latency per route, errors, the share of
+searches whose query an earlier request asked (``repeated_queries``: the
+embedder's query cache answers those; ``fresh_queries`` makes them rare), and,
+after the server has stopped, how many acknowledged adds the file does not hold
+(``lost``).
 Finally ``mcp_calls`` sequential ``search_memories`` calls over MCP's streamable
 HTTP give that route's p50/p95.
 
@@ -135,14 +138,20 @@ def _load(
     queries: list[str],
     seed: int,
     cpu: Callable[[], float | None] = lambda: None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """``clients`` connections warm up (:func:`_warm`), then load the server for
-    ``duration`` seconds; ``cpu`` reads the server's CPU seconds around the load."""
+    ``duration`` seconds; ``cpu`` reads the server's CPU seconds around the load.
+
+    Searches draw their queries from ``queries`` with repeats; with ``fresh``, each
+    client takes its own share of them in turn (after the warm-up's, which none
+    takes), so that no query is asked twice while they last."""
     import httpx2
 
     latencies: dict[str, list[float]] = {"search": [], "add": []}
     errors: list[str] = []
     acknowledged: list[tuple[int, str]] = []
+    asked: list[tuple[float, str]] = []  # (when, query) of every search on the clock
     lock = threading.Lock()
     warm, start = threading.Barrier(clients + 1), threading.Barrier(clients + 1)
     deadline_box: list[float] = []
@@ -152,6 +161,8 @@ def _load(
         mine: dict[str, list[float]] = {"search": [], "add": []}
         mine_acks: list[tuple[int, str]] = []
         mine_errors: list[str] = []
+        mine_asked: list[tuple[float, str]] = []
+        own = queries[len(keys) + n :: clients] if fresh else []
         with httpx2.Client(base_url=url, timeout=120) as http:
             cold: str | None = None
             try:
@@ -170,7 +181,9 @@ def _load(
                 headers = {"Authorization": f"Bearer {keys[t]}"}
                 route = "search" if rng.random() < search_share else "add"
                 if route == "search":
-                    body: dict[str, Any] = {"user": "u", "query": rng.choice(queries), "k": 10}
+                    query = own[len(mine_asked) % len(own)] if own else rng.choice(queries)
+                    mine_asked.append((time.perf_counter(), query))
+                    body: dict[str, Any] = {"user": "u", "query": query, "k": 10}
                     path = "/v1/search"
                 else:
                     text = f"client {n} note {i}: {rng.choice(queries)}"
@@ -194,6 +207,7 @@ def _load(
                 latencies[k].extend(v)
             acknowledged.extend(mine_acks)
             errors.extend(mine_errors)
+            asked.extend(mine_asked)
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for th in threads:
@@ -208,6 +222,13 @@ def _load(
     elapsed = time.perf_counter() - began
     cpu_after = cpu()
     done = sum(len(v) for v in latencies.values()) + len(errors)
+    # Searches whose query an earlier request of the run (the warm-up's included)
+    # asked: the embedder's query cache answers those without embedding.
+    seen = set(queries[: len(keys)])
+    repeats = 0
+    for _, query in sorted(asked):
+        repeats += query in seen
+        seen.add(query)
     return {
         "elapsed_s": round(elapsed, 2),
         "requests": done,
@@ -215,6 +236,7 @@ def _load(
         "routes": {k: _percentiles(v) for k, v in latencies.items()},
         "errors": len(errors),
         "error_samples": errors[:5],
+        "repeated_queries": round(repeats / len(asked), 3) if asked else 0.0,
         "acknowledged": acknowledged,
         "cpu_s": None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
     }
@@ -258,6 +280,7 @@ def run(
     embedder: str | None = None,
     seed: int = 0,
     indexed: bool = False,
+    fresh_queries: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from arbormem.server.keys import KeyRing
@@ -271,7 +294,12 @@ def run(
         fill_s = time.perf_counter() - began
         ring = KeyRing(keyfile)
         keys = [ring.create(f"t{t}") for t in range(tenants)]
-        queries = generate_queries(2000, seed=seed)
+        # With fresh queries, enough that no client runs out of its own below 25
+        # searches a second (past that it asks them again, counted as repeats).
+        queries = generate_queries(
+            tenants + max(2000, clients * int(duration * 25)) if fresh_queries else 2000,
+            seed=seed,
+        )
         proc, url = _start_server(db, keyfile, embedder, workers)
         try:
             say(f"serving at {url}: one search per tenant on each connection to warm up")
@@ -285,6 +313,7 @@ def run(
                 queries,
                 seed,
                 cpu=lambda: _server_cpu_seconds(proc.pid),
+                fresh=fresh_queries,
             )
             say(f"{mcp_calls} MCP search_memories calls over HTTP")
             mcp = _mcp_latency(url, keys[0], mcp_calls, queries) if mcp_calls else {}
@@ -314,6 +343,7 @@ def run(
             "cpus": os.cpu_count(),
             "fill_s": round(fill_s, 1),
             "indexed": indexed,
+            "fresh_queries": fresh_queries,
         },
         **load,
         "server_cpu_ms_per_request": None

@@ -40,6 +40,12 @@ from arbormem.cli.common import StoreOptions, handle_errors
     help="Let the background embedder index the filled store before serving (slow: "
     "without it the server spends the run catching up, counted in its CPU per request).",
 )
+@click.option(
+    "--fresh-queries",
+    is_flag=True,
+    help="Give every search a query no earlier request asked (by default they are drawn, "
+    "with repeats, from 2,000, and the embedder's query cache answers the repeats).",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -54,6 +60,7 @@ def serve_cmd(
     mcp_calls: int,
     workers: int,
     indexed: bool,
+    fresh_queries: bool,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -83,6 +90,7 @@ def serve_cmd(
         embedder=opts.embedder,
         seed=seed,
         indexed=indexed,
+        fresh_queries=fresh_queries,
         progress=lambda msg: click.echo(msg, err=True),
     )
     if as_json:
@@ -99,6 +107,7 @@ def serve_cmd(
         f"errors {result['errors']}, adds acknowledged {result['adds_acknowledged']}, "
         f"lost {result['lost']}"
     )
+    click.echo(f"searches repeating an earlier query {result['repeated_queries']:.0%}")
     if result["server_cpu_ms_per_request"] is not None:
         click.echo(f"server CPU per request {result['server_cpu_ms_per_request']} ms")
     for route, figures in result["routes"].items():

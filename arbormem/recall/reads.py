@@ -7,7 +7,8 @@ SQL and row decoding that the next question, asked of the same store, mostly
 repeats. :class:`SearchReads` keeps what was read under the searched threads'
 mark (their :class:`~arbormem.store.types.ThreadState`, which moves with every
 message of theirs added, forgotten, archived or rewritten, in this process or
-any other): a search that finds another mark starts from empty.
+any other): a search that finds another mark starts from what an append cannot
+have changed (after a forget, an archive or a rewrite, from empty).
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ class SearchReads:
                 if len(self._parts) >= 4_096:  # many users searched: start again
                     self._parts.clear()
                     self._size = 0
-                self._parts[key] = _Part(mark)
+                fresh = self._parts[key] = _Part(mark)
+                if part is not None:
+                    _carry(part, fresh)
+                    self._size += len(fresh.rows) + len(fresh.around)
         return (key, mark)
 
     def _part(self, token: object) -> _Part | None:
@@ -142,6 +146,26 @@ class SearchReads:
             before = len(table)
             table.update(entries)
             self._size += len(table) - before
+
+
+def _carry(old: _Part, new: _Part) -> None:
+    """Keep in ``new`` what ``old`` read that the change between their marks left
+    alone, when that change only appended messages (every thread's generation the
+    same, its newest row and next position not behind): the rows read, which an
+    append does not touch, and the neighbourhoods that end before the first
+    position an appended message can take (appends take the next positions)."""
+    was, now = old.mark, new.mark
+    if not isinstance(was, tuple) or not isinstance(now, tuple) or len(was) != len(now):
+        return  # the store's change mark, or other threads: nothing is known
+    for (gen, rowid, nxt), (gen2, rowid2, nxt2) in zip(was, now):
+        if gen != gen2 or rowid2 < rowid or nxt2 < nxt:
+            return
+    first_new = min((nxt for _, _, nxt in was), default=0)
+    new.rows = dict(old.rows)
+    for (anchor, radius), near in old.around.items():
+        at = next((idx for rid, idx, _ in near if rid == anchor), None)
+        if at is not None and at + radius < first_new:
+            new.around[(anchor, radius)] = near
 
 
 def _copy_with(obj: _T, **changes: Any) -> _T:

@@ -90,6 +90,10 @@ _EXPAND_AHEAD = 16
 #: The searched threads' ids and tree versions, which cached reads hold for.
 Versions = tuple[tuple[int, tuple[int, int]], ...]
 _KIND = NodeBrief._fields.index("kind")
+_FROZEN = NodeBrief._fields.index("frozen")
+#: A tree version's low bits count writes; the high bits are its structure epoch on a
+#: back-end with ``structure_epochs`` (see arbormem/store/sqlite/tree.py).
+_EPOCH_SHIFT = 32
 
 
 class Outline:
@@ -126,6 +130,31 @@ class Outline:
         self._elsewhere: set[int] = set()
         #: Each leaf's own topic and its session's (see leaf_topics).
         self._leaf_topics: dict[int, tuple[int, int] | None] = {}
+
+    def carried(self) -> Outline | None:
+        """A new outline for the next version of the same structure epoch (see
+        ``TreeRecall._nodes``), holding what the tree's growth cannot have changed:
+        frozen nodes' shapes and rows, parents, and leaves' topics. The shapes of
+        the growing nodes it holds are read again (their ranges move as they grow).
+        None when what it holds does not match the store (a fresh outline is due)."""
+        new = Outline(self.backend, self.thread)
+        # Copies first (each in one step): a search of the old version may still be
+        # adding to these, and a dict that grows while it is walked raises.
+        brief, rows = dict(self._brief), dict(self._rows)
+        growing = [i for i, shape in brief.items() if not shape[_FROZEN]]
+        fresh = {b.id: b for b in self.backend.node_briefs(self.thread, ids=growing)}
+        for node_id, shape in brief.items():
+            if shape[_FROZEN]:
+                new._brief[node_id] = shape
+                continue
+            b = fresh.get(node_id)
+            if b is None or b.parent_id != shape[_PARENT] or b.kind != shape[_KIND]:
+                return None  # (a change of shape moves the epoch: not expected)
+            new._brief[node_id] = (*b[:-1], None)
+        new._rows = {i: row for i, row in rows.items() if row.frozen}
+        new._parent = dict(self._parent)
+        new._leaf_topics = dict(self._leaf_topics)
+        return new
 
     def add_shapes(self, shapes: NodeShapes) -> int:
         """Look shapes up in these (every node's, read in one pass); returns how many."""
@@ -320,9 +349,13 @@ class TreeRecall:
     ) -> None:
         self.backend = backend
         self.embedder = embedder
-        #: The distinct terms of topics' contents (None: not indexed), and the searched
-        #: threads' tree versions and the store's change mark they hold for.
-        self._term_sets: tuple[object, dict[int, frozenset[str] | None]] = ((), {})
+        #: The distinct terms of topics' contents, with the content they were taken
+        #: from (a topic's content is read at each search, and split again only when
+        #: it differs from the one kept).
+        self._term_sets: dict[int, tuple[str, frozenset[str]]] = {}
+        #: Whether the back-end's tree versions carry a structure epoch, which the
+        #: tree's growth leaves alone (see Outline.carried).
+        self._epochs = bool(getattr(backend, "structure_epochs", False))
         #: Where topic vectors are saved between processes (None: not saved).
         self.folder = folder
         #: The folder's lock, shared with other processes (see arbormem.store.sidecar).
@@ -331,11 +364,13 @@ class TreeRecall:
         self.describe = describe
         self._cache: dict[int, _ThreadCache] = {}
         self._lock = threading.Lock()
-        #: The leaf of each message searches asked about (None: it has none), by the
-        #: searched threads and tree versions they hold for: a message changes leaves
-        #: only with its tree's version (see ``Backend.set_message_leaf``). Several
-        #: sets of threads at once: a server's searches go from tenant to tenant.
-        self._leaves: dict[Versions, dict[int, int | None]] = {}
+        #: The leaf of each placed message searches asked about, by the searched
+        #: threads and the structures they hold for (generation and structure epoch,
+        #: or the whole tree version on a back-end without epochs): a placed message
+        #: changes leaves only with them (see ``Backend.set_message_leaf``), and a
+        #: message not placed yet is asked about again. Several sets of threads at
+        #: once: a server's searches go from tenant to tenant.
+        self._leaves: dict[Versions, dict[int, int]] = {}
 
     def _nodes(self, thread: Thread) -> _ThreadCache:
         """The thread's tree as of its current version (a new, empty outline after
@@ -347,10 +382,20 @@ class TreeRecall:
             cache = self._cache.get(thread.id)
             if cache is not None and cache.version == version:
                 return cache
-            fresh = _ThreadCache(Outline(self.backend, thread), version)
+            outline: Outline | None = None
+            structure = self._structure(version)
+            if cache is not None and structure and self._structure(cache.version) == structure:
+                # Only grown since (an add): what the growth leaves alone is kept.
+                outline = cache.nodes.carried()
+            fresh = _ThreadCache(outline or Outline(self.backend, thread), version)
             fresh.vectors = cache.vectors if cache is not None else None
             self._cache[thread.id] = fresh
             return fresh
+
+    def _structure(self, version: tuple[int, int]) -> tuple[int, int] | None:
+        """What of a (generation, tree version) the tree's growth leaves alone: the
+        generation and the structure epoch; None without epochs (nothing is)."""
+        return (version[0], version[1] >> _EPOCH_SHIFT) if self._epochs else None
 
     def _topics(self, thread: Thread) -> _ThreadCache:
         """The thread's cache with every frozen topic's summary vector in one matrix."""
@@ -454,7 +499,7 @@ class TreeRecall:
     def invalidate(self, thread: Thread | None = None) -> None:
         with self._lock:
             self._leaves = {}
-            self._term_sets = ((), {})
+            self._term_sets = {}
             if thread is None:
                 self._cache.clear()
             else:
@@ -506,8 +551,10 @@ class TreeRecall:
         score = {node: s / top for node, s in hits}
         held = {t.id: self._nodes(t) for t in threads}
         caches = {tid: cache.nodes for tid, cache in held.items()}
-        versions = tuple((tid, c.version) for tid, c in held.items())
-        leaves = self._leaves_of(versions, rowids)
+        structures = tuple(
+            (tid, self._structure(c.version) or c.version) for tid, c in held.items()
+        )
+        leaves = self._leaves_of(structures, rowids)
         wanted = list(set(leaves.values()))
         topics_of: dict[int, tuple[int, int] | None] = {}
         for t in threads:
@@ -523,7 +570,7 @@ class TreeRecall:
             wanted_terms = set(terms)
             shares = {
                 node: len(wanted_terms.intersection(its)) / len(wanted_terms)
-                for node, its in self._topic_terms(versions, sorted(nodes)).items()
+                for node, its in self._topic_terms(sorted(nodes)).items()
             }
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
@@ -533,57 +580,58 @@ class TreeRecall:
                 out[rowid]["cov_sess"] = shares.get(session, 0.0)
         return out
 
-    def _leaves_of(self, versions: Versions, rowids: Sequence[int]) -> dict[int, int]:
-        """The leaf of each message that has one, for searched threads at these tree
-        ``versions``: those not kept from earlier searches at the same versions are
-        read (and kept)."""
+    def _leaves_of(self, structures: Versions, rowids: Sequence[int]) -> dict[int, int]:
+        """The leaf of each message that has one, for searched threads at these
+        ``structures`` (see ``_leaves``): those not kept from earlier searches under
+        the same structures are read (and kept when placed)."""
         with self._lock:
-            found = self._leaves.get(versions)
+            found = self._leaves.get(structures)
             if found is None or len(found) >= 200_000:
-                # Another version of these threads is never asked about again.
-                mine = {tid for tid, _ in versions}
+                # Another structure of these threads is never asked about again.
+                mine = {tid for tid, _ in structures}
                 for key in [k for k in self._leaves if {tid for tid, _ in k} == mine]:
                     del self._leaves[key]
                 if len(self._leaves) >= 256:
                     self._leaves.clear()
-                found = self._leaves[versions] = {}
+                found = self._leaves[structures] = {}
             kept = found
         out: dict[int, int] = {}
         missing: list[int] = []
         for r in rowids:
-            if r in kept:
-                leaf = kept[r]
-                if leaf is not None:
-                    out[r] = leaf
+            leaf = kept.get(r)
+            if leaf is not None:
+                out[r] = leaf
             else:
                 missing.append(r)
         if missing:
-            # Read after the versions: a write meanwhile moves them, and what is kept
+            # Read after the structures: a change meanwhile moves them, and what is kept
             # here under the old ones is never looked at again.
             read = self.backend.message_leaves(missing)
             out.update(read)
-            kept.update({r: read.get(r) for r in missing})
+            kept.update(read)
         return out
 
-    def _topic_terms(self, versions: object, nodes: Sequence[int]) -> dict[int, frozenset[str]]:
-        """The distinct terms of each of these topics' content (those indexed), kept
-        under the searched threads' tree ``versions`` and the store's change mark,
-        which a topic's content never changes without (see ``index_nodes``): a
-        search's topics hold whole sessions, and reading their text each time cost
-        more than a millisecond."""
-        key = (versions, self.backend.change_mark())
+    def _topic_terms(self, nodes: Sequence[int]) -> dict[int, frozenset[str]]:
+        """The distinct terms of each of these topics' content (those indexed). The
+        content is read each time (a grown topic is indexed again, with or without a
+        new tree version); its terms are split again only when it differs from the
+        content they were kept with: a search's topics hold whole sessions, and
+        splitting their text each time cost more than a millisecond."""
+        read = self.backend.node_docs("segment", nodes)
+        out: dict[int, frozenset[str]] = {}
         with self._lock:
-            held, kept = self._term_sets
-            if held != key or len(kept) >= 4_096:  # topics hold long texts
-                kept = {}
-                self._term_sets = (key, kept)
-        missing = [n for n in nodes if n not in kept]
-        if missing:
-            # Read after the mark: a write meanwhile moves it, and what is kept here
-            # under the old one is never looked at again.
-            read = self.backend.node_docs("segment", missing)
-            kept.update({n: frozenset(read[n].split()) if n in read else None for n in missing})
-        return {n: terms for n in nodes if (terms := kept[n]) is not None}
+            kept = self._term_sets
+            if len(kept) >= 4_096:  # topics hold long texts
+                kept = self._term_sets = {}
+        for n in nodes:
+            doc = read.get(n)
+            if doc is None:
+                continue
+            held = kept.get(n)
+            if held is None or held[0] != doc:
+                held = kept[n] = (doc, frozenset(doc.split()))
+            out[n] = held[1]
+        return out
 
     def expand(
         self,

@@ -46,8 +46,24 @@ def _stamp(value: datetime) -> str:
     return _utc_stamp(value) if value.tzinfo is timezone.utc else format_timestamp(value)
 
 
+#: A tree's version counts its writes in its low 32 bits; its high bits are the
+#: structure epoch, moved (and the count restarted) by every write that changes what
+#: a node already had beside its growth: its parent, kind or archived flag, anything
+#: of a frozen node, a node's deletion, or a placed message's leaf. Growing the tree
+#: (new nodes, growing nodes' ranges and texts, new messages placed, topics frozen)
+#: keeps the epoch, so searches keep what they read of the tree's settled parts
+#: across the adds of a live thread (see arbormem/tree/recall.py). Node writes move
+#: it where they move the version, with the tree's state written after them (in the
+#: same transaction, as every tree change writes it); archiving and moving a placed
+#: message move it at once, as they move the version.
+EPOCH_BITS = 32
+
+
 class SQLiteTree(SQLiteLexical):
     """Tree nodes with their FTS documents, the cursor and the log."""
+
+    #: Tree versions carry a structure epoch (see EPOCH_BITS).
+    structure_epochs = True
 
     _NODE_COLUMNS = (
         "id, parent_id, kind, seq, level, name, summary, keyphrases, first_index, last_index,"
@@ -101,6 +117,18 @@ class SQLiteTree(SQLiteLexical):
             ).rowcount
         return bool(done)
 
+    def _reshaped(self) -> dict[int, int]:
+        """Threads whose nodes changed beyond growth since their tree's state was last
+        written by this store (see EPOCH_BITS), each with a count of such writes."""
+        found: dict[int, int] | None = self.__dict__.get("_reshaped_threads")
+        if found is None:
+            found = self.__dict__["_reshaped_threads"] = {}
+        return found
+
+    def _reshape(self, thread_id: int) -> None:
+        reshaped = self._reshaped()
+        reshaped[thread_id] = reshaped.get(thread_id, 0) + 1
+
     def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
         with self.transaction():
             c = self._writer
@@ -116,6 +144,19 @@ class SQLiteTree(SQLiteLexical):
                     "SELECT generation FROM threads WHERE id = ?", (thread.id,)
                 ).fetchone()
             version = (int(r[0]) if r and r[0] else 0) + 1
+            reshaped = self._reshaped()
+            seen = reshaped.get(thread.id)
+            if seen is not None:
+                version = ((version >> EPOCH_BITS) + 1) << EPOCH_BITS
+
+                def settled() -> None:
+                    # Once this lands (if it rolls back, nodes written in an earlier
+                    # transaction still want a new epoch), and unless nodes changed
+                    # again since.
+                    if reshaped.get(thread.id) == seen:
+                        del reshaped[thread.id]
+
+                self._on_commit(settled)
             c.execute(
                 "INSERT OR REPLACE INTO tree_state"
                 " (thread_id, version, active_id, leaf_id, next_seq, updated_at)"
@@ -227,9 +268,39 @@ class SQLiteTree(SQLiteLexical):
         )
         return NodeShapes(ids, parent, kind, list(kinds), first, last, frozen, archived)
 
+    def _new_epoch(self, c: Any, thread_ids: Sequence[int]) -> None:
+        """Move the structure epoch of these threads' trees (see EPOCH_BITS)."""
+        c.executemany(
+            f"UPDATE tree_state SET version = ((version >> {EPOCH_BITS}) + 1) << {EPOCH_BITS}"
+            " WHERE thread_id = ?",
+            [(t,) for t in dict.fromkeys(thread_ids)],
+        )
+
+    def _reshapes(self, c: Any, thread: Thread, nodes: Sequence[NodeRow]) -> bool:
+        """Whether writing these nodes changes more than the tree's growth (see
+        EPOCH_BITS): compared with what is stored before they are written."""
+        ids = [n.id for n in nodes if n.id is not None]
+        if not ids:
+            return False  # new nodes: nothing kept of them yet
+        new = {n.id: n for n in nodes if n.id is not None}
+        for chunk, marks in batches(list(dict.fromkeys(ids))):
+            for node_id, parent, kind, frozen, archived in c.execute(
+                "SELECT id, parent_id, kind, frozen, archived FROM tree_nodes"
+                f" WHERE id IN ({marks}) AND +thread_id = ?",
+                [*chunk, thread.id],
+            ):
+                n = new[node_id]
+                if frozen or n.parent_id != parent or n.kind != kind:
+                    return True
+                if bool(n.archived) != bool(archived):
+                    return True
+        return False
+
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
         with self.transaction():
             c = self._writer
+            if self._reshapes(c, thread, nodes):
+                self._reshape(thread.id)
             for n in nodes:
                 values = (
                     n.parent_id,
@@ -279,6 +350,8 @@ class SQLiteTree(SQLiteLexical):
                     )
                 ]
             removed = 0
+            if ids:
+                self._reshape(thread.id)
             for chunk, marks in batches(ids):
                 for table in ("topic_fts", "segment_fts"):
                     c.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", chunk)
@@ -294,17 +367,21 @@ class SQLiteTree(SQLiteLexical):
             return
         with self.transaction():
             c = self._writer
+            # Searches keep which leaf holds each message under the tree's structure
+            # epoch (see TreeRecall.turn_signals): a placed message that changes
+            # leaves moves it; placing a new one only counts a write.
+            for chunk, marks in batches(list(dict.fromkeys(rowids)), 400):
+                c.execute(
+                    f"UPDATE tree_state SET version = CASE WHEN thread_id IN (SELECT thread_id"
+                    f" FROM messages WHERE id IN ({marks}) AND leaf_id IS NOT NULL"
+                    f" AND leaf_id IS NOT ?) THEN ((version >> {EPOCH_BITS}) + 1) << {EPOCH_BITS}"
+                    " ELSE version + 1 END WHERE thread_id IN"
+                    f" (SELECT DISTINCT thread_id FROM messages WHERE id IN ({marks}))",
+                    [*chunk, leaf_id, *chunk],
+                )
             c.executemany(
                 "UPDATE messages SET leaf_id = ? WHERE id = ?", [(leaf_id, r) for r in rowids]
             )
-            # Searches keep which leaf holds each message under the tree's version (see
-            # TreeRecall.turn_signals): a message that changed leaves moves it.
-            for chunk, marks in batches(list(dict.fromkeys(rowids))):
-                c.execute(
-                    "UPDATE tree_state SET version = version + 1 WHERE thread_id IN"
-                    f" (SELECT DISTINCT thread_id FROM messages WHERE id IN ({marks}))",
-                    chunk,
-                )
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self.transaction():
@@ -339,6 +416,7 @@ class SQLiteTree(SQLiteLexical):
             self._rebuild_windows(sorted(sessions))
             # Cached vector indexes must drop or regain these rows.
             c.execute("UPDATE threads SET generation = generation + 1 WHERE id = ?", (thread.id,))
+            self._new_epoch(c, [thread.id])
             return changed
 
     def leaf_messages(self, thread: Thread, leaf_ids: Sequence[int]) -> list[Row]:
