@@ -604,14 +604,18 @@ class PostgresConnection(StoreCore):
         returns what to do once they are through. The tree capability holds them."""
         return lambda: None
 
-    def _read_rows(self, thread: Thread, sql: str, args: Any) -> list[tuple[Any, ...]]:
-        """The rows of one read of ``thread``: in a write transaction holding writes
-        back, those writes and the read go in one round trip (a pipeline), not two."""
+    def _read_rows(
+        self, thread: Thread, sql: str, args: Any, *, write: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one read of ``thread`` (``write``: of a statement that writes
+        it, in the write transaction under way): in a write transaction holding
+        writes back, those writes and the statement go in one round trip (a
+        pipeline), not two."""
         tx = self._tx()
         if tx is None or not tx.holding:
-            with self._reading(thread) as conn:
+            with self._writing(thread) if write else self._reading(thread) as conn:
                 return list(conn.execute(sql, args).fetchall())
-        self._lock_threads(tx, [thread], quiet=True)
+        self._lock_threads(tx, [thread], quiet=not write)
         conn = tx.raw
         try:
             with conn.pipeline():

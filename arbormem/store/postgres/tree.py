@@ -149,35 +149,30 @@ class PostgresTree(PostgresLexical):
         return bool(done)
 
     def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
-        with self._writing(thread) as conn:
-            k = self._keys(thread)
-            r = conn.execute(
-                "SELECT version FROM tree_state WHERE scope_id = %(s)s AND thread_id = %(t)s", k
-            ).fetchone()
-            if r is None:
-                # A new tree's versions start from its thread's generation, so caches
-                # keyed by thread and tree version never take it for an older tree.
-                r = conn.execute(
-                    "SELECT generation FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
-                ).fetchone()
-            version = (int(r[0]) if r and r[0] else 0) + 1
-            conn.execute(
+        # One statement (with the writes held back before it, in one round trip): a
+        # new tree's versions start from its thread's generation, so caches keyed by
+        # thread and tree version never take it for an older tree.
+        with self.transaction():
+            rows = self._read_rows(
+                thread,
                 "INSERT INTO tree_state (scope_id, thread_id, version, active_id, leaf_id,"
-                " next_seq, updated_at) VALUES (%(s)s, %(t)s, %(v)s, %(a)s, %(l)s, %(n)s, %(u)s)"
-                " ON CONFLICT (scope_id, thread_id) DO UPDATE SET version = excluded.version,"
+                " next_seq, updated_at) VALUES (%(s)s, %(t)s, coalesce((SELECT generation"
+                " FROM threads WHERE scope_id = %(s)s AND id = %(t)s), 0) + 1, %(a)s, %(l)s,"
+                " %(n)s, %(u)s) ON CONFLICT (scope_id, thread_id) DO UPDATE SET"
+                " version = coalesce(tree_state.version, 0) + 1,"
                 " active_id = excluded.active_id, leaf_id = excluded.leaf_id,"
                 " next_seq = excluded.next_seq, updated_at = excluded.updated_at,"
-                " checked_version = NULL",
+                " checked_version = NULL RETURNING version",
                 {
-                    **k,
-                    "v": version,
+                    **self._keys(thread),
                     "a": state.active_id,
                     "l": state.leaf_id,
                     "n": state.next_seq,
                     "u": utcnow(),
                 },
+                write=True,
             )
-        return TreeState(version, state.active_id, state.leaf_id, state.next_seq)
+        return TreeState(int(rows[0][0]), state.active_id, state.leaf_id, state.next_seq)
 
     def tree_nodes(
         self,
