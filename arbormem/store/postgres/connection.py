@@ -139,13 +139,33 @@ class _Transaction:
     #: The typed records of each thread this transaction changed, as it left them
     #: (see PostgresRecords._change): its lock held, nobody else changes them.
     records: dict[int, Any] = field(default_factory=dict)
+    #: Writes held back until the transaction's next statement (see
+    #: PostgresTree.put_nodes): the rows of the tree nodes it made (id -> row) and
+    #: of those it changed, and the leaves it placed messages in (row id -> leaf).
+    new_nodes: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    changed_nodes: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    placed: dict[int, int] = field(default_factory=dict)
+    #: Sends the held writes on the connection (the store's, see _send_held).
+    send_held: Callable[[_Transaction], None] | None = None
+    #: The leaf of each message this transaction read since it last wrote anything
+    #: (see PostgresMessages.messages): tree upkeep reads a topic's messages, then
+    #: asks which leaf holds each, and that was a round trip of its own.
+    leaves_seen: dict[int, int | None] = field(default_factory=dict)
+
+    @property
+    def holding(self) -> bool:
+        """Whether writes are held back, not sent yet."""
+        return bool(self.new_nodes or self.changed_nodes or self.placed)
 
     @property
     def conn(self) -> Any:
-        """The transaction's connection, its BEGIN sent."""
+        """The transaction's connection, its BEGIN sent and the writes it held back
+        sent before whatever statement comes next (which may read them)."""
         if not self.begun:
             self.raw.execute("BEGIN")
             self.begun = True
+        if self.send_held is not None and self.holding:
+            self.send_held(self)
         return self.raw
 
 
@@ -512,6 +532,7 @@ class PostgresConnection(StoreCore):
         self.writable()
         tx = self._tx()
         if tx is not None:
+            tx.leaves_seen.clear()  # a write may move messages between leaves
             tx.depth += 1
             try:
                 yield
@@ -525,7 +546,7 @@ class PostgresConnection(StoreCore):
             conn = self._pool.getconn(timeout=self._timeout)
         except Exception as exc:
             raise StoreError(f"{self.path}: cannot start a write: {exc}") from exc
-        tx = _Transaction(conn)
+        tx = _Transaction(conn, send_held=self._send_held)
         self._local.tx = tx
         committed = False
         try:
@@ -533,8 +554,11 @@ class PostgresConnection(StoreCore):
                 yield
                 for work in tx.before:
                     work()
-                if tx.begun:
-                    conn.execute(_commit_sql((tx.locked - tx.quiet) | tx.loud | tx.dirty))
+                if tx.begun or tx.holding:
+                    # tx.conn sends the held writes first: they say which threads
+                    # they changed.
+                    ending = tx.conn
+                    ending.execute(_commit_sql((tx.locked - tx.quiet) | tx.loud | tx.dirty))
                 committed = True
             except psycopg.Error as exc:
                 self._rollback(conn)
@@ -570,6 +594,38 @@ class PostgresConnection(StoreCore):
                 conn.execute("ROLLBACK")
         except self._psycopg.Error:
             pass  # a broken connection: the server rolled back already
+
+    def _send_held(self, tx: _Transaction) -> None:
+        """Send the writes ``tx`` held back (see _Transaction.new_nodes); the tree
+        capability holds them. A no-op here."""
+
+    def _queue_held(self, tx: _Transaction) -> Callable[[], None]:
+        """Queue the writes ``tx`` held back on its connection, in pipeline mode;
+        returns what to do once they are through. The tree capability holds them."""
+        return lambda: None
+
+    def _read_rows(
+        self, thread: Thread, sql: str, args: Any, *, write: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one read of ``thread`` (``write``: of a statement that writes
+        it, in the write transaction under way): in a write transaction holding
+        writes back, those writes and the statement go in one round trip (a
+        pipeline), not two."""
+        tx = self._tx()
+        if tx is None or not tx.holding:
+            with self._writing(thread) if write else self._reading(thread) as conn:
+                return list(conn.execute(sql, args).fetchall())
+        self._lock_threads(tx, [thread], quiet=not write)
+        conn = tx.raw
+        try:
+            with conn.pipeline():
+                done = self._queue_held(tx)
+                cur = conn.execute(sql, args)
+            rows = list(cur.fetchall())
+        except self._psycopg.Error as exc:
+            raise StoreError(f"{self.path}: a read failed: {exc}") from exc
+        done()
+        return rows
 
     def _settle_node_docs(self) -> None:
         """Write the node documents this Python thread's transaction put off (see

@@ -136,6 +136,12 @@ def _bump_in(
     )
 
 
+#: Characters COPY's text form escapes in a value.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+#: Postings per write of a COPY.
+COPY_CHUNK = 4096
+
+
 class PostgresLexical(PostgresStatistics):
     """BM25 over turn postings (windows derived from them) and node postings."""
 
@@ -168,16 +174,28 @@ class PostgresLexical(PostgresStatistics):
             yield (s, thread.id, term, doc, tf, n, lists[0], lists[1])
 
     def _copy_postings(self, conn: Any, rows: Iterable[tuple[Any, ...]]) -> None:
+        # In COPY's text form, made here: psycopg's binary rows dumped every posting's
+        # two window lists element by element in Python, a tenth of an import's time
+        # on the client. A message's postings share their lists, written out once.
+        lines: list[str] = []
+        last: tuple[Any, Any] | None = None
+        lists = ""
+        for s, t, term, doc, tf, n, wids, wlens in rows:
+            if last is None or last[0] is not wids or last[1] is not wlens:
+                last = (wids, wlens)
+                lists = f"{{{','.join(map(str, wids))}}}\t{{{','.join(map(str, wlens))}}}"
+            lines.append(f"{s}\t{t}\t{term.translate(_COPY_ESCAPES)}\t{doc}\t{tf}\t{n}\t{lists}\n")
+        if not lines:
+            return
         with (
             conn.cursor() as cur,
             cur.copy(
                 "COPY turn_postings (scope_id, thread_id, term, doc, tf, len, wids, wlens)"
-                " FROM STDIN (FORMAT BINARY)"
+                " FROM STDIN"
             ) as cp,
         ):
-            cp.set_types(["int8", "int8", "text", "int8", "int4", "int4", "int8[]", "int4[]"])
-            for row in rows:
-                cp.write_row(row)
+            for i in range(0, len(lines), COPY_CHUNK):
+                cp.write("".join(lines[i : i + COPY_CHUNK]))
 
     @staticmethod
     def _set_lists(

@@ -531,8 +531,17 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         if limit is not None:
             sql += " LIMIT %(n)s"
             args["n"] = limit
-        with self._reading(thread) as conn:
-            return [row_of(r) for r in conn.execute(sql, args).fetchall()]
+        tx = self._tx()
+        if tx is None:
+            with self._reading(thread) as conn:
+                return [row_of(r) for r in conn.execute(sql, args).fetchall()]
+        # In a write transaction (tree upkeep), each message's leaf comes along: it
+        # is asked for next (see PostgresTree.message_leaves).
+        rows = self._read_rows(
+            thread, sql.replace(" FROM messages m", ", m.leaf_id FROM messages m", 1), args
+        )
+        tx.leaves_seen.update((int(r[0]), r[-1]) for r in rows)
+        return [row_of(r) for r in rows]
 
     def neighbors(self, rowid: int, before: int, after: int) -> list[Row]:
         with self._reading() as conn:

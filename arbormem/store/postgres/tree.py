@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,24 +36,45 @@ _NODE_COLUMNS = (
 #: live order, read once while they are unchanged (see PostgresTree.rowids_between).
 WHOLE_ORDER = 4096
 
-#: New nodes of one write past which they are copied (COPY) rather than inserted.
-FEW_NODES = 16
 _PUT_COLUMNS = (
     "id, scope_id, thread_id, parent_id, kind, seq, level, name, summary, keyphrases,"
     " first_index, last_index, first_at, last_at, message_count, child_count, frozen,"
     " archived, origin, chash"
 )
-_UPDATE_NODE = (
-    "UPDATE tree_nodes SET parent_id = %s, kind = %s, seq = %s, level = %s,"
-    " name = %s, summary = %s, keyphrases = %s, first_index = %s,"
-    " last_index = %s, first_at = %s, last_at = %s, message_count = %s,"
-    " child_count = %s, frozen = %s, archived = %s, origin = %s, chash = %s"
-    " WHERE id = %s AND scope_id = %s AND thread_id = %s"
+_NODE_ARRAYS = (
+    "%s::int8[], %s::int8[], %s::int8[], %s::int8[], %s::text[], %s::int8[], %s::int4[],"
+    " %s::text[], %s::text[], %s::text[], %s::int8[], %s::int8[], %s::timestamptz[],"
+    " %s::timestamptz[], %s::int8[], %s::int8[], %s::bool[], %s::bool[], %s::text[], %s::text[]"
+)
+#: The nodes a transaction made, in one statement (see PostgresTree._send_held).
+_INSERT_NODES = f"INSERT INTO tree_nodes ({_PUT_COLUMNS}) SELECT * FROM unnest({_NODE_ARRAYS})"
+#: The nodes it changed, in one statement.
+_UPDATE_NODES = (
+    "UPDATE tree_nodes n SET parent_id = u.p, kind = u.k, seq = u.q, level = u.l,"
+    " name = u.n, summary = u.m, keyphrases = u.kp, first_index = u.fi, last_index = u.li,"
+    " first_at = u.fa, last_at = u.la, message_count = u.mc, child_count = u.cc,"
+    " frozen = u.fr, archived = u.ar, origin = u.o, chash = u.h"
+    f" FROM unnest({_NODE_ARRAYS}) AS u(id, s, t, p, k, q, l, n, m, kp, fi, li, fa, la,"
+    " mc, cc, fr, ar, o, h) WHERE n.id = u.id AND n.scope_id = u.s AND n.thread_id = u.t"
+)
+#: The leaves of the messages it placed, moving their trees' versions (see
+#: _leaves_moved), in one statement; it returns the threads it changed.
+_PLACE_MESSAGES = (
+    "WITH moved AS (UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[],"
+    " %s::int8[]) AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id),"
+    " bumped AS (UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
+    " IN (SELECT scope_id, thread_id FROM moved))"
+    " SELECT DISTINCT thread_id FROM moved"
 )
 
 #: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
-NODE_ID_BLOCK = 32
+NODE_ID_BLOCK = 128
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
+
+
+def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows as one list per column, for ``unnest``."""
+    return [list(c) for c in zip(*rows)]
 
 
 def _node(r: Sequence[Any]) -> NodeRow:
@@ -128,35 +149,30 @@ class PostgresTree(PostgresLexical):
         return bool(done)
 
     def set_tree_state(self, thread: Thread, state: TreeState) -> TreeState:
-        with self._writing(thread) as conn:
-            k = self._keys(thread)
-            r = conn.execute(
-                "SELECT version FROM tree_state WHERE scope_id = %(s)s AND thread_id = %(t)s", k
-            ).fetchone()
-            if r is None:
-                # A new tree's versions start from its thread's generation, so caches
-                # keyed by thread and tree version never take it for an older tree.
-                r = conn.execute(
-                    "SELECT generation FROM threads WHERE scope_id = %(s)s AND id = %(t)s", k
-                ).fetchone()
-            version = (int(r[0]) if r and r[0] else 0) + 1
-            conn.execute(
+        # One statement (with the writes held back before it, in one round trip): a
+        # new tree's versions start from its thread's generation, so caches keyed by
+        # thread and tree version never take it for an older tree.
+        with self.transaction():
+            rows = self._read_rows(
+                thread,
                 "INSERT INTO tree_state (scope_id, thread_id, version, active_id, leaf_id,"
-                " next_seq, updated_at) VALUES (%(s)s, %(t)s, %(v)s, %(a)s, %(l)s, %(n)s, %(u)s)"
-                " ON CONFLICT (scope_id, thread_id) DO UPDATE SET version = excluded.version,"
+                " next_seq, updated_at) VALUES (%(s)s, %(t)s, coalesce((SELECT generation"
+                " FROM threads WHERE scope_id = %(s)s AND id = %(t)s), 0) + 1, %(a)s, %(l)s,"
+                " %(n)s, %(u)s) ON CONFLICT (scope_id, thread_id) DO UPDATE SET"
+                " version = coalesce(tree_state.version, 0) + 1,"
                 " active_id = excluded.active_id, leaf_id = excluded.leaf_id,"
                 " next_seq = excluded.next_seq, updated_at = excluded.updated_at,"
-                " checked_version = NULL",
+                " checked_version = NULL RETURNING version",
                 {
-                    **k,
-                    "v": version,
+                    **self._keys(thread),
                     "a": state.active_id,
                     "l": state.leaf_id,
                     "n": state.next_seq,
                     "u": utcnow(),
                 },
+                write=True,
             )
-        return TreeState(version, state.active_id, state.leaf_id, state.next_seq)
+        return TreeState(int(rows[0][0]), state.active_id, state.leaf_id, state.next_seq)
 
     def tree_nodes(
         self,
@@ -184,8 +200,7 @@ class PostgresTree(PostgresLexical):
         if ids is not None:
             sql += " AND id = ANY(%(ids)s)"
             args["ids"] = list(dict.fromkeys(int(i) for i in ids))
-        with self._reading(thread) as conn:
-            return [_node(r) for r in conn.execute(sql + " ORDER BY seq, id", args).fetchall()]
+        return [_node(r) for r in self._read_rows(thread, sql + " ORDER BY seq, id", args)]
 
     def node_briefs(
         self,
@@ -248,45 +263,54 @@ class PostgresTree(PostgresLexical):
         return NodeShapes(ids, parent, kind, list(kinds), first, last, frozen, archived)
 
     def put_nodes(self, thread: Thread, nodes: Sequence[NodeRow]) -> None:
+        # Tree upkeep writes a node or two at a time, dozens of times per import
+        # batch, and each write was a round trip (and the same new leaf was often
+        # inserted, then updated a moment later). The rows are held in the
+        # transaction instead, the last version of each node winning, and sent
+        # before the transaction's next statement, which may read them (see
+        # _Transaction.conn): all of them in one pipeline, one statement per kind.
         if not nodes:
             return
-        with self._writing(thread) as conn:
+        with self.transaction():
+            tx = self._tx()
+            assert tx is not None
+            self._lock_threads(tx, [thread])
             k = self._keys(thread)
             new = [n for n in nodes if n.id is None]
-            if new:
-                ids = self._node_ids(conn, len(new))
-                for n, i in zip(new, ids):
-                    n.id = i
-            if 0 < len(new) <= FEW_NODES:
-                # Tree upkeep makes a node or two at a time: one INSERT is one round
-                # trip, a COPY two.
-                row = "(" + ", ".join(["%s"] * 20) + ")"
-                conn.execute(
-                    f"INSERT INTO tree_nodes ({_PUT_COLUMNS}) VALUES "
-                    + ", ".join([row] * len(new)),
-                    [v for n in new for v in (n.id, k["s"], thread.id, *self._values(n))],
-                )
-            elif new:
-                with (
-                    conn.cursor() as cur,
-                    cur.copy(f"COPY tree_nodes ({_PUT_COLUMNS}) FROM STDIN (FORMAT BINARY)") as cp,
-                ):
-                    cp.set_types(
-                        ["int8", "int8", "int8", "int8", "text", "int8", "int4", "text",
-                         "text", "text", "int8", "int8", "timestamptz", "timestamptz",
-                         "int8", "int8", "bool", "bool", "text", "text"]
-                    )  # fmt: skip
-                    for n in new:
-                        cp.write_row((n.id, k["s"], thread.id, *self._values(n)))
-            old = [n for n in nodes if n not in new]
-            if len(old) == 1:  # executemany's pipeline costs more than one statement
-                conn.execute(_UPDATE_NODE, (*self._values(old[0]), old[0].id, k["s"], thread.id))
-            elif old:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        _UPDATE_NODE,
-                        [(*self._values(n), n.id, k["s"], thread.id) for n in old],
-                    )
+            for n, i in zip(new, self._node_ids(tx.raw, len(new)) if new else []):
+                n.id = i
+            made = {n.id for n in new}
+            for n in nodes:
+                assert n.id is not None
+                row = (n.id, k["s"], thread.id, *self._values(n))
+                if n.id in made or n.id in tx.new_nodes:
+                    tx.new_nodes[n.id] = row
+                else:
+                    tx.changed_nodes[n.id] = row
+
+    def _send_held(self, tx: Any) -> None:
+        with tx.raw.pipeline():
+            done = self._queue_held(tx)
+        done()
+
+    def _queue_held(self, tx: Any) -> Callable[[], None]:
+        new, changed, placed = tx.new_nodes, tx.changed_nodes, tx.placed
+        tx.new_nodes, tx.changed_nodes, tx.placed = {}, {}, {}
+        conn = tx.raw
+        if new:
+            conn.execute(_INSERT_NODES, _columns(new.values()))
+        if changed:
+            conn.execute(_UPDATE_NODES, _columns(changed.values()))
+        if not placed:
+            return lambda: None
+        moved = conn.execute(_PLACE_MESSAGES, (list(placed), list(placed.values())))
+
+        def done() -> None:
+            # The threads whose messages moved: their change counters move at the commit.
+            self._wrote(int(r[0]) for r in moved.fetchall())
+            tx.leaves_seen.update(placed)
+
+        return done
 
     def _node_ids(self, conn: Any, n: int) -> list[int]:
         """``n`` new node ids, from a block this process took from the sequence: a
@@ -369,16 +393,15 @@ class PostgresTree(PostgresLexical):
     def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
         # Every leaf's messages in one statement: tree upkeep places the messages of
         # several exchanges at once, and a statement per leaf was a round trip each.
+        # Held back with the nodes (see put_nodes), which the leaves may be: sent
+        # with them before the transaction's next statement.
         placed = {int(r): int(leaf) for leaf, rowids in leaves.items() for r in rowids}
         if not placed:
             return
-        with self._writing() as conn:
-            rows = conn.execute(
-                "UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[], %s::int8[])"
-                " AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id",
-                (list(placed), list(placed.values())),
-            ).fetchall()
-            self._leaves_moved(conn, rows)
+        with self.transaction():
+            tx = self._tx()
+            assert tx is not None
+            tx.placed.update(placed)
 
     def _leaves_moved(self, conn: Any, rows: Sequence[Any]) -> None:
         """After messages (``rows`` of thread id, scope id) changed leaves: move their
@@ -542,6 +565,12 @@ class PostgresTree(PostgresLexical):
         ids = list(dict.fromkeys(int(r) for r in rowids))
         if not ids:
             return {}
+        tx = self._tx()
+        if tx is not None:
+            # Messages this transaction read or placed a moment ago (see leaves_seen).
+            known = {**tx.leaves_seen, **tx.placed}
+            if all(i in known for i in ids):
+                return {i: leaf for i in ids if (leaf := known[i]) is not None}
 
         def read(missing: list[int]) -> dict[int, int]:
             with self._reading() as conn:
