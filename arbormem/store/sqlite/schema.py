@@ -546,6 +546,19 @@ MIGRATIONS.append(
         """,
     )
 )
+MIGRATIONS.append(
+    (
+        20,
+        "tree versions carry a structure epoch in their high 32 bits",
+        """
+        -- Nothing to rewrite: every version stored so far is in epoch 0. The number
+        -- keeps out earlier arbormem, which would move a reshaped tree's version
+        -- without moving its epoch, and so leave other processes' searches reading
+        -- the tree as it was (see store/sqlite/tree.py, EPOCH_BITS).
+        UPDATE tree_state SET version = version WHERE 0
+        """,
+    )
+)
 
 #: Work a migration does in Python after its SQL (same transaction).
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
