@@ -193,6 +193,7 @@ class Writer:
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
         self.backend.writable()  # before embedding what could not be stored
+        self.engine.records.expect(len(prepared))
         vectors = self.embed_new(prepared)
         with self.engine.write_lock:
             thread = self.engine.thread(scope, create=True)

@@ -52,6 +52,7 @@ __all__ = [
     "running",
     "shared",
     "shutdown",
+    "start_for",
 ]
 
 log = logging.getLogger("arbormem.records")
@@ -301,6 +302,15 @@ def _spare_core() -> bool:
         return len(os.sched_getaffinity(0)) > 1
     except AttributeError:  # no affinity on this platform (macOS, Windows)
         return (os.cpu_count() or 1) > 1
+
+
+def start_for(turns: int) -> None:
+    """Start the helper for ``turns`` messages about to be written, if a batch of them
+    would start it: a bulk add starts it as its writes begin rather than once the first
+    is committed, so that it is ready sooner (it takes most of a second to start, which
+    the first bulk load of a process waited for at its end)."""
+    if ENABLED and turns >= MIN_TURNS and _spare_core():
+        shared()
 
 
 def running() -> bool:
