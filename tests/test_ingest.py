@@ -250,3 +250,42 @@ def test_add_stores_one_message(tmp_path: Path, env: dict[str, str]) -> None:
     ]
     bad = run_cli("add", "hello", "--role", "wizard", env=env)
     assert bad.returncode == 1 and "'role': unknown role 'wizard'" in bad.stderr
+
+
+# -- metadata checked once ----------------------------------------------------------------
+
+
+def test_add_many_checks_each_message_metadata_once(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arbormem.ingest import pipeline, validate
+
+    calls: list[Any] = []
+    real = validate.check_metadata
+
+    def counted(value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(value)
+        return real(value, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "check_metadata", counted)
+    monkeypatch.setattr(validate, "check_metadata", counted)
+    stored = memory.add_many(
+        [{"content": f"turn {i}", "metadata": {"n": i, "tags": ["a", {"b": i}]}} for i in range(3)]
+    )
+    assert len(calls) == 3
+    assert [memory.get(m.id).metadata for m in stored] == [
+        {"n": i, "tags": ["a", {"b": i}]} for i in range(3)
+    ]
+
+
+def test_metadata_replaced_after_it_was_checked_is_checked_again(memory: Memory) -> None:
+    from dataclasses import replace
+
+    writer = memory._writer
+    (record,) = writer.records([{"content": "hello", "metadata": {"ok": 1}}])
+    # What add stores is checked unless it is the very object records() checked: a
+    # replacement (as the image extraction makes) must not pass unchecked.
+    bad = replace(record, metadata={"x": float("nan")})
+    with pytest.raises(InputError, match="not JSON-serialisable"):
+        writer.add([bad], scope=memory._scope(None, None))
+    assert memory.stats().messages == 0

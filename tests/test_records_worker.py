@@ -140,6 +140,19 @@ def test_a_small_batch_does_not_start_the_helper() -> None:
     assert worker.running()
 
 
+def test_a_bulk_add_starts_the_helper_as_its_writes_begin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No extraction job runs: whatever starts the helper is the add itself.
+    monkeypatch.setattr(keeper_module.RecordKeeper, "schedule", lambda self, thread: None)
+    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(32), llm=None) as mem:
+        msgs = [{"content": t, "speaker": who, "timestamp": T0} for who, t in LINES * 2]
+        mem.add_many(msgs[: worker.MIN_TURNS - 1])
+        assert not worker.running()  # a small add never pays for it
+        mem.add_many(msgs[: worker.MIN_TURNS])
+        assert worker.running()
+
+
 def test_a_process_confined_to_one_core_extracts_in_the_calling_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,10 +1,11 @@
 """Tree upkeep's writes, on every back-end.
 
 * Indexing nodes inside a write transaction: what a transaction indexed is what
-  its own reads, the store's statistics after it and its deletes see, whether
-  the back-end writes each document at once (SQLite) or keeps the last one of
-  each node until the commit (PostgreSQL: tree upkeep indexes a growing topic
-  again at every message).
+  its own reads, the store's statistics after it and its deletes see, and a
+  rolled-back one leaves nothing for the next to write, though both back-ends
+  keep the last document of each node until the commit (PostgreSQL: tree upkeep
+  indexes a growing topic again at every message; SQLite: FTS5 made a segment of
+  each document written out of order).
 * Placing the messages of several leaves at once (``set_message_leaves``).
 """
 
@@ -69,6 +70,34 @@ def test_a_rolled_back_transaction_indexes_nothing(backend: Backend) -> None:
         pass
     assert backend.node_docs("topic", [a]) == {a: "kite"}
     assert [n for n, _ in backend.node_search([thread], "topic", ["kite"], 5)] == [a]
+    assert backend.node_search([thread], "topic", ["lake"], 5) == []
+
+
+def test_a_transaction_reads_the_documents_it_indexed_before_any_search(
+    backend: Backend,
+) -> None:
+    thread, (a, b) = _topics(backend, 2)
+    backend.index_nodes("topic", {a: "kite", b: "lake"})
+    with backend.transaction():
+        backend.index_nodes("topic", {a: "river", b: ""})  # b's document taken out
+        assert backend.node_docs("topic", [a, b]) == {a: "river"}
+    assert backend.node_docs("topic", [a, b]) == {a: "river"}
+    assert [n for n, _ in backend.node_search([thread], "topic", ["river"], 5)] == [a]
+    assert backend.node_search([thread], "topic", ["kite", "lake"], 5) == []
+
+
+def test_what_a_rolled_back_transaction_indexed_is_not_written_by_the_next(
+    backend: Backend,
+) -> None:
+    thread, (a, b) = _topics(backend, 2)
+    try:
+        with backend.transaction():
+            backend.index_nodes("topic", {a: "lake"})
+            raise RuntimeError("stop")
+    except RuntimeError:
+        pass
+    backend.index_nodes("topic", {b: "kite"})
+    assert backend.node_docs("topic", [a, b]) == {b: "kite"}
     assert backend.node_search([thread], "topic", ["lake"], 5) == []
 
 

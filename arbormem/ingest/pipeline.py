@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -87,6 +88,9 @@ class Writer:
         self.trees = engine.trees
         self.llm = engine.llm
         self.tree_config = engine.tree_config
+        #: The metadata :meth:`records` checked last on each calling thread, by id (see
+        #: :meth:`_checked_metadata`).
+        self._checked = threading.local()
 
     def records(self, messages: Iterable[Mapping[str, Any] | Record]) -> list[Record]:
         if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
@@ -96,6 +100,7 @@ class Writer:
                 hint="pass [{'content': ...}, ...]; add() takes one message",
             )
         records = []
+        checked: dict[int, dict[str, Any]] = {}
         for i, item in enumerate(messages):
             if isinstance(item, Record):
                 records.append(item)
@@ -105,23 +110,34 @@ class Writer:
                     f"must be a mapping with 'content', got {type(item).__name__}",
                     field=f"messages[{i}]",
                 )
+            where = Where(prefix=f"messages[{i}].")
+            metadata = check_metadata(
+                item.get("metadata"), where, max_bytes=self.limits.metadata_bytes
+            )
+            checked[id(metadata)] = metadata
             records.append(
                 Record(
                     content=item.get("content"),
                     role=item.get("role", "user"),
                     speaker=item.get("speaker", item.get("name")),
                     timestamp=item.get("timestamp"),
-                    metadata=check_metadata(
-                        item.get("metadata"),
-                        Where(prefix=f"messages[{i}]."),
-                        max_bytes=self.limits.metadata_bytes,
-                    ),
+                    metadata=metadata,
                     session=item.get("session"),
                     id=item.get("id"),
-                    where=Where(prefix=f"messages[{i}]."),
+                    where=where,
                 )
             )
+        self._checked.metadata = checked
         return records
+
+    def _checked_metadata(self, records: Sequence[Record]) -> list[bool]:
+        """Which of ``records`` hold metadata that :meth:`records` checked on this thread
+        just before (the very object it made, not a copy or a replacement), so that
+        :func:`prepare` does not check it again: checked twice, it cost a fiftieth of
+        a bulk add. Taken once: a later add checks its own."""
+        checked: dict[int, Any] = getattr(self._checked, "metadata", None) or {}
+        self._checked.metadata = None
+        return [checked.get(id(r.metadata)) is r.metadata for r in records]
 
     def add(
         self,
@@ -149,8 +165,9 @@ class Writer:
                 max_bytes=self.limits.message_bytes,
                 now=now,
                 limits=self.limits,
+                metadata_checked=checked,
             )
-            for r in records
+            for r, checked in zip(records, self._checked_metadata(records))
         ]
         if not prepared:
             return Ingested((), ())
@@ -176,6 +193,7 @@ class Writer:
         # also writes the window keys its newest messages would change again.
         live = len(prepared) <= LIVE_BATCH and any(p.role == "assistant" for p in prepared)
         self.backend.writable()  # before embedding what could not be stored
+        self.engine.records.expect(len(prepared))
         vectors = self.embed_new(prepared)
         with self.engine.write_lock:
             thread = self.engine.thread(scope, create=True)

@@ -228,9 +228,12 @@ def prepare(
     max_bytes: int = MAX_MESSAGE_BYTES,
     now: datetime | None = None,
     limits: Limits = arguments.DEFAULT_LIMITS,
+    metadata_checked: bool = False,
 ) -> NewMessage:
     """Validate one message and compute what the store needs to index it.
-    ``max_bytes`` limits the content; ``limits`` the names and the metadata."""
+    ``max_bytes`` limits the content; ``limits`` the names and the metadata.
+    ``metadata_checked``: ``metadata`` is a dict that :func:`check_metadata` returned
+    under the same ``limits``, and is not checked again."""
     text = check_content(content, where, max_bytes=max_bytes)
     role_name = normalize_role(role, where)
     speaker_name = check_name(speaker, "speaker", where, max_bytes=limits.name_bytes)
@@ -247,7 +250,11 @@ def prepare(
                 field=where.field("timestamp"),
                 hint=exc.hint,
             ) from None
-    meta = check_metadata(metadata, where, max_bytes=limits.metadata_bytes)
+    meta = (
+        dict(metadata)
+        if metadata_checked
+        else check_metadata(metadata, where, max_bytes=limits.metadata_bytes)
+    )
     uid = check_name(message_id, "id", where, max_bytes=limits.name_bytes) or new_id()
     indexed = f"{speaker_name}: {text}" if speaker_name else text
     return NewMessage(

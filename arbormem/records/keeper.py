@@ -24,6 +24,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from arbormem.records import worker
 from arbormem.records.extract import Candidate, Context, Turn
 from arbormem.records.service import RecordService
 from arbormem.records.worker import CONTEXT_TURNS, Exchange, run_batch
@@ -74,6 +75,13 @@ class RecordKeeper:
                 return
             self._due.add(thread.id)
         self.engine.jobs.submit("records", partial(self.catch_up, thread))
+
+    def expect(self, messages: int) -> None:
+        """``messages`` are about to be written: start what extracting them will use
+        (the patterns' helper process, see :mod:`arbormem.records.worker`) while they
+        are, not after."""
+        if self.engine.llm is None and not self.backend.read_only and not self.engine.closed:
+            worker.start_for(messages)
 
     def catch_up(self, thread: Thread) -> int:
         """Extract records from every message of ``thread`` past its cursor; the number

@@ -9,9 +9,11 @@ to one helper process shared by every memory of this process
 core and sends the candidates back; once the helper runs, smaller batches go to it
 too. A process confined to one core never starts it.
 
-The helper is started the first time a batch that size comes; until it is ready (it
-imports and compiles the patterns first) a batch waits for it while messages are
-still being written, and runs in the calling thread once they pause.
+The helper is started the first time a batch that size comes (or a bulk add that
+will give one begins, see :func:`start_for`); until it is ready (it imports the
+patterns first) a batch waits for it while messages are still being written, and
+runs in the calling thread once they pause. It compiles each pattern the first time
+a sentence holds one of its trigger words, as the calling thread does.
 Whenever it cannot be used (no interpreter to start, it died, it did not get
 ready or answer within :data:`TIMEOUT` seconds) the batch runs in the calling thread, so a
 result is never lost and batches keep their order (the caller waits for each).
@@ -52,6 +54,7 @@ __all__ = [
     "running",
     "shared",
     "shutdown",
+    "start_for",
 ]
 
 log = logging.getLogger("arbormem.records")
@@ -303,6 +306,15 @@ def _spare_core() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
+def start_for(turns: int) -> None:
+    """Start the helper for ``turns`` messages about to be written, if a batch of them
+    would start it: a bulk add starts it as its writes begin rather than once the first
+    is committed, so that it is ready sooner (it takes most of a second to start, which
+    the first bulk load of a process waited for at its end)."""
+    if ENABLED and turns >= MIN_TURNS and _spare_core():
+        shared()
+
+
 def running() -> bool:
     """Whether this process's helper is started (any batch is then worth sending)."""
     worker = _shared
@@ -401,11 +413,10 @@ def _read_frame(stream: IO[bytes]) -> Any:
 
 def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """The helper's loop: say ready, then answer each batch until the input ends."""
-    from arbormem.records import matching
-
-    # Compiled before saying ready, so no batch waits for the patterns to compile.
-    for frame in matching.FRAMES:
-        frame.pattern  # noqa: B018
+    # Ready once imported: the patterns compile as batches first need them. Compiled
+    # all before saying ready, they held the first batches back for half a second,
+    # which the first bulk load of a process then waited for at its end (a LoCoMo
+    # conversation needs 56 of the 86, its first 64 turns 37).
     _write_frame(out, ("ready", None))
     while True:
         try:

@@ -439,10 +439,14 @@ class SQLiteConnection(StoreCore):
                 raise
             else:
                 try:
+                    self._before_commit()
                     self._writer.execute("COMMIT")
                 except sqlite3.Error as exc:
                     self._rollback()
                     raise StoreError(f"{self.path}: commit failed: {self._why(exc)}") from exc
+                except BaseException:
+                    self._rollback()
+                    raise
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
                 self._run_after_commit()
@@ -489,6 +493,10 @@ class SQLiteConnection(StoreCore):
     def _rows_changed(self, thread_ids: Iterable[int], *, forgotten: bool) -> None:
         """Called after a commit that took rows out of these threads (deleted, or
         archived out of recall): capabilities that cache rows drop them here."""
+
+    def _before_commit(self) -> None:
+        """Called in the write transaction just before it commits: capabilities that
+        keep writes back until then (see SQLiteLexical.index_nodes) make them here."""
 
     def _closing(self) -> None:
         """Called first by :meth:`close`, while reads still work: capabilities that

@@ -40,6 +40,10 @@ class SQLiteLexical(SQLiteConnection):
 
     #: Document frequencies of the turn index as the writer left it (see _turn_counts).
     _term_counts: TermCounts | None = None
+    #: The tree nodes' documents written in the write transaction under way, by (table,
+    #: node id), an empty one for a document taken out: kept back until it commits
+    #: (see index_nodes).
+    _node_docs: dict[tuple[str, int], str] | None = None
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
@@ -462,16 +466,43 @@ class SQLiteLexical(SQLiteConnection):
             raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
         table = f"{key}_fts"
         with self.transaction():
-            c = self._writer
+            # Written when the transaction commits, all at once and by node id (see
+            # _settle_node_docs); until then the writer's own reads see them (node_docs,
+            # node_search).
+            if self._node_docs is None:
+                self._node_docs = {}
             for node_id, terms in docs.items():
-                c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
-                if terms:
-                    c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+                self._node_docs[(table, int(node_id))] = terms
             if docs:
                 # Searches keep the topics' documents under the change mark (see
                 # TreeRecall.turn_signals), and a growing topic's is replaced with no
                 # message added when its index catches up (TreeGrower.flush_segments).
-                c.execute("UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1")
+                self._writer.execute("UPDATE store_clock SET ticks = ticks + 1 WHERE id = 1")
+
+    def _settle_node_docs(self) -> None:
+        """Write the node documents kept back in this write transaction.
+
+        FTS5 keeps new terms in memory until the transaction ends, but writes them out
+        as a segment of their own whenever a document goes in below one already held
+        (a topic named after its newer children) and at every statement that may need
+        undoing halfway, for every index written so far. Written one after another in
+        the growth of the tree, the topic and segment documents made a new segment at
+        each, and FTS5 then merged them again at every commit; written here, in order,
+        they make one per transaction. The index holds the same documents either way.
+        """
+        pending = self._node_docs
+        if not pending:
+            return
+        self._node_docs = None
+        c = self._writer
+        for (table, node_id), terms in sorted(pending.items()):
+            c.execute(f"DELETE FROM {table} WHERE rowid = ?", (node_id,))
+            if terms:
+                c.execute(f"INSERT INTO {table} (rowid, terms) VALUES (?, ?)", (node_id, terms))
+
+    def _before_commit(self) -> None:
+        self._settle_node_docs()
+        super()._before_commit()
 
     def node_docs(self, key: str, ids: Sequence[int]) -> dict[int, str]:
         if key not in NODE_KEYS:
@@ -484,6 +515,16 @@ class SQLiteLexical(SQLiteConnection):
                     f"SELECT id, c0 FROM {key}_fts_content WHERE id IN ({marks})", chunk
                 ):
                     out[int(rowid)] = terms
+            # Inside its own transaction the writer reads what it wrote, kept back or not.
+            pending = self._node_docs if self._owns_transaction() else None
+            if pending:
+                table = f"{key}_fts"
+                for node_id in wanted:
+                    terms = pending.get((table, node_id))
+                    if terms:
+                        out[node_id] = terms
+                    elif terms is not None:
+                        out.pop(node_id, None)
         return out
 
     def node_search(
@@ -500,6 +541,8 @@ class SQLiteLexical(SQLiteConnection):
             return []
         table = f"{key}_fts"
         marks = ",".join("?" * len(threads))
+        if self._node_docs and self._owns_transaction():
+            self._settle_node_docs()  # a search inside the transaction sees its writes
         with self._reading() as conn:
             if self._only_threads(conn, threads):
                 found = self._best_live(conn, table, terms, limit, "tree_nodes", after)
@@ -545,4 +588,5 @@ class SQLiteLexical(SQLiteConnection):
 
     def _rollback(self) -> None:
         self._term_counts = None  # they counted what the rollback undoes
+        self._node_docs = None  # kept back for a commit that will not come
         super()._rollback()

@@ -519,6 +519,7 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
     def _merge_deleted(self, c: sqlite3.Connection) -> list[str]:
         """Merge the full-text indexes, so deleted terms leave their segments, and drop
         unused vectors (old topic summaries included); returns the vectors' hashes."""
+        self._settle_node_docs()  # a document taken out must be out before the merge
         for table in ("turn_fts", "window_fts", "topic_fts", "segment_fts", "record_fts"):
             # Checked before the merge too: a store deep already (written by an
             # earlier version) must not take the merge that reaches the end.
@@ -655,6 +656,13 @@ class SQLiteMessages(SQLiteTree, SQLiteVectors, SQLiteState, SQLiteRecords):
             ).rowcount
             result.sessions += left
             return result
+
+    def delete_nodes(self, thread: Thread, ids: Sequence[int] | None = None) -> int:
+        with self.transaction():
+            # Documents kept back for the commit go in first, so that deleting the
+            # nodes takes theirs out (written after it, they would outlive them).
+            self._settle_node_docs()
+            return super().delete_nodes(thread, ids)
 
     def delete_thread(self, thread: Thread) -> Deleted:
         with self.transaction():
