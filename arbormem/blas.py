@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Mapping
 
 from arbormem.errors import ConfigError
 
@@ -35,7 +36,7 @@ _lock = threading.Lock()
 _done = False
 
 
-def wanted_threads(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
+def wanted_threads(environ: Mapping[str, str] | None = None) -> int | None:
     """The limit the environment asks for: None to leave BLAS as it is."""
     env = os.environ if environ is None else environ
     raw = env.get(VARIABLE, "").strip()

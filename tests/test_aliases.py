@@ -59,22 +59,30 @@ def test_aliases_replace_names_in_text() -> None:
     assert replace_aliases("Where is Kateland?", aliases) == "Where is Kateland?"
 
 
+#: elise calls Emi "Kate"; only Emi says she skis.
+KATE_LINES = [
+    ("elise", "Hi Kate! Do you ski?"),
+    ("Emi", "I love skiing, I go every winter."),
+    ("elise", "Skiing is scary, Kate!"),
+    ("Emi", "You should try it, it is fun."),
+    ("elise", "Maybe. Thanks Kate, talk soon!"),
+    ("Emi", "Talk soon."),
+    ("elise", "Good night Kate!"),
+]
+KATE_START = datetime(2024, 1, 1, 10, tzinfo=timezone.utc)
+
+
+def add_lines(memory: Memory, lines: Sequence[tuple[str, str]], start: int = 0) -> None:
+    """Add ``(speaker, text)`` lines a minute apart, elise as the user."""
+    for n, (speaker, text) in enumerate(lines, start):
+        role = "user" if speaker == "elise" else "assistant"
+        memory.add(text, role=role, speaker=speaker, timestamp=KATE_START + timedelta(minutes=n))
+
+
 def test_a_question_by_nickname_finds_the_handles_turns(memory: Memory) -> None:
     """The question says "Kate"; only elise ever writes it (to Emi). The answer is
     Emi's own message, which the name alone ranked below elise's to Kate."""
-    start = datetime(2024, 1, 1, 10, tzinfo=timezone.utc)
-    lines = [
-        ("elise", "Hi Kate! Do you ski?"),
-        ("Emi", "I love skiing, I go every winter."),
-        ("elise", "Skiing is scary, Kate!"),
-        ("Emi", "You should try it, it is fun."),
-        ("elise", "Maybe. Thanks Kate, talk soon!"),
-        ("Emi", "Talk soon."),
-        ("elise", "Good night Kate!"),
-    ]
-    for n, (speaker, text) in enumerate(lines):
-        role = "user" if speaker == "elise" else "assistant"
-        memory.add(text, role=role, speaker=speaker, timestamp=start + timedelta(minutes=n))
+    add_lines(memory, KATE_LINES)
     (hit,) = memory.search("Does Kate ski?", k=1)
     assert hit.message.content == "I love skiing, I go every winter."
 

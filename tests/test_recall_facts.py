@@ -4,7 +4,7 @@ of the first search once the background embedder has caught up."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,22 +14,9 @@ from arbormem.embed import HashingEmbedder
 from arbormem.recall.facts import ThreadFacts
 from arbormem.store.types import Thread
 
-START = datetime(2024, 1, 1, 10, tzinfo=timezone.utc)
-LINES = [
-    ("elise", "Hi Kate! Do you ski?"),
-    ("Emi", "I love skiing, I go every winter."),
-    ("elise", "Skiing is scary, Kate!"),
-    ("Emi", "You should try it, it is fun."),
-    ("elise", "Maybe. Thanks Kate, talk soon!"),
-    ("Emi", "Talk soon."),
-    ("elise", "Good night Kate!"),
-]
-
-
-def add_lines(memory: Memory, lines: list[tuple[str, str]], start: int = 0) -> None:
-    for n, (speaker, text) in enumerate(lines, start):
-        role = "user" if speaker == "elise" else "assistant"
-        memory.add(text, role=role, speaker=speaker, timestamp=START + timedelta(minutes=n))
+from .test_aliases import KATE_LINES as LINES
+from .test_aliases import KATE_START as START
+from .test_aliases import add_lines
 
 
 def thread_of(memory: Memory) -> Thread:
