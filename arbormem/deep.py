@@ -12,7 +12,8 @@ Recall reads its dense features and nearest-vector candidates from the deep
 index once it holds a thread's messages (all but the newest :data:`READY_LAG`),
 with weights fitted for it; until then from the store's embedder, with the
 weights fitted for that, so a search never waits for the worker. A store
-opened later is caught up the same way, starting when it is first searched.
+opened later loads the deep vectors it holds when a thread is first searched
+(reading, not embedding), and the worker embeds only what has none.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ QUIET_SECONDS = 0.25
 #: Threads longer than this are not deep-indexed (recall uses the store's vectors):
 #: at tens of messages a second, a million would keep a core busy for hours.
 MAX_MESSAGES = 200_000
+#: A search that finds the deep index behind first loads the vectors the store
+#: already holds (embedded by another process, or by this one before it was
+#: reopened) in threads of up to this many messages; a longer thread's index is
+#: brought up by the worker (or restored from its saved file) while searches use
+#: the store's own vectors.
+LOAD_ON_SEARCH = 20_000
+#: Rows read per statement while loading them.
+LOAD_CHUNK = 5_000
 
 
 class DenseSource(Protocol):
@@ -164,19 +173,65 @@ class DeepVectors:
 
     def ready(self, thread: Thread, state: ThreadState) -> bool:
         """Whether the thread's deep index holds all but its newest :data:`READY_LAG`
-        messages; when it does not, the worker is asked to catch up."""
+        messages; when it does not, the vectors the store already holds are loaded
+        first (see :data:`LOAD_ON_SEARCH`) and the worker is asked for the rest."""
         covered = self.cache.covered(thread, state)
         if covered >= state.max_rowid:
             return True
         if state.next_index > MAX_MESSAGES:
             return False
-        self.notify(thread)
-        if state.next_index <= READY_LAG:
-            return False  # a short thread waits for its few messages
-        if covered <= 0:
+        if not self._close_enough(state, covered):
+            # Before the worker is woken: both extending the index at once would
+            # stop this load half-way.
+            covered = self._load_stored(thread, state, covered)
+        if covered < state.max_rowid:
+            self.notify(thread)
+        return covered >= state.max_rowid or self._close_enough(state, covered)
+
+    def _close_enough(self, state: ThreadState, covered: int) -> bool:
+        """Whether an index holding the rows up to ``covered`` lags the thread by at
+        most :data:`READY_LAG` messages (a short thread waits for all of them)."""
+        if state.next_index <= READY_LAG or covered <= 0:
             return False
         row = self.backend.rows([covered]).get(covered)
         return row is not None and row.message.index >= state.next_index - 1 - READY_LAG
+
+    def _load_stored(self, thread: Thread, state: ThreadState, after: int) -> int:
+        """Extend the thread's index, in the caller's thread, with the vectors the
+        store holds for the rows after ``after``, up to the first row that has none
+        (only the worker embeds); returns the row the index now covers. A fresh
+        process answered its first search without them while they sat in the file,
+        so one question got two different answers (and a CLI search, one per
+        process, never used them)."""
+        if state.next_index > LOAD_ON_SEARCH:
+            return after
+        model, dims = self.embedder.model_id, self.embedder.dimensions
+        while after < state.max_rowid:
+            ids, _, matrix, missing = self.backend.thread_vectors(
+                thread, model, after_rowid=after, limit=LOAD_CHUNK, dim=dims
+            )
+            if missing:
+                stop = min(row.rowid for row in missing)
+                keep = ids < stop
+                ids, matrix, upto = ids[keep], matrix[keep], stop - 1
+            elif len(ids) < LOAD_CHUNK:
+                upto = max(int(ids[-1]) if len(ids) else after, state.max_rowid)
+            else:
+                upto = int(ids[-1])
+            if upto <= after:
+                break  # the next row has no vector: the worker makes it
+            if not self.cache.extend(thread, after, ids.tolist(), matrix.astype(np.float32), upto):
+                # The worker (running for an earlier notice) extended it meanwhile:
+                # go on from there; or rows left the thread: stop.
+                now = self.cache.covered(thread)
+                if now <= after:
+                    break
+                after = now
+                continue
+            after = upto
+            if missing:
+                break
+        return self.cache.covered(thread)
 
     def after_indexing(self, call: Callable[[Thread], None]) -> None:
         """Have the worker call ``call(thread)`` each time it has caught up with a

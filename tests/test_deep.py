@@ -146,13 +146,75 @@ def test_a_reopened_store_is_not_embedded_again(db_path: Path) -> None:
     second = Gated()
     second.gate.set()
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
-        assert not deep_used(mem, "violin")  # the first search starts the catch-up ...
+        assert deep_used(mem, "violin")  # the first search read the stored vectors
         assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
-        assert deep_used(mem, "violin")  # ... which read the stored vectors
         assert mem.engine.deep.embedded == 0
         # Re-embedding with the store's embedder keeps the deep vectors.
         mem.reembed()
         assert mem.backend.vector_models()[second.model_id] == 40
+
+
+def test_a_fresh_process_answers_its_first_search_as_later_ones(db_path: Path) -> None:
+    # A process that opens an indexed store (a CLI search, a server worker that did
+    # not write the messages) answered its first question from the store's own
+    # vectors while the deep ones sat in the file: the same question, asked again,
+    # got another answer.
+    first = Gated()
+    first.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
+        fill(mem, READY_LAG + 30)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+        held = [(h.id, h.score) for h in mem.search("the orchard visit", k=8)]
+    second = Gated()
+    second.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
+        answers = [[(h.id, h.score) for h in mem.search("the orchard visit", k=8)]]
+        answers.append([(h.id, h.score) for h in mem.search("the orchard visit", k=8)])
+        assert answers == [held, held]
+        assert mem.engine.deep is not None and mem.engine.deep.embedded == 0
+
+
+def test_a_fresh_process_loads_stored_vectors_up_to_the_first_row_without_one(
+    db_path: Path,
+) -> None:
+    first = Gated()
+    first.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
+        fill(mem, READY_LAG + 30)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    second = Gated()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
+        fill(mem, READY_LAG + 1, start=READY_LAG + 30)  # more than the lag, no deep vectors
+        assert not deep_used(mem, "violin")  # loaded up to them; the rest is the worker's
+        deep = mem.engine.deep
+        assert deep is not None
+        thread = mem.backend.thread(mem.scope.user, mem.scope.agent)
+        assert thread is not None
+        rows = mem.backend.thread_vectors(thread, first.model_id)[0]
+        assert deep.cache.covered(thread) == int(rows.max())  # every stored one
+        second.gate.set()
+        assert deep.wait(timeout=60)
+        assert deep_used(mem, "violin")
+        assert deep.embedded == READY_LAG + 1
+
+
+def test_a_long_thread_is_left_to_the_worker(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.deep
+
+    first = Gated()
+    first.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
+        fill(mem, READY_LAG + 30)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    monkeypatch.setattr(arbormem.deep, "LOAD_ON_SEARCH", READY_LAG)
+    second = Gated()
+    second.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
+        assert not deep_used(mem, "violin")  # past the limit: the worker loads them
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+        assert deep_used(mem, "violin") and mem.engine.deep.embedded == 0
 
 
 def test_a_failing_deep_embedder_leaves_search_to_the_stores_vectors(
