@@ -31,7 +31,7 @@ from arbormem.embed import DEFAULT_DEEP
 from arbormem.embed.base import Embedder
 from arbormem.store.base import Backend
 from arbormem.store.sqlite.dense import ANN_THRESHOLD, VectorCache
-from arbormem.store.types import Thread, ThreadState
+from arbormem.store.types import Row, Thread, ThreadState
 
 if TYPE_CHECKING:
     from arbormem.store.sqlite import SQLiteBackend
@@ -50,6 +50,11 @@ PIECE = 8
 #: The worker makes way for writes: it embeds once no message was added for this
 #: long, so a bulk load is acknowledged as fast as without it.
 QUIET_SECONDS = 0.25
+#: The worker embeds a message another process added (a second server worker) only
+#: once it has lacked a deep vector for this many seconds: that process's own worker
+#: is most likely embedding it, and both doing so doubled the work (two workers made
+#: 123 embeddings for 87 added messages). Messages this process added are its own.
+FOREIGN_GRACE = 2.0
 #: Threads longer than this are not deep-indexed (recall uses the store's vectors):
 #: at tens of messages a second, a million would keep a core busy for hours.
 MAX_MESSAGES = 200_000
@@ -122,6 +127,12 @@ class DeepVectors:
         self._write_lock = write_lock or threading.RLock()
         self._cond = threading.Condition()
         self._pending: dict[int, Thread] = {}
+        #: When the worker may take each pending thread (see notify).
+        self._not_before: dict[int, float] = {}
+        #: Rows this process added that may still lack a deep vector, per thread,
+        #: and when the worker first found each other missing row (see FOREIGN_GRACE).
+        self._own: dict[int, set[int]] = {}
+        self._seen: dict[int, dict[int, float]] = {}
         self._busy = False
         self._last_write = 0.0
         self._closed = False
@@ -152,14 +163,19 @@ class DeepVectors:
     def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
         return self.cache.session_centroids(thread, sessions)
 
-    def notify(self, thread: Thread, wrote: bool = False) -> None:
+    def notify(self, thread: Thread, wrote: bool = False, rowids: Sequence[int] = ()) -> None:
         """The thread has messages the deep index may lack: have the worker look
-        (``wrote``: they were just added; the worker waits for a quiet moment)."""
+        (``wrote``: this process just added them, ``rowids``; the worker waits for a
+        quiet moment)."""
         with self._cond:
             if self._closed:
                 return
             if wrote:
                 self._last_write = time.monotonic()
+            if rowids:
+                self._own.setdefault(thread.id, set()).update(rowids)
+            if wrote:  # a search's notice keeps a wait for another process's rows
+                self._not_before.pop(thread.id, None)
             self._pending[thread.id] = thread
             if self._worker is None or not self._worker.is_alive():
                 worker = threading.Thread(target=self._run, name="arbormem-deep", daemon=True)
@@ -254,6 +270,9 @@ class DeepVectors:
 
     def forget(self, thread: Thread) -> None:
         """Drop the thread's index and its saved files (messages left it)."""
+        with self._cond:
+            self._own.pop(thread.id, None)
+            self._seen.pop(thread.id, None)
         self.cache.invalidate(thread)
         self.cache.discard_files(thread)
 
@@ -276,14 +295,24 @@ class DeepVectors:
         while True:
             with self._cond:
                 while not self._closed:
-                    quiet = self._last_write + QUIET_SECONDS - time.monotonic()
-                    if self._pending and quiet <= 0:
+                    at = time.monotonic()
+                    wait = self._last_write + QUIET_SECONDS - at
+                    due = min((self._not_before.get(t, at) for t in self._pending), default=None)
+                    if due is not None:
+                        wait = max(wait, due - at)
+                    if due is not None and wait <= 0:
                         break
-                    self._cond.wait(quiet if self._pending else None)
+                    self._cond.wait(wait if due is not None else None)
                 if self._closed:
                     return
-                thread_id, thread = next(iter(self._pending.items()))
+                at = time.monotonic()
+                thread_id, thread = next(
+                    (tid, t)
+                    for tid, t in self._pending.items()
+                    if self._not_before.get(tid, at) <= at
+                )
                 del self._pending[thread_id]
+                self._not_before.pop(thread_id, None)
                 self._busy = True
             try:
                 self._catch_up(thread)
@@ -325,6 +354,7 @@ class DeepVectors:
                 thread, model, after_rowid=after, limit=CHUNK, dim=dims
             )
             found = dict(zip(ids.tolist(), matrix)) if len(ids) else {}
+            stop, missing = self._leave_foreign(thread, missing)
             if missing:
                 start = time.perf_counter()
                 texts = [row.message.text for row in missing]
@@ -341,15 +371,58 @@ class DeepVectors:
                 if not self._store(thread, state, missing, vectors):
                     continue  # messages left the thread meanwhile: look again
                 found.update(zip((row.rowid for row in missing), vectors))
+            if stop is not None:
+                # The index grows without gaps: up to the row left to its writer.
+                found = {r: v for r, v in found.items() if r < stop}
             rowids = sorted(found)
             # A short chunk is the rest of the thread: archived rows need no vector.
             upto = rowids[-1] if rowids else after
-            if len(ids) + len(missing) < CHUNK:
+            if stop is not None:
+                upto = stop - 1
+            elif len(ids) + len(missing) < CHUNK:
                 upto = max(upto, state.max_rowid)
             block = np.vstack([found[r] for r in rowids]) if rowids else np.zeros((0, dims))
             if not self.cache.extend(thread, after, rowids, block.astype(np.float32), upto):
                 # Rows left or the index was rebuilt: start again from what it holds.
                 self.cache.invalidate(thread)
+            self._prune(thread, upto)
+            if stop is not None:
+                with self._cond:
+                    seen = self._seen.get(thread.id, {}).get(stop, time.monotonic())
+                    if not self._closed:
+                        self._pending[thread.id] = thread
+                        self._not_before[thread.id] = seen + FOREIGN_GRACE
+                return
+
+    def _leave_foreign(self, thread: Thread, missing: list[Row]) -> tuple[int | None, list[Row]]:
+        """Split the rows a chunk lacks vectors for: those to embed now (this
+        process's, and others' first found missing :data:`FOREIGN_GRACE` seconds ago
+        or more) and the rest, which their writer's worker is most likely embedding.
+        Returns the first row left (None: none) and the rows to embed."""
+        at = time.monotonic()
+        with self._cond:
+            own = self._own.get(thread.id, set())
+            seen = self._seen.setdefault(thread.id, {})
+            left = [
+                r.rowid
+                for r in missing
+                if r.rowid not in own and at - seen.setdefault(r.rowid, at) < FOREIGN_GRACE
+            ]
+        if not left:
+            return None, missing
+        kept = set(left)
+        return min(left), [r for r in missing if r.rowid not in kept]
+
+    def _prune(self, thread: Thread, upto: int) -> None:
+        """Forget the own and seen marks of rows the index now covers."""
+        with self._cond:
+            own = self._own.get(thread.id)
+            if own:
+                own.difference_update([r for r in own if r <= upto])
+            seen = self._seen.get(thread.id)
+            if seen:
+                for r in [r for r in seen if r <= upto]:
+                    del seen[r]
 
     def _store(
         self, thread: Thread, state: ThreadState, rows: Sequence[Any], vectors: np.ndarray

@@ -171,14 +171,14 @@ class Engine:
 
     # -- background work -----------------------------------------------------------------
 
-    def touch(self, threads: Sequence[Thread], *, wrote: bool) -> None:
+    def touch(self, threads: Sequence[Thread], *, wrote: bool, rowids: Sequence[int] = ()) -> None:
         """Note activity on threads: with idle reorganisation on, a write makes a
         thread due for it once it has been quiet that long, and any activity (a
-        search too) pushes that moment back. A write also has the deep embedder (if
-        any) index the new messages once writes pause."""
+        search too) pushes that moment back. A write (of the rows ``rowids``) also
+        has the deep embedder (if any) index the new messages once writes pause."""
         if wrote and self.deep is not None:
             for thread in threads:
-                self.deep.notify(thread, wrote=True)
+                self.deep.notify(thread, wrote=True, rowids=rowids)
         idle = self.tree_config.reorganize_idle_seconds
         if idle is None or not self.tree_config.enabled or self.backend.read_only:
             return

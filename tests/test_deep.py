@@ -217,6 +217,47 @@ def test_a_long_thread_is_left_to_the_worker(
         assert deep_used(mem, "violin") and mem.engine.deep.embedded == 0
 
 
+def test_two_processes_do_not_both_embed_one_message(db_path: Path) -> None:
+    # Two server workers on one file: each searched the other's new messages and
+    # embedded them too (123 embeddings for 87 added messages).
+    deep_a, deep_b = Gated(), Gated()
+    deep_a.gate.set()
+    deep_b.gate.set()
+    a = Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=deep_a)
+    b = Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=deep_b)
+    try:
+        fill(a, READY_LAG + 10)
+        b.search("violin", k=3)  # b finds them first: a's worker waits for quiet
+        assert a.wait(indexed=True) and b.wait(indexed=True)
+        assert a.engine.deep is not None and b.engine.deep is not None
+        assert (a.engine.deep.embedded, b.engine.deep.embedded) == (READY_LAG + 10, 0)
+        assert deep_used(b, "violin")  # b's index holds a's vectors
+        fill(b, 5, start=READY_LAG + 10)
+        a.search("violin", k=3)
+        assert a.wait(indexed=True) and b.wait(indexed=True)
+        assert (a.engine.deep.embedded, b.engine.deep.embedded) == (READY_LAG + 10, 5)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_messages_nobody_embeds_are_embedded_after_the_grace(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arbormem.deep
+
+    monkeypatch.setattr(arbormem.deep, "FOREIGN_GRACE", 0.3)
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder="none") as writer:
+        fill(writer, READY_LAG + 10)  # a process with no background embedder
+    deep = Gated()
+    deep.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=deep) as mem:
+        assert not deep_used(mem, "violin")
+        assert mem.wait(indexed=True)
+        assert mem.engine.deep is not None and mem.engine.deep.embedded == READY_LAG + 10
+        assert deep_used(mem, "violin")
+
+
 def test_a_failing_deep_embedder_leaves_search_to_the_stores_vectors(
     gated: tuple[Memory, Gated], caplog: pytest.LogCaptureFixture
 ) -> None:

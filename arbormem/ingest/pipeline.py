@@ -244,7 +244,7 @@ class Writer:
                     self.grower.grow(thread, part, vectors, decisions)
                     if progress is not None:
                         progress(len(part))
-        self.engine.touch([thread], wrote=bool(rows))
+        self.engine.touch([thread], wrote=bool(rows), rowids=[row.rowid for row in rows])
         self.trees.name_with_llm(thread)
         if rows:  # records follow the log in the background (Memory.wait() flushes)
             self.engine.records.schedule(thread)
