@@ -133,6 +133,8 @@ class DeepVectors:
         #: and when the worker first found each other missing row (see FOREIGN_GRACE).
         self._own: dict[int, set[int]] = {}
         self._seen: dict[int, dict[int, float]] = {}
+        #: Threads whose catch-up waits for another process's rows, until when.
+        self._held: dict[int, float] = {}
         self._busy = False
         self._last_write = 0.0
         self._closed = False
@@ -174,8 +176,15 @@ class DeepVectors:
                 self._last_write = time.monotonic()
             if rowids:
                 self._own.setdefault(thread.id, set()).update(rowids)
-            if wrote:  # a search's notice keeps a wait for another process's rows
+            if wrote:
                 self._not_before.pop(thread.id, None)
+                self._held.pop(thread.id, None)
+            elif (
+                thread.id not in self._pending and self._held.get(thread.id, 0.0) > time.monotonic()
+            ):
+                # Waiting for another process's rows: a search does not wake the worker
+                # to find them still missing.
+                self._not_before[thread.id] = self._held[thread.id]
             self._pending[thread.id] = thread
             if self._worker is None or not self._worker.is_alive():
                 worker = threading.Thread(target=self._run, name="arbormem-deep", daemon=True)
@@ -273,6 +282,7 @@ class DeepVectors:
         with self._cond:
             self._own.pop(thread.id, None)
             self._seen.pop(thread.id, None)
+            self._held.pop(thread.id, None)
         self.cache.invalidate(thread)
         self.cache.discard_files(thread)
 
@@ -392,6 +402,7 @@ class DeepVectors:
                     if not self._closed:
                         self._pending[thread.id] = thread
                         self._not_before[thread.id] = seen + FOREIGN_GRACE
+                        self._held[thread.id] = seen + FOREIGN_GRACE
                 return
 
     def _leave_foreign(self, thread: Thread, missing: list[Row]) -> tuple[int | None, list[Row]]:
