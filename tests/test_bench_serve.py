@@ -38,3 +38,24 @@ def test_bench_serve_with_fresh_queries_asks_no_query_twice() -> None:
     assert result["config"]["fresh_queries"] is True
     assert result["routes"]["search"]["count"] > 0
     assert result["repeated_queries"] == 0.0
+
+
+def test_bench_serve_at_an_offered_rate_sends_about_that_many() -> None:
+    # An open loop: requests arrive at random at the rate, whatever the server does.
+    out = run_cli(
+        "--embedder", "hash", "bench", "serve", "--tenants", "2", "--turns", "40",
+        "--clients", "4", "--duration", "3", "--mcp-calls", "0", "--rate", "20", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["config"]["offered_requests_per_s"] == 20
+    sent = result["requests"]
+    # Poisson arrivals: 60 expected; 30 and 90 are over five standard deviations away.
+    assert 30 <= sent <= 90, sent
+    assert result["errors"] == 0 and result["lost"] == 0
+
+
+def test_bench_serve_refuses_a_rate_that_is_not_positive() -> None:
+    out = run_cli("bench", "serve", "--rate", "0")
+    assert out.returncode != 0
+    assert "--rate" in out.stderr

@@ -13,6 +13,13 @@ after the server has stopped, how many acknowledged adds the file does not hold
 Finally ``mcp_calls`` sequential ``search_memories`` calls over MCP's streamable
 HTTP give that route's p50/p95.
 
+By default each client sends its next request when the last one is answered (a
+closed loop), so the requests per second are what the server manages with
+``clients`` requests in flight, and latencies are mostly the queue of those
+clients. With ``rate``, requests arrive at random at that rate whatever the
+server does (an open loop), and each latency counts from when its request was
+due: the p95 at a given rate.
+
 The load generator runs in this process and the server in another, so the server's
 figures are not slowed by the clients' Python; both share the machine's cores.
 """
@@ -20,6 +27,7 @@ figures are not slowed by the clients' Python; both share the machine's cores.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
 import subprocess
@@ -35,6 +43,7 @@ import numpy as np
 
 from arbormem.bench.synth import generate_queries, generate_turns
 from arbormem.config import UNSET
+from arbormem.errors import InputError
 from arbormem.memory import Memory
 
 #: The issue's bar on the reference 2-core machine.
@@ -139,13 +148,21 @@ def _load(
     seed: int,
     cpu: Callable[[], float | None] = lambda: None,
     fresh: bool = False,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     """``clients`` connections warm up (:func:`_warm`), then load the server for
     ``duration`` seconds; ``cpu`` reads the server's CPU seconds around the load.
 
     Searches draw their queries from ``queries`` with repeats; with ``fresh``, each
     client takes its own share of them in turn (after the warm-up's, which none
-    takes), so that no query is asked twice while they last."""
+    takes), so that no query is asked twice while they last.
+
+    Without ``rate`` each client sends its next request as soon as the last is
+    answered (a closed loop: the server's speed sets the rate). With it, requests
+    are due at random moments, ``rate`` a second over all clients (each client a
+    Poisson stream of ``rate / clients``), and a latency counts from the moment its
+    request was due: a client still waiting for an answer sends late, and that
+    queueing is counted, not hidden."""
     import httpx2
 
     latencies: dict[str, list[float]] = {"search": [], "add": []}
@@ -175,8 +192,16 @@ def _load(
             if cold is not None:
                 mine_errors.append(cold)
             deadline = deadline_box[0]
+            due = deadline - duration  # the moment the clock started
             i = 0
-            while cold is None and time.perf_counter() < deadline:
+            # With a rate, every request due before the deadline is sent, however
+            # late: leaving out those a slow server delayed would flatter it.
+            while cold is None and (rate is not None or time.perf_counter() < deadline):
+                if rate is not None:
+                    due += rng.expovariate(rate / clients)
+                    if due >= deadline:
+                        break
+                    time.sleep(max(0.0, due - time.perf_counter()))
                 t = rng.randrange(len(keys))
                 headers = {"Authorization": f"Bearer {keys[t]}"}
                 route = "search" if rng.random() < search_share else "add"
@@ -189,7 +214,7 @@ def _load(
                     text = f"client {n} note {i}: {rng.choice(queries)}"
                     body = {"user": "u", "messages": [{"content": text}]}
                     path = "/v1/messages"
-                began = time.perf_counter()
+                began = time.perf_counter() if rate is None else due
                 try:
                     r = http.post(path, json=body, headers=headers)
                     took = time.perf_counter() - began
@@ -281,9 +306,13 @@ def run(
     seed: int = 0,
     indexed: bool = False,
     fresh_queries: bool = False,
+    rate: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from arbormem.server.keys import KeyRing
+
+    if rate is not None and not (rate > 0 and math.isfinite(rate)):
+        raise InputError(f"rate must be a positive number of requests a second, not {rate!r}")
 
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="arbormem-bench-serve-") as tmp:
@@ -303,7 +332,8 @@ def run(
         proc, url = _start_server(db, keyfile, embedder, workers)
         try:
             say(f"serving at {url}: one search per tenant on each connection to warm up")
-            say(f"{clients} clients for {duration:g} s")
+            offered = "" if rate is None else f", {rate:g} requests/s offered"
+            say(f"{clients} clients for {duration:g} s{offered}")
             load = _load(
                 url,
                 keys,
@@ -314,6 +344,7 @@ def run(
                 seed,
                 cpu=lambda: _server_cpu_seconds(proc.pid),
                 fresh=fresh_queries,
+                rate=rate,
             )
             say(f"{mcp_calls} MCP search_memories calls over HTTP")
             mcp = _mcp_latency(url, keys[0], mcp_calls, queries) if mcp_calls else {}
@@ -344,6 +375,7 @@ def run(
             "fill_s": round(fill_s, 1),
             "indexed": indexed,
             "fresh_queries": fresh_queries,
+            "offered_requests_per_s": rate,
         },
         **load,
         "server_cpu_ms_per_request": None

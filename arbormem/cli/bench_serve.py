@@ -46,6 +46,14 @@ from arbormem.cli.common import StoreOptions, handle_errors
     help="Give every search a query no earlier request asked (by default they are drawn, "
     "with repeats, from 2,000, and the embedder's query cache answers the repeats).",
 )
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Offered requests/s over all clients, arriving at random (an open loop; "
+    "latencies count from when each request was due). Default: each client sends its "
+    "next request as soon as the last is answered.",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -61,6 +69,7 @@ def serve_cmd(
     workers: int,
     indexed: bool,
     fresh_queries: bool,
+    rate: float | None,
     seed: int,
     as_json: bool,
 ) -> None:
@@ -76,6 +85,7 @@ def serve_cmd(
     Examples:
       arbormem bench serve
       arbormem bench serve --duration 10 --tenants 4 --json
+      arbormem bench serve --rate 60 --indexed
     """
     from arbormem.bench.serve import BAR, run
 
@@ -91,6 +101,7 @@ def serve_cmd(
         seed=seed,
         indexed=indexed,
         fresh_queries=fresh_queries,
+        rate=rate,
         progress=lambda msg: click.echo(msg, err=True),
     )
     if as_json:
@@ -102,6 +113,8 @@ def serve_cmd(
         f"{c['workers']} server workers, "
         f"{result['elapsed_s']} s, embedder {c['embedder']}"
     )
+    if c["offered_requests_per_s"] is not None:
+        click.echo(f"offered {c['offered_requests_per_s']:g} requests/s at random moments")
     click.echo(
         f"requests/s {result['requests_per_s']} (bar {BAR['requests_per_s']:g}), "
         f"errors {result['errors']}, adds acknowledged {result['adds_acknowledged']}, "
