@@ -1640,3 +1640,42 @@ def test_reorganize_gives_the_same_tree_in_every_process(tmp_path: Path) -> None
     assert outputs[0]["result"]["merged"] > 0
     for other in outputs[1:]:
         assert other == outputs[0]
+
+
+def test_a_growing_topic_is_named_without_what_was_forgotten_from_it(mem: Memory) -> None:
+    # The grower holds the messages of its active topics, to name them when they
+    # freeze without reading them back: a forget in between must reach that copy.
+    mem.add_many(exchanges("garden", T0, "s1"))
+    secret = mem.add(
+        "Here is advice on the tomato seedlings in the blue flowerpot by the shed.",
+        role="assistant",
+        session="s1",
+        timestamp=T0 + timedelta(minutes=9),
+    )
+    assert "flowerpot" in mem.render_tree("json")  # the view names the active topic
+    mem.forget(secret.id)
+    mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))  # freezes the garden topics
+    named = mem.render_tree("json")
+    assert "tomato" in named.lower()
+    assert "flowerpot" not in named.lower() and "shed" not in named.lower()
+
+
+def test_a_topic_named_after_the_store_was_reopened_matches_one_named_in_one_go(
+    tmp_path: Path,
+) -> None:
+    # A cursor read back from the store (a new process) holds the active topics'
+    # messages as the one that grew them did.
+    def grow(path: Path, reopen: bool) -> str:
+        mem = Memory(path, embedder=HashingEmbedder(64), llm=None)
+        mem.add_many(exchanges("garden", T0, "s1")[:4])
+        if reopen:
+            mem.close()
+            mem = Memory(path, embedder=HashingEmbedder(64), llm=None)
+        mem.add_many(exchanges("garden", T0, "s1")[4:])
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+        mem.add_many(exchanges("trip", T0 + timedelta(days=2), "s3"))
+        out = [(n.name, n.summary, n.keyphrases) for n in TopicNode.walk(mem.tree())]
+        mem.close()
+        return json.dumps(out)
+
+    assert grow(tmp_path / "a.db", reopen=True) == grow(tmp_path / "b.db", reopen=False)

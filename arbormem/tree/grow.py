@@ -105,6 +105,9 @@ class Cursor:
     docs: dict[int, list[str]] = field(default_factory=dict)
     #: How many of those terms each node's indexed segment holds (see SEGMENT_GROWTH).
     indexed: dict[int, int] = field(default_factory=dict)
+    #: The live messages under each node of the active path, in thread order: what
+    #: naming the node reads when it freezes, without reading them back from the store.
+    messages: dict[int, list[Message]] = field(default_factory=dict)
 
 
 class TreeGrower(TopicNaming):
@@ -208,11 +211,9 @@ class TreeGrower(TopicNaming):
         )
         for node in cur.path:
             assert node.id is not None
-            cur.docs[node.id] = [
-                t
-                for m in self.node_messages(thread, node, live=True)
-                for t in analyze_message(m.content, m.speaker)
-            ]
+            live = self.node_messages(thread, node, live=True)
+            cur.messages[node.id] = live
+            cur.docs[node.id] = [t for m in live for t in analyze_message(m.content, m.speaker)]
         return cur
 
     # -- decisions ------------------------------------------------------------------------
@@ -478,6 +479,7 @@ class TreeGrower(TopicNaming):
         self._count_child(cur, parent, dirty)
         assert topic.id is not None
         cur.docs[topic.id] = []
+        cur.messages[topic.id] = []
         return topic
 
     def _open_leaf(
@@ -523,6 +525,7 @@ class TreeGrower(TopicNaming):
         for node in cur.path:
             assert node.id is not None
             cur.docs.setdefault(node.id, []).extend(indexed)
+            cur.messages.setdefault(node.id, []).append(m)
 
     # -- width control ------------------------------------------------------------------------
 
@@ -621,7 +624,7 @@ class TreeGrower(TopicNaming):
                 self.backend.index_nodes("segment", {node.id: " ".join(doc)})
             cur.indexed.pop(node.id, None)
             node.frozen = True
-            self.name_node(thread, node)
+            self.name_node(thread, node, messages=cur.messages.pop(node.id, None))
             # Stored now: the parent frozen next is named from its children's rows.
             self.backend.put_nodes(thread, [node])
             dirty.pop(node.id, None)

@@ -144,9 +144,14 @@ class TopicNaming:
         return [r.message for r in self.backend.leaf_messages(thread, sorted(leaves))]
 
     def digest(
-        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+        self,
+        thread: Thread,
+        node: NodeRow,
+        children: Sequence[NodeRow] | None = None,
+        messages: Sequence[Message] | None = None,
     ) -> Digest:
-        """The heuristic name, summary and keyphrases of a node."""
+        """The heuristic name, summary and keyphrases of a node. ``messages``: its live
+        messages in thread order, when the caller holds them (the grower's cursor)."""
         assert node.id is not None
         kids = (
             list(children)
@@ -162,19 +167,25 @@ class TopicNaming:
             )
         # Archived exchanges are out of recall, and a summary is recalled: they name a
         # topic only when it holds nothing else (it is then archived itself).
-        messages = self.node_messages(thread, node, live=True, children=kids) or self.node_messages(
-            thread, node, children=kids
-        )
+        if not messages:
+            messages = self.node_messages(
+                thread, node, live=True, children=kids
+            ) or self.node_messages(thread, node, children=kids)
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
 
     def name_node(
-        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+        self,
+        thread: Thread,
+        node: NodeRow,
+        children: Sequence[NodeRow] | None = None,
+        messages: Sequence[Message] | None = None,
     ) -> None:
-        """Give a node its name, summary and keyphrases, and index and embed them."""
+        """Give a node its name, summary and keyphrases, and index and embed them
+        (``messages`` as for :meth:`digest`)."""
         self._place_messages()
-        digest = self.digest(thread, node, children)
+        digest = self.digest(thread, node, children, messages)
         node.keyphrases = digest.keyphrases
         if node.origin == "llm" and node.name:
             node.summary = digest.summary  # the LLM's name stays; summary is extractive for now
