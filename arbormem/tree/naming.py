@@ -75,19 +75,22 @@ class TopicNaming:
         which grows with the store, so each term is read once and then scaled
         with the store's size; it is read again once the store has doubled.
         """
-        if len(self._df) > 200_000:
-            self._df.clear()
+        cache = self._df
+        if len(cache) > 200_000:
+            cache.clear()
         n_now = self._n_docs + self._added
-        missing = [t for t in set(terms) if t not in self._df or n_now > 2 * self._df[t][1] + 100]
+        # Read again: a term not read yet, or read before the store was half its size.
+        stale = (n_now - 100) / 2
+        missing = [t for t in set(terms) if (known := cache.get(t)) is None or known[1] < stale]
         if missing or not self._n_docs:
             found, self._n_docs = self.backend.term_frequencies(missing)
             self._added = 0
             n_now = self._n_docs
             for t in missing:
-                self._df[t] = (found.get(t, 0), self._n_docs)
+                cache[t] = (found.get(t, 0), self._n_docs)
         scale = {}
         for t in terms:
-            df, n_then = self._df[t]
+            df, n_then = cache[t]
             scale[t] = round(df * n_now / n_then) if n_then else df
         return scale, n_now
 
