@@ -105,8 +105,10 @@ class Cursor:
     docs: dict[int, list[str]] = field(default_factory=dict)
     #: How many of those terms each node's indexed segment holds (see SEGMENT_GROWTH).
     indexed: dict[int, int] = field(default_factory=dict)
-    #: The live messages under each node of the active path, in thread order: what
-    #: naming the node reads when it freezes, without reading them back from the store.
+    #: The live messages under the active topic (the path's last node, which exchanges
+    #: join), in thread order, by its id: what naming it reads when it freezes, without
+    #: reading them back from the store. Only its own: a session's topic is named from
+    #: its topics' names, and a topic that gets a topic below it reads the store.
     messages: dict[int, list[Message]] = field(default_factory=dict)
 
 
@@ -212,8 +214,9 @@ class TreeGrower(TopicNaming):
         for node in cur.path:
             assert node.id is not None
             live = self.node_messages(thread, node, live=True)
-            cur.messages[node.id] = live
             cur.docs[node.id] = [t for m in live for t in analyze_message(m.content, m.speaker)]
+            if node is active:
+                cur.messages = {node.id: live}
         return cur
 
     # -- decisions ------------------------------------------------------------------------
@@ -479,7 +482,7 @@ class TreeGrower(TopicNaming):
         self._count_child(cur, parent, dirty)
         assert topic.id is not None
         cur.docs[topic.id] = []
-        cur.messages[topic.id] = []
+        cur.messages = {topic.id: []}  # the topic above it, if on the path, reads the store
         return topic
 
     def _open_leaf(
@@ -525,7 +528,9 @@ class TreeGrower(TopicNaming):
         for node in cur.path:
             assert node.id is not None
             cur.docs.setdefault(node.id, []).extend(indexed)
-            cur.messages.setdefault(node.id, []).append(m)
+        mine = cur.messages.get(cur.path[-1].id or 0)
+        if mine is not None:
+            mine.append(m)
 
     # -- width control ------------------------------------------------------------------------
 
