@@ -302,3 +302,46 @@ def test_a_forked_child_starts_its_own_helper_and_leaves_its_parents_alone() -> 
     assert said == b"1"
     # the parent's helper still answers, its frames not mixed with the child's
     assert parent.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_the_records_found_do_not_depend_on_how_many_messages_a_batch_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    # Without an LLM a batch's size is only a cost (see keeper.PATTERN_BATCH): the
+    # records, their sources and their history come out the same.
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES * 2)
+    ]
+
+    def records(name: str) -> list[tuple[object, ...]]:
+        with Memory(tmp_path / name, embedder=HashingEmbedder(32), llm=None) as mem:
+            stored = mem.add_many(msgs)
+            mem.wait()
+            index = {m.id: i for i, m in enumerate(stored)}
+            return sorted(
+                (
+                    r.id,
+                    r.kind,
+                    r.text,
+                    r.subject,
+                    r.attribute,
+                    r.value,
+                    r.valid_from,
+                    r.valid_to,
+                    r.superseded_by,
+                    tuple(index[s] for s in r.sources),
+                )
+                for r in mem.records(current=False)
+            )
+
+    whole = records("whole.db")
+    monkeypatch.setattr(keeper_module, "PATTERN_BATCH", batch)
+    assert len(whole) > 5
+    assert records(f"by-{batch}.db") == whole

@@ -12,11 +12,15 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
 
 from arbormem.ids import content_hash
-from arbormem.store import Backend, NewMessage, NodeRow, Thread
+from arbormem.store import Backend, NewMessage, NodeRow, Thread, TreeState
+from arbormem.store.sqlite.tree import EPOCH_BITS
 
-from .backends import backend
+from .backends import BACKENDS, backend
 
 __all__ = ["backend"]  # the fixture: every back-end
 
@@ -127,3 +131,64 @@ def test_the_messages_of_several_leaves_are_placed_at_once(backend: Backend) -> 
         assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
     backend.set_message_leaves({})
     assert backend.message_leaves(ids) == {ids[0]: a, ids[1]: c, ids[2]: b, ids[4]: c}
+
+
+def _shape(version: int) -> tuple[int, int]:
+    """A tree version as (structure epoch, writes since it moved)."""
+    return version >> EPOCH_BITS, version & ((1 << EPOCH_BITS) - 1)
+
+
+@pytest.mark.parametrize("kind", sorted(BACKENDS))
+def test_placing_leaves_at_once_moves_the_version_as_placing_them_in_turn(
+    kind: str, tmp_path: Path
+) -> None:
+    # SQLite's tree versions carry a structure epoch (see EPOCH_BITS), which the
+    # searches' caches of message leaves are kept under.
+    backend = BACKENDS[kind](tmp_path)
+    steps: dict[str, list[tuple[int, int]]] = {}
+    for user in ("in-turn", "at-once"):
+        thread = backend.thread(user, "bot", create=True)
+        leaves = [NodeRow(None, None, "leaf", i, i, i, T0, T0) for i in range(3)]
+        backend.put_nodes(thread, leaves)
+        a, b, c = (int(n.id) for n in leaves if n.id is not None)
+        backend.set_tree_state(thread, TreeState(0, a, a, 3))
+        rows = backend.append(
+            thread,
+            [
+                NewMessage(
+                    id=f"{user}-{i}",
+                    role="user",
+                    content=f"kite {i}",
+                    timestamp=T0 + timedelta(minutes=i),
+                    session="s",
+                    terms=f"kite {i}",
+                    chash=content_hash(f"kite {i}"),
+                )
+                for i in range(5)
+            ],
+        )
+        r = [row.rowid for row in rows]
+        before = _shape(backend.tree_state(thread).version)
+        seen = []
+        for placing in (
+            {a: r[:2], b: r[2:3], c: r[3:5]},  # new messages placed: growth
+            {a: [r[2]], b: [r[0]], c: []},  # two moved: a new epoch twice
+            {c: [r[2], r[4]], a: [r[1]]},  # one moved, one where it was, one staying
+        ):
+            with backend.transaction():
+                if user == "in-turn":
+                    for leaf, rowids in placing.items():
+                        backend.set_message_leaf(rowids, leaf)
+                else:
+                    backend.set_message_leaves(placing)
+            epoch, count = _shape(backend.tree_state(thread).version)
+            # (new epochs, writes counted since the last one or since the step began)
+            seen.append((epoch - before[0], count - before[1] if epoch == before[0] else count))
+            before = (epoch, count)
+        assert backend.message_leaves(r) == {r[0]: b, r[1]: a, r[2]: c, r[3]: c, r[4]: c}
+        steps[user] = seen
+    assert steps["at-once"] == steps["in-turn"]
+    # A write per leaf placing new messages; a new epoch per leaf that moves one (the
+    # leaf placed after it counts a write in that epoch).
+    assert steps["at-once"] == [(0, 3), (2, 0), (1, 1)]
+    backend.close()

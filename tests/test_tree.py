@@ -1640,3 +1640,97 @@ def test_reorganize_gives_the_same_tree_in_every_process(tmp_path: Path) -> None
     assert outputs[0]["result"]["merged"] > 0
     for other in outputs[1:]:
         assert other == outputs[0]
+
+
+def test_a_growing_topic_is_named_without_what_was_forgotten_from_it(mem: Memory) -> None:
+    # The grower holds the messages of its active topics, to name them when they
+    # freeze without reading them back: a forget in between must reach that copy.
+    mem.add_many(exchanges("garden", T0, "s1"))
+    secret = mem.add(
+        "Here is advice on the tomato seedlings in the blue flowerpot by the shed.",
+        role="assistant",
+        session="s1",
+        timestamp=T0 + timedelta(minutes=9),
+    )
+    assert "flowerpot" in mem.render_tree("json")  # the view names the active topic
+    mem.forget(secret.id)
+    mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))  # freezes the garden topics
+    named = mem.render_tree("json")
+    assert "tomato" in named.lower()
+    assert "flowerpot" not in named.lower() and "shed" not in named.lower()
+
+
+def test_a_topic_named_after_the_store_was_reopened_matches_one_named_in_one_go(
+    tmp_path: Path,
+) -> None:
+    # A cursor read back from the store (a new process) holds the active topics'
+    # messages as the one that grew them did.
+    def grow(path: Path, reopen: bool) -> str:
+        mem = Memory(path, embedder=HashingEmbedder(64), llm=None)
+        mem.add_many(exchanges("garden", T0, "s1")[:4])
+        if reopen:
+            mem.close()
+            mem = Memory(path, embedder=HashingEmbedder(64), llm=None)
+        mem.add_many(exchanges("garden", T0, "s1")[4:])
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))
+        mem.add_many(exchanges("trip", T0 + timedelta(days=2), "s3"))
+        out = [(n.name, n.summary, n.keyphrases) for n in TopicNode.walk(mem.tree())]
+        mem.close()
+        return json.dumps(out)
+
+    assert grow(tmp_path / "a.db", reopen=True) == grow(tmp_path / "b.db", reopen=False)
+
+
+def _checking_the_cursors_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Have every topic named from the messages its cursor held also read them from the
+    store, and fail on any difference; returns the ids of the topics so named."""
+    from arbormem.tree.naming import TopicNaming
+
+    named: list[int] = []
+    digest = TopicNaming.digest
+
+    def checked(self, thread, node, children=None, messages=None):  # type: ignore[no-untyped-def]
+        if messages:
+            stored = self.node_messages(thread, node, live=True)
+            assert [m.id for m in messages] == [m.id for m in stored], node.id
+            named.append(node.id)
+        return digest(self, thread, node, children, messages)
+
+    monkeypatch.setattr(TopicNaming, "digest", checked)
+    return named
+
+
+def test_a_topic_that_gets_a_topic_below_it_is_named_from_all_its_messages(
+    tmp_path: Path, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cursor holds the messages of the topic exchanges join, to name it when it
+    # freezes; an LLM may open a topic below it, whose messages are the parent's too:
+    # the parent then reads them from the store.
+    named = _checking_the_cursors_messages(monkeypatch)
+    server.reset()
+    server.default = Reply("not a description")  # names stay extractive
+    mem = llm_memory(tmp_path, server)
+    try:
+        for i in range(4):
+            thread = mem.backend.thread("default", "default")
+            active = mem.backend.tree_state(thread).active_id if thread else None
+            answer = {"decision": "new", "parent": active or "root", "name": f"Level {i}"}
+            server.queue(Reply(json.dumps(answer)))
+            mem.add(f"question number {i} about kites and rivers", session="s1")
+            mem.add(f"answer number {i} about rivers", role="assistant", session="s1")
+            mem.add(f"and a follow-up {i} on kites", session="s1")
+            mem.add(f"more on kites {i}", role="assistant", session="s1")
+        mem.add_many(exchanges("car", T0 + timedelta(days=1), "s2"))  # freezes s1's topics
+        assert named  # the deepest topic was named from the cursor's messages
+        assert mem.backend.check_tree(mem.backend.thread("default", "default"), 10) == []
+    finally:
+        mem.close()
+
+
+def test_topics_named_from_the_cursor_are_named_from_their_stored_messages(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    named = _checking_the_cursors_messages(monkeypatch)
+    daily_sessions(mem, 4)
+    mem.add_many(exchanges("garden", T0 + timedelta(days=4, minutes=1), "s3"))
+    assert len(named) >= 4

@@ -446,10 +446,19 @@ def _reasoning_records(said: _Said, context: Context, words: set[str]) -> list[C
 
     out: list[Candidate] = []
     sentence = said.text
-    who = _who(said, sentence, len(sentence))
+    # Who "he" or "she" is, read only for a sentence that gives a record: reading it
+    # for every sentence was a sixth of extraction, and nearly all give none.
+    found: list[Who] = []
+
+    def whom() -> Who:
+        if not found:
+            found.append(_who(said, sentence, len(sentence)))
+        return found[0]
+
     if words & _DECISION_WORDS and not _HYPOTHETICAL.search(sentence):
         decision = _decision(sentence)
         if decision is not None:
+            who = whom()
             cue = _DECIDED.search(sentence)
             if cue is not None:  # "I decided to ...": the speaker's own words, made self-contained
                 _, end = _clause_around(sentence, cue.start(), cue.end())
@@ -470,7 +479,7 @@ def _reasoning_records(said: _Said, context: Context, words: set[str]) -> list[C
                 body = sentence[m.start() :]
             else:
                 continue  # "it must be scary", "I can't imagine": talk, not a limit
-            text = self_contained(body, who, said.now).rstrip(".") + "."
+            text = self_contained(body, whom(), said.now).rstrip(".") + "."
             tags = ("constraint", constraint.kind or "limit")
             out.append(_plain(said, context, "constraint", text, tags, 0.6))
             break

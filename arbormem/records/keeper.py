@@ -33,12 +33,19 @@ from arbormem.store.types import Row, Thread
 if TYPE_CHECKING:
     from arbormem.engine import Engine
 
-__all__ = ["BATCH", "CONTEXT_TURNS", "RecordKeeper"]
+__all__ = ["BATCH", "CONTEXT_TURNS", "PATTERN_BATCH", "RecordKeeper"]
 
 log = logging.getLogger("arbormem.records")
 
-#: Messages read per batch (and sent in one LLM call when one is configured).
+#: Messages read per batch when an LLM is configured (and sent to it in one call).
 BATCH = 32
+#: Messages read per batch when the patterns extract: they read each turn on its own
+#: with the turns before it (see :func:`arbormem.records.worker.extract_batch`), so a
+#: batch's size changes what it costs, not what it finds. Each batch costs its reads,
+#: a round trip to the helper process and a write transaction, all of which take the
+#: interpreter lock and the store from the thread adding messages: a bulk ingest that
+#: outruns extraction catches up in a few large batches rather than many small ones.
+PATTERN_BATCH = 256
 #: Seconds without an add after which messages are no longer being written: a bulk
 #: load adds a batch every few milliseconds (see :meth:`RecordKeeper.writing`).
 QUIET_SECONDS = 0.25
@@ -90,10 +97,11 @@ class RecordKeeper:
             self._due.discard(thread.id)
             running = self._running.setdefault(thread.id, threading.RLock())
         read = 0
+        limit = BATCH if self.engine.llm is not None else PATTERN_BATCH
         with running:
             while True:
                 cursor = self.backend.records_cursor(thread)
-                rows = self.backend.messages(thread, start=cursor, limit=BATCH)
+                rows = self.backend.messages(thread, start=cursor, limit=limit)
                 if not rows:
                     return read
                 if not self._batch(thread, cursor, rows):

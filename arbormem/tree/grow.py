@@ -105,6 +105,11 @@ class Cursor:
     docs: dict[int, list[str]] = field(default_factory=dict)
     #: How many of those terms each node's indexed segment holds (see SEGMENT_GROWTH).
     indexed: dict[int, int] = field(default_factory=dict)
+    #: The live messages under the active topic (the path's last node, which exchanges
+    #: join), in thread order, by its id: what naming it reads when it freezes, without
+    #: reading them back from the store. Only its own: a session's topic is named from
+    #: its topics' names, and a topic that gets a topic below it reads the store.
+    messages: dict[int, list[Message]] = field(default_factory=dict)
 
 
 class TreeGrower(TopicNaming):
@@ -208,11 +213,10 @@ class TreeGrower(TopicNaming):
         )
         for node in cur.path:
             assert node.id is not None
-            cur.docs[node.id] = [
-                t
-                for m in self.node_messages(thread, node, live=True)
-                for t in analyze_message(m.content, m.speaker)
-            ]
+            live = self.node_messages(thread, node, live=True)
+            cur.docs[node.id] = [t for m in live for t in analyze_message(m.content, m.speaker)]
+            if node is active:
+                cur.messages = {node.id: live}
         return cur
 
     # -- decisions ------------------------------------------------------------------------
@@ -478,6 +482,7 @@ class TreeGrower(TopicNaming):
         self._count_child(cur, parent, dirty)
         assert topic.id is not None
         cur.docs[topic.id] = []
+        cur.messages = {topic.id: []}  # the topic above it, if on the path, reads the store
         return topic
 
     def _open_leaf(
@@ -523,6 +528,9 @@ class TreeGrower(TopicNaming):
         for node in cur.path:
             assert node.id is not None
             cur.docs.setdefault(node.id, []).extend(indexed)
+        mine = cur.messages.get(cur.path[-1].id or 0)
+        if mine is not None:
+            mine.append(m)
 
     # -- width control ------------------------------------------------------------------------
 
@@ -621,7 +629,7 @@ class TreeGrower(TopicNaming):
                 self.backend.index_nodes("segment", {node.id: " ".join(doc)})
             cur.indexed.pop(node.id, None)
             node.frozen = True
-            self.name_node(thread, node)
+            self.name_node(thread, node, messages=cur.messages.pop(node.id, None))
             # Stored now: the parent frozen next is named from its children's rows.
             self.backend.put_nodes(thread, [node])
             dirty.pop(node.id, None)

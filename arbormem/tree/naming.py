@@ -75,19 +75,22 @@ class TopicNaming:
         which grows with the store, so each term is read once and then scaled
         with the store's size; it is read again once the store has doubled.
         """
-        if len(self._df) > 200_000:
-            self._df.clear()
+        cache = self._df
+        if len(cache) > 200_000:
+            cache.clear()
         n_now = self._n_docs + self._added
-        missing = [t for t in set(terms) if t not in self._df or n_now > 2 * self._df[t][1] + 100]
+        # Read again: a term not read yet, or read before the store was half its size.
+        stale = (n_now - 100) / 2
+        missing = [t for t in set(terms) if (known := cache.get(t)) is None or known[1] < stale]
         if missing or not self._n_docs:
             found, self._n_docs = self.backend.term_frequencies(missing)
             self._added = 0
             n_now = self._n_docs
             for t in missing:
-                self._df[t] = (found.get(t, 0), self._n_docs)
+                cache[t] = (found.get(t, 0), self._n_docs)
         scale = {}
         for t in terms:
-            df, n_then = self._df[t]
+            df, n_then = cache[t]
             scale[t] = round(df * n_now / n_then) if n_then else df
         return scale, n_now
 
@@ -144,9 +147,14 @@ class TopicNaming:
         return [r.message for r in self.backend.leaf_messages(thread, sorted(leaves))]
 
     def digest(
-        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+        self,
+        thread: Thread,
+        node: NodeRow,
+        children: Sequence[NodeRow] | None = None,
+        messages: Sequence[Message] | None = None,
     ) -> Digest:
-        """The heuristic name, summary and keyphrases of a node."""
+        """The heuristic name, summary and keyphrases of a node. ``messages``: its live
+        messages in thread order, when the caller holds them (the grower's cursor)."""
         assert node.id is not None
         kids = (
             list(children)
@@ -162,19 +170,25 @@ class TopicNaming:
             )
         # Archived exchanges are out of recall, and a summary is recalled: they name a
         # topic only when it holds nothing else (it is then archived itself).
-        messages = self.node_messages(thread, node, live=True, children=kids) or self.node_messages(
-            thread, node, children=kids
-        )
+        if not messages:
+            messages = self.node_messages(
+                thread, node, live=True, children=kids
+            ) or self.node_messages(thread, node, children=kids)
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
 
     def name_node(
-        self, thread: Thread, node: NodeRow, children: Sequence[NodeRow] | None = None
+        self,
+        thread: Thread,
+        node: NodeRow,
+        children: Sequence[NodeRow] | None = None,
+        messages: Sequence[Message] | None = None,
     ) -> None:
-        """Give a node its name, summary and keyphrases, and index and embed them."""
+        """Give a node its name, summary and keyphrases, and index and embed them
+        (``messages`` as for :meth:`digest`)."""
         self._place_messages()
-        digest = self.digest(thread, node, children)
+        digest = self.digest(thread, node, children, messages)
         node.keyphrases = digest.keyphrases
         if node.origin == "llm" and node.name:
             node.summary = digest.summary  # the LLM's name stays; summary is extractive for now

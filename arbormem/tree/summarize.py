@@ -378,8 +378,8 @@ def digest_messages(
     weights, forms = term_weights(analysed, df, n_docs)
     # The participants' own names are in every topic of their conversation: they
     # tell topics apart no better than "hello" does.
-    for m in messages:
-        for word in (m.speaker or "").split():
+    for speaker in {m.speaker for m in messages if m.speaker}:
+        for word in speaker.split():
             term = term_of(word)
             if term:
                 weights.pop(term, None)
