@@ -21,6 +21,7 @@ from arbormem.store.sqlite.common import (
 )
 from arbormem.store.sqlite.connection import SQLiteConnection
 from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.postings import Postings, TablePostings, plain
 from arbormem.store.sqlite.termcounts import TermCounts
 from arbormem.store.sqlite.windows import WINDOW_RADIUS, window_doc
 from arbormem.store.types import (
@@ -44,6 +45,8 @@ class SQLiteLexical(SQLiteConnection):
     #: node id), an empty one for a document taken out: kept back until it commits
     #: (see index_nodes).
     _node_docs: dict[tuple[str, int], str] | None = None
+    #: The full-text tables held in memory for searches (see :mod:`.postings`).
+    _held: TablePostings | None = None
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
@@ -324,8 +327,17 @@ class SQLiteLexical(SQLiteConnection):
         n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
         return int(n) <= len(threads)
 
-    @staticmethod
+    def _in_memory(self, conn: sqlite3.Connection, table: str) -> Postings | None:
+        """The in-memory copy of ``table`` as committed, for a search outside this
+        thread's own write transaction (whose rows the copy cannot hold)."""
+        if self._owns_transaction():
+            return None
+        if self._held is None:
+            self._held = TablePostings()
+        return self._held.current(conn, table, snapshot=conn is not self._writer)
+
     def _best_live(
+        self,
         conn: sqlite3.Connection,
         table: str,
         terms: Sequence[str],
@@ -339,22 +351,50 @@ class SQLiteLexical(SQLiteConnection):
         more than half of a search at a million turns, so the few best are taken
         with some to spare and only they are checked. None when archived rows took
         all the spare: the caller's joined query answers then."""
+        held = self._in_memory(conn, table) if all(plain(t) for t in terms) else None
+        if held is not None:
+            return self._best_held(conn, held, terms, limit, rows_of, after)
         rows = conn.execute(
             f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
             " AND rowid > ? ORDER BY r LIMIT ?",
             (fts_query(terms), after, limit + 16),
         ).fetchall()
-        archived = {
+        archived = self._archived(conn, rows_of, [r[0] for r in rows])
+        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
+        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
+
+    @staticmethod
+    def _archived(conn: sqlite3.Connection, rows_of: str, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` are archived rows of ``rows_of``."""
+        return {
             int(i)
-            for chunk, marks in batches([r[0] for r in rows])
+            for chunk, marks in batches(list(ids))
             for (i,) in conn.execute(
                 f"SELECT id FROM {rows_of} INDEXED BY {rows_of}_archived"
                 f" WHERE archived = 1 AND id IN ({marks})",
                 chunk,
             )
         }
-        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
-        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
+
+    def _best_held(
+        self,
+        conn: sqlite3.Connection,
+        held: Postings,
+        terms: Sequence[str],
+        limit: int,
+        rows_of: str,
+        after: int,
+    ) -> list[tuple[int, float]]:
+        """:meth:`_best_live` from the table's in-memory copy: the best matches are
+        taken with some to spare, more while archived rows took the spare."""
+        wanted = limit + 16
+        while True:
+            best, more = held.best(terms, wanted, after)
+            archived = self._archived(conn, rows_of, [r for r, _ in best])
+            found = [(r, s) for r, s in best if r not in archived]
+            if len(found) >= limit or not more:
+                return found[:limit]
+            wanted *= 4
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         with self._reading() as conn:
@@ -371,6 +411,13 @@ class SQLiteLexical(SQLiteConnection):
         wanted = list(dict.fromkeys(terms))
         out: dict[str, int] = {}
         with self._reading() as conn:
+            held = self._in_memory(conn, f"{key}_fts") if wanted else None
+            if held is not None:
+                # The index's vocabulary has a row for each term some document holds.
+                for term in [t for t in wanted if plain(t)]:
+                    if n := held.doc_frequency(term):
+                        out[term] = n
+                wanted = [t for t in wanted if not plain(t)]
             for chunk, marks in batches(wanted):
                 for term, doc in conn.execute(
                     f"SELECT term, doc FROM {key}_vocab WHERE term IN ({marks})", chunk
