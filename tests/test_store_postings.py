@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from arbormem.ids import content_hash
-from arbormem.store import NewMessage, SQLiteBackend
-from arbormem.store.sqlite import postings
+from arbormem.store import NewMessage
+from arbormem.store.sqlite import SQLiteBackend, postings
 from arbormem.store.sqlite.postings import TablePostings, Tokenizer, plain
 from arbormem.store.types import Filters, Thread
 from arbormem.text import analyze
