@@ -171,7 +171,30 @@ def test_a_forget_is_followed(tmp_path: Path) -> None:
     for key in ("turn", "window"):
         for terms in QUERIES:
             assert store.lexical_search([thread], key, terms, 10) == fts(path, key, terms, 10)
+        # Dropped, and built again once a second search found the table unchanged.
         assert held(store, f"{key}_fts")
+    store.close()
+
+
+def test_a_table_rewritten_between_searches_is_built_again_once_it_rests(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteBackend(path)
+    thread = add(store, TEXTS[:3], 0)
+    assert store.lexical_search([thread], "window", ["kite"], 10) == fts(
+        path, "window", ["kite"], 10
+    )
+    assert held(store, "window_fts")
+    for i in range(3):
+        # Each append rewrites its neighbours' windows: no copy is built meanwhile.
+        add(store, [f"kite boat {i}"], 10 + i)
+        assert store.lexical_search([thread], "window", ["kite"], 10) == fts(
+            path, "window", ["kite"], 10
+        )
+        assert not held(store, "window_fts")
+    assert store.lexical_search([thread], "window", ["boat"], 10) == fts(
+        path, "window", ["boat"], 10
+    )
+    assert held(store, "window_fts")
     store.close()
 
 
