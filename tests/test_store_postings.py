@@ -140,7 +140,13 @@ def test_many_threads(tmp_path: Path) -> None:
         assert store.lexical_search([one], "turn", terms, 10) == fts(
             path, "turn", terms, 10, thread=one.id
         )
+    # Nor do the term statistics build a copy for themselves.
+    assert store.doc_frequencies("turn", ["kite", "boat"]) == {"kite": 3, "boat": 2}
+    assert not held(store, "turn_fts")
+    for terms in QUERIES:
         assert store.lexical_search([one, two], "turn", terms, 10) == fts(path, "turn", terms, 10)
+    assert held(store, "turn_fts")
+    assert store.doc_frequencies("turn", ["kite", "boat"]) == {"kite": 3, "boat": 2}
     store.close()
 
 

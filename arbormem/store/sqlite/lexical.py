@@ -327,14 +327,17 @@ class SQLiteLexical(SQLiteConnection):
         n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
         return int(n) <= len(threads)
 
-    def _in_memory(self, conn: sqlite3.Connection, table: str) -> Postings | None:
+    def _in_memory(
+        self, conn: sqlite3.Connection, table: str, build: bool = True
+    ) -> Postings | None:
         """The in-memory copy of ``table`` as committed, for a search outside this
-        thread's own write transaction (whose rows the copy cannot hold)."""
+        thread's own write transaction (whose rows the copy cannot hold); with
+        ``build`` False, only one already held (brought up to date)."""
         if self._owns_transaction():
             return None
         if self._held is None:
             self._held = TablePostings()
-        return self._held.current(conn, table, snapshot=conn is not self._writer)
+        return self._held.current(conn, table, snapshot=conn is not self._writer, build=build)
 
     def _best_live(
         self,
@@ -411,7 +414,9 @@ class SQLiteLexical(SQLiteConnection):
         wanted = list(dict.fromkeys(terms))
         out: dict[str, int] = {}
         with self._reading() as conn:
-            held = self._in_memory(conn, f"{key}_fts") if wanted else None
+            # A copy is built for searches only: a store of many threads, or one
+            # whose every search is filtered, reads its vocabulary table.
+            held = self._in_memory(conn, f"{key}_fts", build=False) if wanted else None
             if held is not None:
                 # The index's vocabulary has a row for each term some document holds.
                 for term in [t for t in wanted if plain(t)]:

@@ -54,12 +54,12 @@ _PLAIN_DOC = re.compile(r"[a-z0-9 ]*")
 #: FTS5's record ids in its ``_data`` table: the averages and the structure.
 _AVERAGES, _STRUCTURE = 1, 10
 
-#: Tables up to this many tokens in all are held (about 12 bytes a posting).
-MAX_TOKENS = 2_000_000
+#: Tables up to this many tokens in all are held (about 8 bytes a posting, and
+#: about 0.5 µs a token to read: a fifth of a second for the largest).
+MAX_TOKENS = 500_000
 #: Up to this many tokens a copy is built at a table's first search; a larger one
-#: is built once two searches in a row found the table unchanged (reading it all
-#: costs about 0.5 µs a token).
-BUILD_AT_ONCE = 300_000
+#: is built once two searches in a row found the table unchanged.
+BUILD_AT_ONCE = 100_000
 
 
 def plain(term: str) -> bool:
@@ -285,12 +285,15 @@ class TablePostings:
             self._copies.clear()
             self._seen.clear()
 
-    def current(self, conn: sqlite3.Connection, table: str, snapshot: bool) -> Postings | None:
+    def current(
+        self, conn: sqlite3.Connection, table: str, snapshot: bool, build: bool = True
+    ) -> Postings | None:
         """The copy of ``table`` as ``conn`` sees it committed, brought up to date or
         built as needed; None when the table is not held (too large, another
         search is updating it, or its tokenizer is not the one copied here).
         ``snapshot``: read in a transaction of its own (False when ``conn`` is
-        already consistent, as an in-memory store's writer under its lock)."""
+        already consistent, as an in-memory store's writer under its lock); with
+        ``build`` False, a copy is only brought up to date, never built."""
         if not self._tokenizer_ok(conn, table):
             return None
         with self._lock:
@@ -317,6 +320,8 @@ class TablePostings:
             # A table changed otherwise than by appends (a window key rewritten as its
             # session grows, topics renamed) may change again before the next search:
             # its copy is built again once two searches in a row found it unchanged.
+            if not build:
+                return None
             waits = tokens > self.at_once or table in self._changing
             if waits and self._seen.get(table) != label:
                 self._seen[table] = label
