@@ -375,3 +375,70 @@ def test_the_tokenizer_splits_as_fts5() -> None:
     ]
     assert Tokenizer().tokens(text) == expected
     assert Tokenizer().tokens("plain words  42") == ["plain", "words", "42"]
+
+
+def test_date_spans_equal_fts5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from arbormem.timeutil import format_timestamp
+
+    path = tmp_path / "s.db"
+    store = SQLiteBackend(path)
+    thread = store.thread("u", "a", create=True)
+    assert thread is not None
+    texts = [TEXTS[i % len(TEXTS)] + (" kite" * (i % 3)) for i in range(60)]
+    store.append(
+        thread,
+        [
+            NewMessage(
+                id=f"m{i}",
+                role="user",
+                content=t or "(empty)",
+                timestamp=T0 + timedelta(hours=7 * i),
+                session=f"s{i // 10}",
+                terms=" ".join(analyze(t)),
+                chash=content_hash(f"{i} {t}"),
+            )
+            for i, t in enumerate(texts)
+        ],
+    )
+    conn = sqlite3.connect(path)
+    with conn:  # archived rows stay out of every span
+        conn.execute("UPDATE messages SET archived = 1 WHERE id IN (3, 11, 12)")
+    conn.close()
+    spans = [
+        (T0, T0 + timedelta(days=2)),
+        (T0 + timedelta(days=3), T0 + timedelta(days=9)),
+        (T0 - timedelta(days=30), T0 - timedelta(days=20)),
+        (T0 + timedelta(days=1, hours=3), T0 + timedelta(days=1, hours=4)),
+    ]
+
+    def truth(terms: list[str], limit: int) -> list[list[tuple[int, float]]]:
+        query = " OR ".join(f'"{t}"' for t in terms)
+        out = []
+        conn = sqlite3.connect(path)
+        for lo, hi in spans:
+            rows = conn.execute(
+                "SELECT f.rowid, bm25(window_fts) AS r FROM window_fts f"
+                " JOIN messages m ON m.id = f.rowid WHERE window_fts MATCH ? AND m.archived = 0"
+                " AND m.ts >= ? AND m.ts < ? ORDER BY r LIMIT ?",
+                (query, format_timestamp(lo), format_timestamp(hi), limit),
+            ).fetchall()
+            out.append([(int(r), -float(s)) for r, s in rows])
+        conn.close()
+        return out
+
+    held_spans = []
+    original = SQLiteBackend._spans_held
+
+    def spy(*args: object, **kwargs: object) -> list[list[tuple[int, float]]]:
+        held_spans.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteBackend, "_spans_held", staticmethod(spy))
+    for terms in (["kite"], ["kite", "boat", "repair"], ["absent"], ["garden", "kite", "garden"]):
+        for limit in (1, 3, 40):
+            got = store.lexical_search_spans([thread], "window", terms, limit, spans)
+            assert got == truth(terms, limit), (terms, limit)
+        # The window key's copy, built by a search, answers the next spans.
+        store.lexical_search([thread], "window", terms, 5)
+    assert held_spans
+    store.close()

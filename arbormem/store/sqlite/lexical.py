@@ -253,6 +253,13 @@ class SQLiteLexical(SQLiteConnection):
         query = fts_query(terms)
         with self._reading() as conn:
             ranges = [self._rowid_range(conn, threads, lo, hi) for lo, hi in bounds]
+            held = (
+                self._in_memory(conn, table, build=False)
+                if (filters is None or filters.empty) and all(plain(t) for t in terms)
+                else None
+            )
+            if held is not None and all(r is not None for r in ranges):
+                return self._spans_held(conn, held, threads, terms, limit, bounds, ranges)
             if all(r is not None for r in ranges):
                 # Each span is a stretch of row numbers: the index reads only the
                 # postings inside it, and SQL keeps the best of each.
@@ -284,6 +291,46 @@ class SQLiteLexical(SQLiteConnection):
                         out[i].append((int(rowid), -float(r)))
                 if all(len(found) >= limit for found in out):
                     break
+        return out
+
+    @staticmethod
+    def _spans_held(
+        conn: sqlite3.Connection,
+        held: Postings,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        limit: int,
+        bounds: Sequence[tuple[str, str]],
+        ranges: Sequence[tuple[int, int] | None],
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`lexical_search_spans` from the window key's in-memory copy, with no
+        filters: the query is scored once; each span's matches inside its run of
+        rows are taken best first, and SQL keeps the live ones of these threads
+        dated inside the span, until ``limit`` are found."""
+        score, hit = held.scores(terms)
+        marks = ",".join("?" * len(threads))
+        ids = [t.id for t in threads]
+        out: list[list[tuple[int, float]]] = [[] for _ in bounds]
+        for i, ((lo, hi), rng) in enumerate(zip(bounds, ranges)):
+            assert rng is not None
+            inside = hit & (held.rowids >= rng[0]) & (held.rowids <= rng[1])
+            ranked, _ = held.pick(score, inside, int(inside.sum()))
+            step = max(limit, 16)
+            for at in range(0, len(ranked), step):
+                part = ranked[at : at + step]
+                live = {
+                    int(r)
+                    for chunk, places in batches([r for r, _ in part])
+                    for (r,) in conn.execute(
+                        f"SELECT id FROM messages WHERE id IN ({places})"
+                        f" AND thread_id IN ({marks}) AND archived = 0 AND ts >= ? AND ts < ?",
+                        [*chunk, *ids, lo, hi],
+                    )
+                }
+                out[i] += [(r, s) for r, s in part if r in live]
+                if len(out[i]) >= limit:
+                    break
+            out[i] = out[i][:limit]
         return out
 
     @staticmethod

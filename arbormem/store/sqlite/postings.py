@@ -252,6 +252,12 @@ class Postings:
         score, hit = self.scores(terms)
         if after > 0:
             hit &= self.rowids > after
+        return self.pick(score, hit, limit)
+
+    def pick(
+        self, score: np.ndarray, hit: np.ndarray, limit: int
+    ) -> tuple[list[tuple[int, float]], bool]:
+        """:meth:`best` of the documents in ``hit``, given their :meth:`scores`."""
         slots = np.flatnonzero(hit)
         more = len(slots) > limit
         if len(slots) > 4 * limit and limit > 0:
