@@ -384,7 +384,9 @@ class SQLiteLexical(SQLiteConnection):
             return None
         if self._held is None:
             self._held = TablePostings()
-        return self._held.current(conn, table, snapshot=conn is not self._writer, build=build)
+        # (A connection already in a transaction reads one snapshot as it is.)
+        snapshot = conn is not self._writer and not conn.in_transaction
+        return self._held.current(conn, table, snapshot=snapshot, build=build)
 
     def _best_live(
         self,
