@@ -57,9 +57,10 @@ _AVERAGES, _STRUCTURE = 1, 10
 #: Tables up to this many tokens in all are held (about 8 bytes a posting, and
 #: about 0.5 µs a token to read: a fifth of a second for the largest).
 MAX_TOKENS = 500_000
-#: Up to this many tokens a copy is built at a table's first search; a larger one
-#: is built once two searches in a row found the table unchanged.
-BUILD_AT_ONCE = 100_000
+#: Up to this many tokens (about 10 ms to read) a copy is built at a table's first
+#: search; a larger one once two searches in a row found the table unchanged, so
+#: that a process that searches once (a command line's search) never pays for it.
+BUILD_AT_ONCE = 20_000
 
 
 def plain(term: str) -> bool:
