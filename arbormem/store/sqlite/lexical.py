@@ -21,6 +21,7 @@ from arbormem.store.sqlite.common import (
 )
 from arbormem.store.sqlite.connection import SQLiteConnection
 from arbormem.store.sqlite.driver import sqlite3
+from arbormem.store.sqlite.postings import Postings, TablePostings, plain
 from arbormem.store.sqlite.termcounts import TermCounts
 from arbormem.store.sqlite.windows import WINDOW_RADIUS, window_doc
 from arbormem.store.types import (
@@ -44,6 +45,8 @@ class SQLiteLexical(SQLiteConnection):
     #: node id), an empty one for a document taken out: kept back until it commits
     #: (see index_nodes).
     _node_docs: dict[tuple[str, int], str] | None = None
+    #: The full-text tables held in memory for searches (see :mod:`.postings`).
+    _held: TablePostings | None = None
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(
@@ -250,6 +253,13 @@ class SQLiteLexical(SQLiteConnection):
         query = fts_query(terms)
         with self._reading() as conn:
             ranges = [self._rowid_range(conn, threads, lo, hi) for lo, hi in bounds]
+            held = (
+                self._in_memory(conn, table, build=False)
+                if (filters is None or filters.empty) and all(plain(t) for t in terms)
+                else None
+            )
+            if held is not None and all(r is not None for r in ranges):
+                return self._spans_held(conn, held, threads, terms, limit, bounds, ranges)
             if all(r is not None for r in ranges):
                 # Each span is a stretch of row numbers: the index reads only the
                 # postings inside it, and SQL keeps the best of each.
@@ -281,6 +291,46 @@ class SQLiteLexical(SQLiteConnection):
                         out[i].append((int(rowid), -float(r)))
                 if all(len(found) >= limit for found in out):
                     break
+        return out
+
+    @staticmethod
+    def _spans_held(
+        conn: sqlite3.Connection,
+        held: Postings,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        limit: int,
+        bounds: Sequence[tuple[str, str]],
+        ranges: Sequence[tuple[int, int] | None],
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`lexical_search_spans` from the window key's in-memory copy, with no
+        filters: the query is scored once; each span's matches inside its run of
+        rows are taken best first, and SQL keeps the live ones of these threads
+        dated inside the span, until ``limit`` are found."""
+        score, hit = held.scores(terms)
+        marks = ",".join("?" * len(threads))
+        ids = [t.id for t in threads]
+        out: list[list[tuple[int, float]]] = [[] for _ in bounds]
+        for i, ((lo, hi), rng) in enumerate(zip(bounds, ranges)):
+            assert rng is not None
+            inside = hit & (held.rowids >= rng[0]) & (held.rowids <= rng[1])
+            ranked, _ = held.pick(score, inside, int(inside.sum()))
+            step = max(limit, 16)
+            for at in range(0, len(ranked), step):
+                part = ranked[at : at + step]
+                live = {
+                    int(r)
+                    for chunk, places in batches([r for r, _ in part])
+                    for (r,) in conn.execute(
+                        f"SELECT id FROM messages WHERE id IN ({places})"
+                        f" AND thread_id IN ({marks}) AND archived = 0 AND ts >= ? AND ts < ?",
+                        [*chunk, *ids, lo, hi],
+                    )
+                }
+                out[i] += [(r, s) for r, s in part if r in live]
+                if len(out[i]) >= limit:
+                    break
+            out[i] = out[i][:limit]
         return out
 
     @staticmethod
@@ -324,8 +374,22 @@ class SQLiteLexical(SQLiteConnection):
         n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
         return int(n) <= len(threads)
 
-    @staticmethod
+    def _in_memory(
+        self, conn: sqlite3.Connection, table: str, build: bool = True
+    ) -> Postings | None:
+        """The in-memory copy of ``table`` as committed, for a search outside this
+        thread's own write transaction (whose rows the copy cannot hold); with
+        ``build`` False, only one already held (brought up to date)."""
+        if self._owns_transaction():
+            return None
+        if self._held is None:
+            self._held = TablePostings()
+        # (A connection already in a transaction reads one snapshot as it is.)
+        snapshot = conn is not self._writer and not conn.in_transaction
+        return self._held.current(conn, table, snapshot=snapshot, build=build)
+
     def _best_live(
+        self,
         conn: sqlite3.Connection,
         table: str,
         terms: Sequence[str],
@@ -339,22 +403,50 @@ class SQLiteLexical(SQLiteConnection):
         more than half of a search at a million turns, so the few best are taken
         with some to spare and only they are checked. None when archived rows took
         all the spare: the caller's joined query answers then."""
+        held = self._in_memory(conn, table) if all(plain(t) for t in terms) else None
+        if held is not None:
+            return self._best_held(conn, held, terms, limit, rows_of, after)
         rows = conn.execute(
             f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?"
             " AND rowid > ? ORDER BY r LIMIT ?",
             (fts_query(terms), after, limit + 16),
         ).fetchall()
-        archived = {
+        archived = self._archived(conn, rows_of, [r[0] for r in rows])
+        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
+        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
+
+    @staticmethod
+    def _archived(conn: sqlite3.Connection, rows_of: str, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` are archived rows of ``rows_of``."""
+        return {
             int(i)
-            for chunk, marks in batches([r[0] for r in rows])
+            for chunk, marks in batches(list(ids))
             for (i,) in conn.execute(
                 f"SELECT id FROM {rows_of} INDEXED BY {rows_of}_archived"
                 f" WHERE archived = 1 AND id IN ({marks})",
                 chunk,
             )
         }
-        found = [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0 and r[0] not in archived]
-        return found[:limit] if len(found) >= limit or len(rows) < limit + 16 else None
+
+    def _best_held(
+        self,
+        conn: sqlite3.Connection,
+        held: Postings,
+        terms: Sequence[str],
+        limit: int,
+        rows_of: str,
+        after: int,
+    ) -> list[tuple[int, float]]:
+        """:meth:`_best_live` from the table's in-memory copy: the best matches are
+        taken with some to spare, more while archived rows took the spare."""
+        wanted = limit + 16
+        while True:
+            best, more = held.best(terms, wanted, after)
+            archived = self._archived(conn, rows_of, [r for r, _ in best])
+            found = [(r, s) for r, s in best if r not in archived]
+            if len(found) >= limit or not more:
+                return found[:limit]
+            wanted *= 4
 
     def lexical_stats(self, key: str) -> tuple[int, float]:
         with self._reading() as conn:
@@ -371,6 +463,15 @@ class SQLiteLexical(SQLiteConnection):
         wanted = list(dict.fromkeys(terms))
         out: dict[str, int] = {}
         with self._reading() as conn:
+            # A copy is built for searches only: a store of many threads, or one
+            # whose every search is filtered, reads its vocabulary table.
+            held = self._in_memory(conn, f"{key}_fts", build=False) if wanted else None
+            if held is not None:
+                # The index's vocabulary has a row for each term some document holds.
+                for term in [t for t in wanted if plain(t)]:
+                    if n := held.doc_frequency(term):
+                        out[term] = n
+                wanted = [t for t in wanted if not plain(t)]
             for chunk, marks in batches(wanted):
                 for term, doc in conn.execute(
                     f"SELECT term, doc FROM {key}_vocab WHERE term IN ({marks})", chunk
