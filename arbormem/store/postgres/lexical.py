@@ -194,7 +194,8 @@ class PostgresLexical(PostgresStatistics):
             return
         conn.execute(
             "UPDATE messages m SET wlen = u.w FROM unnest(%(ids)s::int8[], %(w)s::int4[])"
-            " AS u(id, w) WHERE m.id = u.id AND m.scope_id = %(s)s",
+            " AS u(id, w) WHERE m.id = ANY(%(ids)s::int8[]) AND m.id = u.id"
+            " AND m.scope_id = %(s)s",
             {"s": scope_of(thread), "ids": list(wlen), "w": list(wlen.values())},
         )
 
@@ -664,6 +665,10 @@ class PostgresLexical(PostgresStatistics):
             )
         # The postings that went, those that came (or changed), the nodes' documents
         # and the statistics, in one statement: the rows each part writes are apart.
+        # Each part names the rows it changes by arrays its index can look up
+        # (``= ANY``) besides joining them: statistics of tables an import grows are
+        # stale, and a plan made with them scanned every posting of the thread (or
+        # every node of the scope) at each write, a cost that grew with the thread.
         _bump_in(
             conn,
             s,
@@ -673,14 +678,16 @@ class PostgresLexical(PostgresStatistics):
             ctes=(
                 "gone AS (DELETE FROM node_postings p USING unnest(%(gn)s::int8[],"
                 " %(gt)s::text[]) AS u(node, term) WHERE p.scope_id = %(s)s AND p.key = %(c)s"
-                " AND p.thread_id = %(t)s AND p.term = u.term AND p.node = u.node),"
+                " AND p.thread_id = %(t)s AND p.term = ANY(%(gt)s::text[])"
+                " AND p.node = ANY(%(gn)s::int8[]) AND p.term = u.term AND p.node = u.node),"
                 " came AS (INSERT INTO node_postings (scope_id, key, thread_id, term, node, tf,"
                 " len) SELECT %(s)s, %(c)s, %(t)s, u.term, u.node, u.tf, u.len FROM"
                 " unnest(%(an)s::int8[], %(at)s::text[], %(af)s::int4[], %(al)s::int4[])"
                 " AS u(node, term, tf, len) ON CONFLICT (scope_id, key, thread_id, term, node)"
                 " DO UPDATE SET tf = excluded.tf, len = excluded.len),"
                 f" docs AS (UPDATE tree_nodes n SET {column} = u.d FROM unnest(%(ni)s::int8[],"
-                " %(nd)s::text[]) AS u(id, d) WHERE n.id = u.id AND n.scope_id = %(s)s),"
+                " %(nd)s::text[]) AS u(id, d) WHERE n.id = ANY(%(ni)s::int8[]) AND n.id = u.id"
+                " AND n.scope_id = %(s)s),"
             ),
             args={
                 "c": code,

@@ -55,13 +55,15 @@ _UPDATE_NODES = (
     " first_at = u.fa, last_at = u.la, message_count = u.mc, child_count = u.cc,"
     " frozen = u.fr, archived = u.ar, origin = u.o, chash = u.h"
     f" FROM unnest({_NODE_ARRAYS}) AS u(id, s, t, p, k, q, l, n, m, kp, fi, li, fa, la,"
-    " mc, cc, fr, ar, o, h) WHERE n.id = u.id AND n.scope_id = u.s AND n.thread_id = u.t"
+    " mc, cc, fr, ar, o, h) WHERE n.id = ANY(%s::int8[]) AND n.id = u.id AND n.scope_id = u.s"
+    " AND n.thread_id = u.t"
 )
 #: The leaves of the messages it placed, moving their trees' versions (see
 #: _leaves_moved), in one statement; it returns the threads it changed.
 _PLACE_MESSAGES = (
     "WITH moved AS (UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[],"
-    " %s::int8[]) AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id),"
+    " %s::int8[]) AS u(id, leaf) WHERE m.id = ANY(%s::int8[]) AND m.id = u.id"
+    " RETURNING m.thread_id, m.scope_id),"
     " bumped AS (UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
     " IN (SELECT scope_id, thread_id FROM moved))"
     " SELECT DISTINCT thread_id FROM moved"
@@ -300,10 +302,11 @@ class PostgresTree(PostgresLexical):
         if new:
             conn.execute(_INSERT_NODES, _columns(new.values()))
         if changed:
-            conn.execute(_UPDATE_NODES, _columns(changed.values()))
+            columns = _columns(changed.values())
+            conn.execute(_UPDATE_NODES, [*columns, columns[0]])
         if not placed:
             return lambda: None
-        moved = conn.execute(_PLACE_MESSAGES, (list(placed), list(placed.values())))
+        moved = conn.execute(_PLACE_MESSAGES, (list(placed), list(placed.values()), list(placed)))
 
         def done() -> None:
             # The threads whose messages moved: their change counters move at the commit.
