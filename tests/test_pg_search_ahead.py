@@ -229,3 +229,25 @@ def test_every_date_span_in_one_statement(
     assert got == expected
     # (Besides the term counts this search had not read yet.)
     assert len([sql for sql in counted.sent if " AS score" in sql]) == 1
+
+
+def test_windows_are_not_guessed_past_the_postings_seen_affordable(
+    two: tuple[Backend, Backend], pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only a window search of one rare term was seen asking for everything: a guess
+    # for all of TERMS (more window postings) could be one the search cuts, and is
+    # not made; the topic contents are still guessed.
+    store, _ = two
+    _store_with_topics(store)
+    thread = _search(store)
+    store.lexical_search([thread], "window", ["lantern"], 7)
+    store.node_search([thread], "segment", TERMS, 5)
+    counted = Statements(monkeypatch)
+    thread = _search(store)
+    counted.sent.clear()
+    store.lexical_search([thread], "turn", TERMS, 10)
+    store.node_search([thread], "segment", TERMS, 5)
+    assert len([sql for sql in counted.sent if " AS score" in sql]) == 1
+    window = store.lexical_search([thread], "window", OTHER_ORDER, 7)
+    assert len([sql for sql in counted.sent if " AS score" in sql]) == 2
+    assert window == _plain(pg_url, "window", OTHER_ORDER, 7)

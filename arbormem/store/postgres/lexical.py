@@ -442,6 +442,12 @@ class PostgresLexical(PostgresStatistics):
         words = tuple(sorted(terms)) if key == "window" else tuple(terms)
         return ("ahead", key, tuple(sorted({t.id for t in threads})), words, limit, filters, after)
 
+    def _window_postings(self, threads: Sequence[Thread], terms: Sequence[str]) -> int:
+        """How many window documents hold these terms, summed (as a search spends its
+        posting budget; read with the search's other counts)."""
+        df = self.scope_doc_frequencies(_scopes(threads), "window", terms)
+        return sum(df.get(t, 0) for t in terms)
+
     def _search_ahead(
         self,
         threads: Sequence[Thread],
@@ -456,12 +462,18 @@ class PostgresLexical(PostgresStatistics):
         cut them (each key's budget spends its own counts), and with nothing to skip
         when the turns' search had nothing to skip; they are answered in the turns'
         round trip and kept for the rest of the search (see ``_remember``), and one
-        asked otherwise is searched as usual."""
+        asked otherwise is searched as usual.
+
+        The windows are guessed only when their postings of these terms are no more
+        than those of a window search seen asking for them all (nothing skipped): a
+        window's count of a term is about five times the turns', so its budget is
+        spent first, and a guess made past it would read every posting of a common
+        term for nothing."""
         if after != 0 or self._peek(("stats", "turn", tuple(_scopes(threads)))) is None:
             return []  # no search under way (or rows to skip, whose cut is not known)
         ahead: list[tuple[tuple[Any, ...], Query | None]] = []
         limit = self._ahead_limits.get("window")
-        if limit:
+        if limit and self._window_postings(threads, terms) <= self._ahead_limits.get("spent", 0):
             ahead.append(
                 (
                     self._ahead_key("window", threads, terms, limit, filters, 0),
@@ -493,6 +505,10 @@ class PostgresLexical(PostgresStatistics):
             return []
         if key == "window":
             self._ahead_limits["window"] = limit
+            searching = self._peek(("stats", "turn", tuple(_scopes(threads)))) is not None
+            if after == 0 and searching:  # the windows' postings of these terms were affordable
+                spent = self._window_postings(threads, terms)
+                self._ahead_limits["spent"] = max(self._ahead_limits.get("spent", 0), spent)
         found = self._peek(self._ahead_key(key, threads, terms, limit, filters, after))
         if found is not None:
             return list(found)
