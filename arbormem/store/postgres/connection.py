@@ -246,6 +246,9 @@ class PostgresConnection(StoreCore):
         self._commits = 0
         #: What searches read of each thread, kept while it is unchanged.
         self._kept = KeptReads()
+        #: How many hits the last window and segment searches asked for: what a
+        #: search of the turns guesses the next ones will (see PostgresLexical).
+        self._ahead_limits: dict[str, int] = {}
         self._prepare(read_only)
         self._pool = psycopg_pool.ConnectionPool(
             self._conninfo,

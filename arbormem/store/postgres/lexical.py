@@ -20,8 +20,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
+from arbormem.store.postgres.bm25 import (
+    Query,
+    hits_of,
+    message_query,
+    node_query,
+    together,
+)
+from arbormem.store.postgres.bm25 import (
+    filter_sql as _filter_sql,
+)
 from arbormem.store.postgres.common import (
     KEY_CODES,
     fts5_idf,
@@ -33,49 +45,6 @@ from arbormem.store.postgres.termstats import PostgresStatistics, ScopeStatistic
 from arbormem.store.postgres.windows import Member, WindowPlan, plan
 from arbormem.store.sqlite.windows import WINDOW_RADIUS
 from arbormem.store.types import LEXICAL_KEYS, NODE_KEYS, Filters, Thread
-
-#: FTS5's BM25 with its constants (k1 = 1.2, b = 0.75), per posting: the term's
-#: ``idf``, its frequency ``{tf}`` and the document's length ``{length}``;
-#: ``%(avgdl)s`` the mean length. In float8 throughout (literals would be numeric).
-_SCORE = (
-    "idf * ({tf})::float8 * 2.2::float8 / (({tf})::float8 + 1.2::float8"
-    " * (0.25::float8 + 0.75::float8 * ({length})::float8 / %(avgdl)s::float8))"
-)
-#: The query's terms with their IDF, numbered (a term given twice counts twice, as
-#: in an FTS5 query that names it twice).
-_TERMS = "unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term, idf, ord)"
-#: A query term's postings, one index range each: written as a lateral subquery
-#: with a fence (OFFSET 0) so that the plan stays that whatever the planner's
-#: statistics say (a freshly written table's are none).
-_POSTINGS = (
-    "SELECT doc, tf, len, wids, wlens FROM turn_postings p WHERE p.scope_id = ANY(%(s)s)"
-    " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s OFFSET 0"
-)
-
-
-def _filter_sql(filters: Filters | None, column: str = "m") -> tuple[str, dict[str, Any]]:
-    """Conditions on the messages ``column`` for the filters (besides scope and
-    threads), with their parameters."""
-    sql = ""
-    args: dict[str, Any] = {}
-    if filters is None:
-        return sql, args
-    if filters.sessions:
-        sql += (
-            f" AND {column}.session_id IN (SELECT id FROM sessions WHERE scope_id = ANY(%(s)s)"
-            " AND thread_id = ANY(%(threads)s) AND key = ANY(%(f_sessions)s))"
-        )
-        args["f_sessions"] = list(filters.sessions)
-    if filters.since is not None:
-        sql += f" AND {column}.ts >= %(f_since)s"
-        args["f_since"] = filters.since
-    if filters.until is not None:
-        sql += f" AND {column}.ts < %(f_until)s"
-        args["f_until"] = filters.until
-    if filters.roles:
-        sql += f" AND {column}.role = ANY(%(f_roles)s)"
-        args["f_roles"] = list(filters.roles)
-    return sql, args
 
 
 def _scopes(threads: Sequence[Thread]) -> list[int]:
@@ -225,7 +194,8 @@ class PostgresLexical(PostgresStatistics):
             return
         conn.execute(
             "UPDATE messages m SET wlen = u.w FROM unnest(%(ids)s::int8[], %(w)s::int4[])"
-            " AS u(id, w) WHERE m.id = u.id AND m.scope_id = %(s)s",
+            " AS u(id, w) WHERE m.id = ANY(%(ids)s::int8[]) AND m.id = u.id"
+            " AND m.scope_id = %(s)s",
             {"s": scope_of(thread), "ids": list(wlen), "w": list(wlen.values())},
         )
 
@@ -375,43 +345,41 @@ class PostgresLexical(PostgresStatistics):
         df = self.scope_doc_frequencies(scopes, key, terms)
         return [fts5_idf(n, df.get(t, 0)) for t in terms], avgdl
 
-    def lexical_search(
+    def _message_query(
         self,
         threads: Sequence[Thread],
         key: str,
         terms: Sequence[str],
         limit: int,
-        filters: Filters | None = None,
-        after: int = 0,
-    ) -> list[tuple[int, float]]:
-        if key not in LEXICAL_KEYS:
-            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
-        if not terms or not threads or limit <= 0:
-            return []
+        filters: Filters | None,
+        after: int,
+    ) -> Query | None:
+        """The statement of a turn or window search (None: no documents under the key)."""
         scopes = _scopes(threads)
         weights = self._idf(scopes, key, terms)
         if weights is None:
-            return []
+            return None
+        keys = [term_key(t) for t in terms]
+        idf = weights[0]
+        if key == "window":
+            # A window's score sums its terms in an order the caller's cannot change
+            # (the order of the grouped rows follows the terms' numbers): so the
+            # search of the windows made ahead of time with the turns' terms (see
+            # _search_ahead) is exactly the one asked for with the same terms in the
+            # windows' own order.
+            pairs = sorted(zip(keys, idf))
+            keys, idf = [k for k, _ in pairs], [w for _, w in pairs]
         args: dict[str, Any] = {
             "s": scopes,
-            "terms": [term_key(t) for t in terms],
-            "idf": weights[0],
+            "terms": keys,
+            "idf": idf,
             "avgdl": weights[1],
             "threads": sorted({t.id for t in threads}),
             "after": after,
             "limit": limit,
         }
-        where, fargs = _filter_sql(filters)
-        args.update(fargs)
-        if key == "turn":
-            hits = (
-                "SELECT p.doc AS id, sum("
-                + _SCORE.format(tf="p.tf", length="p.len")
-                + f") AS score FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS}) p GROUP BY p.doc"
-            )
-        else:
-            # A window's frequency of a term is the sum of its members' (whose postings
-            # list the window); its members lie at most ``window_reach`` ids before it.
+        if key == "window":
+            # A window's members lie at most ``window_reach`` ids before it.
             reach = 0
             if after > 0:
                 known = [self._peek(("reach", t.id)) for t in threads]
@@ -425,36 +393,169 @@ class PostgresLexical(PostgresStatistics):
                             args,
                         ).fetchone()[0]
             args["from"] = after - int(reach)
-            hits = (
-                "SELECT wid AS id, sum("
-                + _SCORE.format(tf="tf", length="wlen")
-                + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
-                " (SELECT unnest(p.wids) AS wid, unnest(p.wlens) AS wlen, q.ord, q.idf, p.tf"
-                f" FROM {_TERMS} CROSS JOIN LATERAL ({_POSTINGS.replace('%(after)s', '%(from)s')}) p)"
-                " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
-                " GROUP BY wid"
-            )
-        if where:
-            # The hits are scored once, then filtered: joined as a subquery, the
-            # planner (which expects a handful of messages in a date range) scored
-            # them again for every message of the range, 30 to 130 ms on LoCoMo.
-            sql = (
-                f"WITH h AS MATERIALIZED ({hits}) SELECT h.id, h.score FROM h"
-                " JOIN messages m ON m.id = h.id"
-                f" AND m.scope_id = ANY(%(s)s) WHERE NOT m.archived{where}"
-                " ORDER BY h.score DESC, h.id LIMIT %(limit)s"
-            )
-        elif key == "turn":
-            sql = (
-                f"SELECT id, score FROM ({hits}) h WHERE id NOT IN (SELECT id FROM messages"
-                " WHERE scope_id = ANY(%(s)s) AND thread_id = ANY(%(threads)s) AND archived)"
-                " ORDER BY score DESC, id LIMIT %(limit)s"
-            )
-        else:  # archived messages are in no window
-            sql = f"SELECT id, score FROM ({hits}) h ORDER BY score DESC, id LIMIT %(limit)s"
+        return message_query(key, args, filters)
+
+    def _node_query(
+        self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int, after: int
+    ) -> Query | None:
+        """The statement of a topic or segment search (None: no documents under the key)."""
+        scopes = _scopes(threads)
+        self._settle_node_docs()
+        weights = self._idf(scopes, key, terms)
+        if weights is None:
+            return None
+        return node_query(
+            {
+                "s": scopes,
+                "k": KEY_CODES[key],
+                "terms": [term_key(t) for t in terms],
+                "idf": weights[0],
+                "avgdl": weights[1],
+                "threads": sorted({t.id for t in threads}),
+                "after": after,
+                "limit": limit,
+            }
+        )
+
+    def _run(self, queries: Sequence[Query]) -> list[list[tuple[int, float]]]:
+        """The hits of each query, all sent in one statement."""
+        if len(queries) == 1:
+            with self._reading() as conn:
+                rows = conn.execute(queries[0].sql, queries[0].args).fetchall()
+            return [[(int(r[0]), float(r[1])) for r in rows if r[1] > 0]]
+        query = together(queries)
         with self._reading() as conn:
-            rows = conn.execute(sql, args).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows if r[1] > 0]
+            rows = conn.execute(query.sql, query.args).fetchall()
+        return hits_of(rows, len(queries))
+
+    @staticmethod
+    def _ahead_key(
+        key: str,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        limit: int,
+        filters: Filters | None,
+        after: int,
+    ) -> tuple[Any, ...]:
+        """What identifies a search for :meth:`_search_ahead`: a window search's
+        terms in any order (see _message_query), the others' as given."""
+        words = tuple(sorted(terms)) if key == "window" else tuple(terms)
+        return ("ahead", key, tuple(sorted({t.id for t in threads})), words, limit, filters, after)
+
+    def _window_postings(self, threads: Sequence[Thread], terms: Sequence[str]) -> int:
+        """How many window documents hold these terms, summed (as a search spends its
+        posting budget; read with the search's other counts)."""
+        df = self.scope_doc_frequencies(_scopes(threads), "window", terms)
+        return sum(df.get(t, 0) for t in terms)
+
+    def _search_ahead(
+        self,
+        threads: Sequence[Thread],
+        terms: Sequence[str],
+        filters: Filters | None,
+        after: int,
+    ) -> list[tuple[tuple[Any, ...], Query | None]]:
+        """The searches a search of the turns (under way, with these arguments) is
+        followed by, guessed, with what identifies each: the windows and the topics'
+        contents with the same terms, as many hits as the last such search asked
+        for. A search asks for them next, with these terms unless its posting budget
+        cut them (each key's budget spends its own counts), and with nothing to skip
+        when the turns' search had nothing to skip; they are answered in the turns'
+        round trip and kept for the rest of the search (see ``_remember``), and one
+        asked otherwise is searched as usual.
+
+        The windows are guessed only when their postings of these terms are no more
+        than those of a window search seen asking for them all (nothing skipped): a
+        window's count of a term is about five times the turns', so its budget is
+        spent first, and a guess made past it would read every posting of a common
+        term for nothing."""
+        if after != 0 or self._peek(("stats", "turn", tuple(_scopes(threads)))) is None:
+            return []  # no search under way (or rows to skip, whose cut is not known)
+        ahead: list[tuple[tuple[Any, ...], Query | None]] = []
+        limit = self._ahead_limits.get("window")
+        if limit and self._window_postings(threads, terms) <= self._ahead_limits.get("spent", 0):
+            ahead.append(
+                (
+                    self._ahead_key("window", threads, terms, limit, filters, 0),
+                    self._message_query(threads, "window", terms, limit, filters, 0),
+                )
+            )
+        limit = self._ahead_limits.get("segment")
+        if limit:
+            ahead.append(
+                (
+                    self._ahead_key("segment", threads, terms, limit, None, 0),
+                    self._node_query(threads, "segment", terms, limit, 0),
+                )
+            )
+        return ahead
+
+    def lexical_search(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        filters: Filters | None = None,
+        after: int = 0,
+    ) -> list[tuple[int, float]]:
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        if not terms or not threads or limit <= 0:
+            return []
+        if key == "window":
+            self._ahead_limits["window"] = limit
+            searching = self._peek(("stats", "turn", tuple(_scopes(threads)))) is not None
+            if after == 0 and searching:  # the windows' postings of these terms were affordable
+                spent = self._window_postings(threads, terms)
+                self._ahead_limits["spent"] = max(self._ahead_limits.get("spent", 0), spent)
+        found = self._peek(self._ahead_key(key, threads, terms, limit, filters, after))
+        if found is not None:
+            return list(found)
+        query = self._message_query(threads, key, terms, limit, filters, after)
+        if query is None:
+            return []
+        ahead = self._search_ahead(threads, terms, filters, after) if key == "turn" else []
+        sent = [q for _, q in ahead if q is not None]
+        results = self._run([query, *sent])
+        got = iter(results[1:])
+        for ahead_key, ahead_query in ahead:
+            self._remember(ahead_key, [] if ahead_query is None else next(got))
+        return results[0]
+
+    def lexical_search_spans(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        spans: Sequence[tuple[datetime, datetime]],
+        filters: Filters | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        # Every span in one statement (a question with dates names several).
+        if key not in LEXICAL_KEYS:
+            raise ValueError(f"unknown lexical key {key!r}; expected one of {LEXICAL_KEYS}")
+        out: list[list[tuple[int, float]]] = [[] for _ in spans]
+        if not terms or not threads or limit <= 0:
+            return out
+        base = filters or Filters()
+        queries: list[Query] = []
+        slots: list[int] = []
+        for i, (since, until) in enumerate(spans):
+            lo = max(since, base.since) if base.since is not None else since
+            hi = min(until, base.until) if base.until is not None else until
+            if lo >= hi:
+                continue
+            narrowed = replace(base, since=lo, until=hi)
+            query = self._message_query(threads, key, terms, limit, narrowed, 0)
+            if query is None:
+                return out  # no documents under the key
+            queries.append(query)
+            slots.append(i)
+        if queries:
+            for i, hits in zip(slots, self._run(queries)):
+                out[i] = hits
+        return out
 
     def node_search(
         self,
@@ -468,34 +569,13 @@ class PostgresLexical(PostgresStatistics):
             raise ValueError(f"unknown node key {key!r}; expected one of {NODE_KEYS}")
         if not terms or not threads or limit <= 0:
             return []
-        scopes = _scopes(threads)
-        self._settle_node_docs()
-        weights = self._idf(scopes, key, terms)
-        if weights is None:
-            return []
-        args = {
-            "s": scopes,
-            "k": KEY_CODES[key],
-            "terms": [term_key(t) for t in terms],
-            "idf": weights[0],
-            "avgdl": weights[1],
-            "threads": sorted({t.id for t in threads}),
-            "after": after,
-            "limit": limit,
-        }
-        sql = (
-            "SELECT id, score FROM (SELECT p.node AS id, sum("
-            + _SCORE.format(tf="p.tf", length="p.len")
-            + f") AS score FROM {_TERMS} CROSS JOIN LATERAL (SELECT node, tf, len"
-            " FROM node_postings p WHERE p.scope_id = ANY(%(s)s) AND p.key = %(k)s"
-            " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.node > %(after)s"
-            " OFFSET 0) p GROUP BY p.node) h WHERE id NOT IN (SELECT id FROM"
-            " tree_nodes WHERE scope_id = ANY(%(s)s) AND archived)"
-            " ORDER BY score DESC, id LIMIT %(limit)s"
-        )
-        with self._reading() as conn:
-            rows = conn.execute(sql, args).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows if r[1] > 0]
+        if key == "segment":
+            self._ahead_limits["segment"] = limit
+        found = self._peek(self._ahead_key(key, threads, terms, limit, None, after))
+        if found is not None:
+            return list(found)
+        query = self._node_query(threads, key, terms, limit, after)
+        return [] if query is None else self._run([query])[0]
 
     # -- documents ---------------------------------------------------------------------
 
@@ -601,6 +681,10 @@ class PostgresLexical(PostgresStatistics):
             )
         # The postings that went, those that came (or changed), the nodes' documents
         # and the statistics, in one statement: the rows each part writes are apart.
+        # Each part names the rows it changes by arrays its index can look up
+        # (``= ANY``) besides joining them: statistics of tables an import grows are
+        # stale, and a plan made with them scanned every posting of the thread (or
+        # every node of the scope) at each write, a cost that grew with the thread.
         _bump_in(
             conn,
             s,
@@ -610,14 +694,16 @@ class PostgresLexical(PostgresStatistics):
             ctes=(
                 "gone AS (DELETE FROM node_postings p USING unnest(%(gn)s::int8[],"
                 " %(gt)s::text[]) AS u(node, term) WHERE p.scope_id = %(s)s AND p.key = %(c)s"
-                " AND p.thread_id = %(t)s AND p.term = u.term AND p.node = u.node),"
+                " AND p.thread_id = %(t)s AND p.term = ANY(%(gt)s::text[])"
+                " AND p.node = ANY(%(gn)s::int8[]) AND p.term = u.term AND p.node = u.node),"
                 " came AS (INSERT INTO node_postings (scope_id, key, thread_id, term, node, tf,"
                 " len) SELECT %(s)s, %(c)s, %(t)s, u.term, u.node, u.tf, u.len FROM"
                 " unnest(%(an)s::int8[], %(at)s::text[], %(af)s::int4[], %(al)s::int4[])"
                 " AS u(node, term, tf, len) ON CONFLICT (scope_id, key, thread_id, term, node)"
                 " DO UPDATE SET tf = excluded.tf, len = excluded.len),"
                 f" docs AS (UPDATE tree_nodes n SET {column} = u.d FROM unnest(%(ni)s::int8[],"
-                " %(nd)s::text[]) AS u(id, d) WHERE n.id = u.id AND n.scope_id = %(s)s),"
+                " %(nd)s::text[]) AS u(id, d) WHERE n.id = ANY(%(ni)s::int8[]) AND n.id = u.id"
+                " AND n.scope_id = %(s)s),"
             ),
             args={
                 "c": code,

@@ -343,7 +343,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                 " started_at = least(x.started_at, u.a), last_at = greatest(x.last_at, u.b)"
                 " FROM unnest(%(span_id)s::int8[], %(span_n)s::int8[], %(span_a)s::timestamptz[],"
                 " %(span_b)s::timestamptz[]) AS u(id, n, a, b) WHERE x.scope_id = %(s)s"
-                " AND x.id = u.id),"
+                " AND x.id = ANY(%(span_id)s::int8[]) AND x.id = u.id),"
                 " head AS (UPDATE threads SET next_index = %(next)s, latest = %(latest)s,"
                 " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
                 " window_reach = greatest(window_reach, %(reach)s)"

@@ -331,6 +331,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         )
         """,
     ),
+    (
+        4,
+        "tree versions carry a structure epoch in their high 32 bits",
+        """
+        -- Nothing to rewrite: every version stored so far is in epoch 0. The number
+        -- keeps out earlier arbormem, which would change a tree beyond its growth
+        -- without moving its epoch, and so leave other processes' searches reading
+        -- the tree as it was (see store/postgres/tree.py, EPOCH_BITS).
+        UPDATE tree_state SET version = version WHERE false
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

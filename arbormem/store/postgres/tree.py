@@ -48,23 +48,54 @@ _NODE_ARRAYS = (
 )
 #: The nodes a transaction made, in one statement (see PostgresTree._send_held).
 _INSERT_NODES = f"INSERT INTO tree_nodes ({_PUT_COLUMNS}) SELECT * FROM unnest({_NODE_ARRAYS})"
-#: The nodes it changed, in one statement.
+#: A tree's version counts its writes in its low 32 bits; its high bits are the
+#: structure epoch, as on SQLite (see arbormem/store/sqlite/tree.py): moved (the
+#: count restarted) by every write that changes what a node already had beside its
+#: growth (its parent, kind or archived flag, anything of a frozen node, a node's
+#: deletion) or a placed message's leaf; growing the tree keeps it, and searches keep
+#: what they read of its settled parts across the adds of a live thread (see
+#: arbormem/tree/recall.py). Here the statement that writes such a change moves the
+#: epoch of its trees itself, in the same round trip.
+EPOCH_BITS = 32
+#: The version of a tree in its next structure epoch, the count restarted.
+_NEXT_EPOCH = f"((version >> {EPOCH_BITS}) + 1) << {EPOCH_BITS}"
+#: The nodes it changed, in one statement, moving the structure epoch of the trees
+#: where one changed beyond its growth (compared with the rows as they were before
+#: the statement: every part of it reads the same snapshot).
 _UPDATE_NODES = (
-    "UPDATE tree_nodes n SET parent_id = u.p, kind = u.k, seq = u.q, level = u.l,"
+    f"WITH u AS (SELECT * FROM unnest({_NODE_ARRAYS}) AS u(id, s, t, p, k, q, l, n, m, kp,"
+    " fi, li, fa, la, mc, cc, fr, ar, o, h)),"
+    " reshaped AS (SELECT DISTINCT n.scope_id, n.thread_id FROM tree_nodes n JOIN u"
+    " ON n.id = u.id AND n.scope_id = u.s AND n.thread_id = u.t WHERE n.id = ANY(%s::int8[])"
+    " AND (n.frozen OR n.parent_id IS DISTINCT FROM u.p OR n.kind <> u.k"
+    " OR n.archived <> u.ar)),"
+    " epoch AS (UPDATE tree_state x SET version = "
+    + _NEXT_EPOCH.replace("version", "x.version")
+    + " FROM reshaped r WHERE x.scope_id = r.scope_id AND x.thread_id = r.thread_id)"
+    " UPDATE tree_nodes n SET parent_id = u.p, kind = u.k, seq = u.q, level = u.l,"
     " name = u.n, summary = u.m, keyphrases = u.kp, first_index = u.fi, last_index = u.li,"
     " first_at = u.fa, last_at = u.la, message_count = u.mc, child_count = u.cc,"
     " frozen = u.fr, archived = u.ar, origin = u.o, chash = u.h"
-    f" FROM unnest({_NODE_ARRAYS}) AS u(id, s, t, p, k, q, l, n, m, kp, fi, li, fa, la,"
-    " mc, cc, fr, ar, o, h) WHERE n.id = u.id AND n.scope_id = u.s AND n.thread_id = u.t"
+    " FROM u WHERE n.id = ANY(%s::int8[]) AND n.id = u.id AND n.scope_id = u.s"
+    " AND n.thread_id = u.t"
 )
 #: The leaves of the messages it placed, moving their trees' versions (see
-#: _leaves_moved), in one statement; it returns the threads it changed.
+#: _leaves_moved), in one statement; it returns the threads it changed. Placing a
+#: message counts a write; moving a placed one to another leaf moves the epoch.
 _PLACE_MESSAGES = (
-    "WITH moved AS (UPDATE messages m SET leaf_id = u.leaf FROM unnest(%s::int8[],"
-    " %s::int8[]) AS u(id, leaf) WHERE m.id = u.id RETURNING m.thread_id, m.scope_id),"
-    " bumped AS (UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
-    " IN (SELECT scope_id, thread_id FROM moved))"
-    " SELECT DISTINCT thread_id FROM moved"
+    "WITH u AS (SELECT * FROM unnest(%s::int8[], %s::int8[]) AS u(id, leaf)),"
+    " was AS (SELECT m.scope_id, m.thread_id, m.leaf_id IS NOT NULL"
+    " AND m.leaf_id IS DISTINCT FROM u.leaf AS moved FROM messages m JOIN u ON m.id = u.id"
+    " WHERE m.id = ANY(%s::int8[])),"
+    " placed AS (UPDATE messages m SET leaf_id = u.leaf FROM u"
+    " WHERE m.id = ANY(%s::int8[]) AND m.id = u.id),"
+    " trees AS (SELECT scope_id, thread_id, bool_or(moved) AS moved FROM was"
+    " GROUP BY scope_id, thread_id),"
+    " bumped AS (UPDATE tree_state x SET version = CASE WHEN t.moved THEN "
+    + _NEXT_EPOCH.replace("version", "x.version")
+    + " ELSE x.version + 1 END FROM trees t WHERE x.scope_id = t.scope_id"
+    " AND x.thread_id = t.thread_id)"
+    " SELECT thread_id FROM trees"
 )
 
 #: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
@@ -115,6 +146,9 @@ def _brief(r: Sequence[Any]) -> NodeBrief:
 
 class PostgresTree(PostgresLexical):
     """Tree nodes with their postings, the cursor, the checks and the log."""
+
+    #: Tree versions carry a structure epoch (see EPOCH_BITS).
+    structure_epochs = True
 
     def tree_state(self, thread: Thread) -> TreeState:
         def read() -> tuple[int, int | None, int | None, int] | None:
@@ -300,10 +334,12 @@ class PostgresTree(PostgresLexical):
         if new:
             conn.execute(_INSERT_NODES, _columns(new.values()))
         if changed:
-            conn.execute(_UPDATE_NODES, _columns(changed.values()))
+            columns = _columns(changed.values())
+            conn.execute(_UPDATE_NODES, [*columns, columns[0], columns[0]])
         if not placed:
             return lambda: None
-        moved = conn.execute(_PLACE_MESSAGES, (list(placed), list(placed.values())))
+        ids = list(placed)
+        moved = conn.execute(_PLACE_MESSAGES, (ids, list(placed.values()), ids, ids))
 
         def done() -> None:
             # The threads whose messages moved: their change counters move at the commit.
@@ -372,6 +408,7 @@ class PostgresTree(PostgresLexical):
                 "UPDATE messages SET leaf_id = NULL WHERE scope_id = %(s)s AND leaf_id = ANY(%(i)s)",
                 {**k, "i": wanted},
             )
+            self._new_epoch(conn, thread)
             return int(
                 conn.execute(
                     "DELETE FROM tree_nodes WHERE scope_id = %(s)s AND thread_id = %(t)s"
@@ -384,9 +421,14 @@ class PostgresTree(PostgresLexical):
         if not rowids:
             return
         with self._writing() as conn:
+            # With whether each was placed elsewhere before (read from the statement's
+            # snapshot, before its write).
             rows = conn.execute(
-                "UPDATE messages SET leaf_id = %s WHERE id = ANY(%s) RETURNING thread_id, scope_id",
-                (leaf_id, [int(r) for r in rowids]),
+                "WITH was AS (SELECT id, leaf_id FROM messages WHERE id = ANY(%(i)s))"
+                " UPDATE messages m SET leaf_id = %(l)s FROM was WHERE m.id = ANY(%(i)s)"
+                " AND m.id = was.id RETURNING m.thread_id, m.scope_id,"
+                " was.leaf_id IS NOT NULL AND was.leaf_id IS DISTINCT FROM %(l)s",
+                {"l": leaf_id, "i": [int(r) for r in rowids]},
             ).fetchall()
             self._leaves_moved(conn, rows)
 
@@ -404,17 +446,32 @@ class PostgresTree(PostgresLexical):
             tx.placed.update(placed)
 
     def _leaves_moved(self, conn: Any, rows: Sequence[Any]) -> None:
-        """After messages (``rows`` of thread id, scope id) changed leaves: move their
-        trees' versions, under which searches keep which leaf holds each message (see
-        TreeRecall.turn_signals), and their threads' change counters, which move at
-        the commit (see connection._commit_sql)."""
-        trees = sorted({(int(r[1]), int(r[0])) for r in rows})
+        """After messages (``rows`` of thread id, scope id, whether it had another
+        leaf) changed leaves: move their trees' versions, under which searches keep
+        which leaf holds each message (see TreeRecall.turn_signals), to the next
+        structure epoch where a placed message moved, and their threads' change
+        counters, which move at the commit (see connection._commit_sql)."""
+        moved: dict[tuple[int, int], bool] = {}
+        for t, s, elsewhere in rows:
+            key = (int(s), int(t))
+            moved[key] = moved.get(key, False) or bool(elsewhere)
+        trees = sorted(moved)
         conn.execute(
-            "UPDATE tree_state SET version = version + 1 WHERE (scope_id, thread_id)"
-            " IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
-            ([s for s, _ in trees], [t for _, t in trees]),
+            f"UPDATE tree_state x SET version = CASE WHEN u.m THEN"
+            f" {_NEXT_EPOCH.replace('version', 'x.version')} ELSE x.version + 1 END"
+            " FROM unnest(%s::bigint[], %s::bigint[], %s::bool[]) AS u(s, t, m)"
+            " WHERE x.scope_id = u.s AND x.thread_id = u.t",
+            ([s for s, _ in trees], [t for _, t in trees], [moved[k] for k in trees]),
         )
         self._wrote(r[0] for r in rows)
+
+    @staticmethod
+    def _new_epoch(conn: Any, thread: Thread) -> None:
+        """Move the structure epoch of the thread's tree (see EPOCH_BITS)."""
+        conn.execute(
+            f"UPDATE tree_state SET version = {_NEXT_EPOCH} WHERE scope_id = %s AND thread_id = %s",
+            (scope_of(thread), thread.id),
+        )
 
     def set_archived(self, thread: Thread, leaf_ids: Sequence[int], archived: bool) -> int:
         with self._writing(thread) as conn:
@@ -468,6 +525,7 @@ class PostgresTree(PostgresLexical):
                 " WHERE scope_id = %(s)s AND id = %(t)s",
                 k,
             )
+            self._new_epoch(conn, thread)
             self._on_commit(lambda: self._rows_changed([thread], forgotten=False))
             return int(changed)
 
