@@ -18,6 +18,7 @@ opened later loads the deep vectors it holds when a thread is first searched
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -105,6 +106,44 @@ class StoreDense:
         return self.backend.session_centroids(thread, self.embedder, sessions)
 
 
+class _Sightings:
+    """Per thread, which rows this process added (runs of row numbers: a write's
+    rows are numbered in a run) and when the worker first saw the rows it lacks
+    vectors for (marks ``(upto, when)``: every row up to ``upto`` not seen by an
+    earlier mark was first seen at ``when``), so that another process's rows are
+    left to it for :data:`FOREIGN_GRACE` seconds, a backlog's as a whole."""
+
+    def __init__(self) -> None:
+        self.own: list[tuple[int, int]] = []
+        self.marks: list[tuple[int, float]] = []
+
+    def add_own(self, rowids: Sequence[int]) -> None:
+        for r in sorted(rowids):
+            if self.own and self.own[-1][0] <= r <= self.own[-1][1] + 1:
+                self.own[-1] = (self.own[-1][0], max(self.own[-1][1], r))
+            else:
+                self.own.append((r, r))
+        self.own.sort()
+
+    def is_own(self, rowid: int) -> bool:
+        i = bisect.bisect_right(self.own, (rowid, float("inf"))) - 1
+        return i >= 0 and self.own[i][0] <= rowid <= self.own[i][1]
+
+    def look(self, upto: int, at: float) -> None:
+        """The worker looked at the thread with rows up to ``upto`` in it."""
+        if not self.marks or self.marks[-1][0] < upto:
+            self.marks.append((upto, at))
+
+    def first_seen(self, rowid: int, at: float) -> float:
+        i = bisect.bisect_left(self.marks, (rowid, -1.0))
+        return self.marks[i][1] if i < len(self.marks) else at
+
+    def covered(self, upto: int) -> None:
+        """The index holds every row up to ``upto``: forget what is about them."""
+        self.own = [(max(a, upto + 1), b) for a, b in self.own if b > upto]
+        self.marks = [(u, t) for u, t in self.marks if u > upto]
+
+
 class DeepVectors:
     """A background embedder and the per-thread index of what it has embedded."""
 
@@ -129,10 +168,9 @@ class DeepVectors:
         self._pending: dict[int, Thread] = {}
         #: When the worker may take each pending thread (see notify).
         self._not_before: dict[int, float] = {}
-        #: Rows this process added that may still lack a deep vector, per thread,
-        #: and when the worker first found each other missing row (see FOREIGN_GRACE).
-        self._own: dict[int, set[int]] = {}
-        self._seen: dict[int, dict[int, float]] = {}
+        #: Per thread: the rows this process added, and when the worker first saw
+        #: the others it lacked vectors for (see FOREIGN_GRACE).
+        self._sightings: dict[int, _Sightings] = {}
         #: Threads whose catch-up waits for another process's rows, until when.
         self._held: dict[int, float] = {}
         self._busy = False
@@ -175,7 +213,7 @@ class DeepVectors:
             if wrote:
                 self._last_write = time.monotonic()
             if rowids:
-                self._own.setdefault(thread.id, set()).update(rowids)
+                self._sightings.setdefault(thread.id, _Sightings()).add_own(rowids)
             if wrote:
                 self._not_before.pop(thread.id, None)
                 self._held.pop(thread.id, None)
@@ -280,8 +318,7 @@ class DeepVectors:
     def forget(self, thread: Thread) -> None:
         """Drop the thread's index and its saved files (messages left it)."""
         with self._cond:
-            self._own.pop(thread.id, None)
-            self._seen.pop(thread.id, None)
+            self._sightings.pop(thread.id, None)
             self._held.pop(thread.id, None)
         self.cache.invalidate(thread)
         self.cache.discard_files(thread)
@@ -364,7 +401,7 @@ class DeepVectors:
                 thread, model, after_rowid=after, limit=CHUNK, dim=dims
             )
             found = dict(zip(ids.tolist(), matrix)) if len(ids) else {}
-            stop, missing = self._leave_foreign(thread, missing)
+            stop, missing = self._leave_foreign(thread, state, missing)
             if missing:
                 start = time.perf_counter()
                 texts = [row.message.text for row in missing]
@@ -398,26 +435,31 @@ class DeepVectors:
             self._prune(thread, upto)
             if stop is not None:
                 with self._cond:
-                    seen = self._seen.get(thread.id, {}).get(stop, time.monotonic())
+                    now = time.monotonic()
+                    seen = self._sightings.setdefault(thread.id, _Sightings()).first_seen(stop, now)
                     if not self._closed:
                         self._pending[thread.id] = thread
                         self._not_before[thread.id] = seen + FOREIGN_GRACE
                         self._held[thread.id] = seen + FOREIGN_GRACE
                 return
 
-    def _leave_foreign(self, thread: Thread, missing: list[Row]) -> tuple[int | None, list[Row]]:
+    def _leave_foreign(
+        self, thread: Thread, state: ThreadState, missing: list[Row]
+    ) -> tuple[int | None, list[Row]]:
         """Split the rows a chunk lacks vectors for: those to embed now (this
         process's, and others' first found missing :data:`FOREIGN_GRACE` seconds ago
         or more) and the rest, which their writer's worker is most likely embedding.
-        Returns the first row left (None: none) and the rows to embed."""
+        Returns the first row left (None: none) and the rows to embed. The first
+        look at a thread counts as seeing all of its rows, so a backlog nobody
+        embeds waits the grace once, not once per chunk."""
         at = time.monotonic()
         with self._cond:
-            own = self._own.get(thread.id, set())
-            seen = self._seen.setdefault(thread.id, {})
+            seen = self._sightings.setdefault(thread.id, _Sightings())
+            seen.look(state.max_rowid, at)
             left = [
                 r.rowid
                 for r in missing
-                if r.rowid not in own and at - seen.setdefault(r.rowid, at) < FOREIGN_GRACE
+                if not seen.is_own(r.rowid) and at - seen.first_seen(r.rowid, at) < FOREIGN_GRACE
             ]
         if not left:
             return None, missing
@@ -427,13 +469,9 @@ class DeepVectors:
     def _prune(self, thread: Thread, upto: int) -> None:
         """Forget the own and seen marks of rows the index now covers."""
         with self._cond:
-            own = self._own.get(thread.id)
-            if own:
-                own.difference_update([r for r in own if r <= upto])
-            seen = self._seen.get(thread.id)
-            if seen:
-                for r in [r for r in seen if r <= upto]:
-                    del seen[r]
+            seen = self._sightings.get(thread.id)
+            if seen is not None:
+                seen.covered(upto)
 
     def _store(
         self, thread: Thread, state: ThreadState, rows: Sequence[Any], vectors: np.ndarray

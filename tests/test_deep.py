@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -256,6 +257,61 @@ def test_messages_nobody_embeds_are_embedded_after_the_grace(
         assert mem.wait(indexed=True)
         assert mem.engine.deep is not None and mem.engine.deep.embedded == READY_LAG + 10
         assert deep_used(mem, "violin")
+
+
+def count_waits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How often the worker left rows to another process (one entry per time)."""
+    import arbormem.deep
+
+    waits: list[int] = []
+    leave = arbormem.deep.DeepVectors._leave_foreign
+
+    def counted(self: Any, thread: Any, state: Any, missing: Any) -> Any:
+        stop, rest = leave(self, thread, state, missing)
+        if stop is not None:
+            waits.append(stop)
+        return stop, rest
+
+    monkeypatch.setattr(arbormem.deep.DeepVectors, "_leave_foreign", counted)
+    return waits
+
+
+def test_a_backlog_nobody_embeds_waits_the_grace_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker reads 64 rows at a time; each chunk's rows seen for the first time
+    # used to start the grace again, so a long backlog waited it once per chunk.
+    import arbormem.deep
+
+    monkeypatch.setattr(arbormem.deep, "FOREIGN_GRACE", 0.3)
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder="none") as writer:
+        fill(writer, 3 * arbormem.deep.CHUNK + 10)
+    waits = count_waits(monkeypatch)
+    deep = Gated()
+    deep.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=deep) as mem:
+        mem.search("violin", k=3)
+        assert mem.wait(indexed=True)
+        assert mem.engine.deep is not None
+        assert mem.engine.deep.embedded == 3 * arbormem.deep.CHUNK + 10
+    assert len(waits) == 1
+
+
+def test_imported_messages_are_the_importers_to_embed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(tmp_path / "a.db", embedder=HashingEmbedder(64), deep_embedder="none") as src:
+        fill(src, READY_LAG + 10)
+        exported = src.export()
+    waits = count_waits(monkeypatch)
+    deep = Gated()
+    deep.gate.set()
+    with Memory(tmp_path / "b.db", embedder=HashingEmbedder(64), deep_embedder=deep) as mem:
+        mem.import_(exported)
+        assert mem.wait(indexed=True)  # no search needed to start it
+        assert mem.engine.deep is not None and mem.engine.deep.embedded == READY_LAG + 10
+        assert deep_used(mem, "violin")
+    assert waits == []
 
 
 def test_a_failing_deep_embedder_leaves_search_to_the_stores_vectors(

@@ -381,6 +381,7 @@ class Writer:
         added = archived_again = left_live = states_restored = records_restored = 0
         images_restored = 0
         touched: list[Thread] = []
+        written: list[tuple[Thread, list[int]]] = []
         # Threads that exist are checked before the transaction: a check running in the
         # background must not wait for it (an in-memory store has a single connection).
         for scope, *_ in plan:
@@ -411,6 +412,7 @@ class Writer:
                     else None
                 )
                 rows = self.backend.append(thread, msgs, mine, self.embedder.model_id)
+                written.append((thread, [r.rowid for r in rows]))
                 self.grower.grow(thread, rows, mine)
                 if images:
                     appended = {r.message.id: r.rowid for r in rows}
@@ -437,6 +439,12 @@ class Writer:
                         )
         for thread in touched:  # what no export's records stand for is extracted
             self.engine.records.schedule(thread)
+        if self.engine.deep is not None:
+            # The imported rows are this process's to embed in the background (not
+            # another process's, which it would leave to that one for a while).
+            for thread, rowids in written:
+                if rowids:
+                    self.engine.deep.notify(thread, wrote=True, rowids=rowids)
         if left_live:
             # An exchange is archived whole or not at all: the tree is off, or an
             # imported message joined an exchange of this store (its open one).
