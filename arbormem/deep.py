@@ -3,7 +3,7 @@
 The store's embedder (WordLlama by default) embeds every message as it is
 added, tens of thousands a second; the topic tree is grown from its vectors.
 A transformer such as bge-small knows far more of the world ("hobbies" is
-answered by skiing) but embeds tens of messages a second on two cores: ``add``
+answered by skiing) but embeds tens of messages a second on one core: ``add``
 cannot wait for it. :class:`DeepVectors` embeds what was added on a worker
 thread of its own, oldest first, stores the vectors beside the others (under
 the deep model's id) and keeps a vector index per thread of what it has done.
@@ -12,8 +12,10 @@ Recall reads its dense features and nearest-vector candidates from the deep
 index once it holds a thread's messages (all but the newest :data:`READY_LAG`),
 with weights fitted for it; until then from the store's embedder, with the
 weights fitted for that, so a search never waits for the worker. A store
-opened later loads the deep vectors it holds when a thread is first searched
-(reading, not embedding), and the worker embeds only what has none.
+opened later loads the deep vectors it holds when a thread of up to
+:data:`LOAD_ON_SEARCH` messages is first searched (reading, not embedding); the
+worker embeds what has none, another process's rows only after
+:data:`FOREIGN_GRACE`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A store is filled with ``tenants`` threads of ``turns`` generated turns each (a
 LoCoMo conversation has about 600), one tenant and user per thread, an API key per
 tenant. ``arbormem serve`` then runs in a subprocess on 127.0.0.1, and ``clients``
-threads (each its own HTTP connection) send for ``duration`` seconds a mix of
+threads (each its own HTTP connection) send for ``duration`` seconds (with ``rate``,
+every request due within it is sent, so a slow server's run lasts longer) a mix of
 searches (``search_share``) and single-message adds, each to a random tenant. It
 reports requests per second, p50/p95 latency per route, errors, the share of
 searches whose query an earlier request asked (``repeated_queries``: the

@@ -4,7 +4,7 @@ one database (``pip install 'arbormem[postgres]'``).
 One class, :class:`PostgresBackend`, assembled from one module per capability of
 :mod:`arbormem.store` as the SQLite back-end is: :mod:`.connection` (the pool,
 transactions and per-thread locks), :mod:`.messages` (and :mod:`.deleting`),
-:mod:`.lexical` (with :mod:`.windows` and :mod:`.termstats`), :mod:`.vectors`,
+:mod:`.lexical` (with :mod:`.bm25`, :mod:`.windows` and :mod:`.termstats`), :mod:`.vectors`,
 :mod:`.tree`, :mod:`.state`, :mod:`.records` and :mod:`.images`; :mod:`.schema` holds the tables and their
 migrations, :mod:`.adapt` the ``vector`` type's binary form.
 ``open_store("postgresql://...")`` opens it (see :func:`open_postgres`).
