@@ -120,12 +120,13 @@ class _Sightings:
         self.marks: list[tuple[int, float]] = []
 
     def add_own(self, rowids: Sequence[int]) -> None:
-        for r in sorted(rowids):
-            if self.own and self.own[-1][0] <= r <= self.own[-1][1] + 1:
-                self.own[-1] = (self.own[-1][0], max(self.own[-1][1], r))
+        runs = sorted([*self.own, *((r, r) for r in rowids)])
+        self.own = []
+        for a, b in runs:  # merged where they touch or overlap
+            if self.own and a <= self.own[-1][1] + 1:
+                self.own[-1] = (self.own[-1][0], max(self.own[-1][1], b))
             else:
-                self.own.append((r, r))
-        self.own.sort()
+                self.own.append((a, b))
 
     def is_own(self, rowid: int) -> bool:
         i = bisect.bisect_right(self.own, (rowid, float("inf"))) - 1

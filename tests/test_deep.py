@@ -397,3 +397,25 @@ def test_bench_reports_how_long_full_indexing_took(tmp_path: Path) -> None:
     assert systems["arbormem"]["full_index_seconds"] >= 0
     assert systems["arbormem"]["ingest_turns_per_s"] > 0
     assert "full_index_seconds" not in systems["bm25"]
+
+
+def test_own_rows_are_kept_as_runs_that_answer_as_a_set_would() -> None:
+    import random
+
+    from arbormem.deep import _Sightings
+
+    rnd = random.Random(1)
+    for _ in range(300):
+        seen, truth = _Sightings(), set()
+        for _ in range(rnd.randint(1, 6)):  # writes, in any order, some rows skipped
+            lo = rnd.randint(1, 200)
+            rows = [r for r in range(lo, lo + rnd.randint(1, 30)) if rnd.random() < 0.9]
+            seen.add_own(rows)
+            truth.update(rows)
+        if rnd.random() < 0.5:
+            cut = rnd.randint(0, 150)
+            seen.covered(cut)
+            truth = {r for r in truth if r > cut}
+        assert [r for r in range(260) if seen.is_own(r)] == sorted(truth)
+        # Runs stay apart and in order: a lookup is one bisection.
+        assert all(a[1] + 1 < b[0] for a, b in zip(seen.own, seen.own[1:]))
