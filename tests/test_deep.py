@@ -60,6 +60,17 @@ def deep_used(mem: Memory, query: str) -> bool:
     return question.deep
 
 
+def indexed_by_another_process(db_path: Path, n: int) -> Gated:
+    """Fill a store with ``n`` messages and let its background embedder index them
+    all, as a process that then exits would; returns that embedder."""
+    first = Gated()
+    first.gate.set()
+    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
+        fill(mem, n)
+        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    return first
+
+
 @pytest.fixture
 def gated(db_path: Path) -> Iterator[tuple[Memory, Gated]]:
     deep = Gated()
@@ -139,11 +150,7 @@ def test_forgotten_messages_get_no_deep_vector(gated: tuple[Memory, Gated]) -> N
 
 
 def test_a_reopened_store_is_not_embedded_again(db_path: Path) -> None:
-    first = Gated()
-    first.gate.set()
-    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
-        fill(mem, 40)
-        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    indexed_by_another_process(db_path, 40)
     second = Gated()
     second.gate.set()
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
@@ -178,11 +185,7 @@ def test_a_fresh_process_answers_its_first_search_as_later_ones(db_path: Path) -
 def test_a_fresh_process_loads_stored_vectors_up_to_the_first_row_without_one(
     db_path: Path,
 ) -> None:
-    first = Gated()
-    first.gate.set()
-    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
-        fill(mem, READY_LAG + 30)
-        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    first = indexed_by_another_process(db_path, READY_LAG + 30)
     second = Gated()
     with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=second) as mem:
         fill(mem, READY_LAG + 1, start=READY_LAG + 30)  # more than the lag, no deep vectors
@@ -204,11 +207,7 @@ def test_a_long_thread_is_left_to_the_worker(
 ) -> None:
     import arbormem.deep
 
-    first = Gated()
-    first.gate.set()
-    with Memory(db_path, embedder=HashingEmbedder(64), deep_embedder=first) as mem:
-        fill(mem, READY_LAG + 30)
-        assert mem.engine.deep is not None and mem.engine.deep.wait(timeout=60)
+    indexed_by_another_process(db_path, READY_LAG + 30)
     monkeypatch.setattr(arbormem.deep, "LOAD_ON_SEARCH", READY_LAG)
     second = Gated()
     second.gate.set()

@@ -11,7 +11,6 @@ Two handles on one database stand for two processes. A search is what
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -30,15 +29,6 @@ WORDS = ["kite", "river", "lake", "garden", "piano", "harbour", "lantern", "mead
 #: order (as the windows' own counts would order them).
 TERMS = ["lantern", "kite", "river"]
 OTHER_ORDER = ["river", "lantern", "kite"]
-
-
-@pytest.fixture
-def two(pg_url: str) -> Iterator[tuple[Backend, Backend]]:
-    reader = open_store(pg_url)
-    writer = open_store(pg_url)
-    yield reader, writer
-    reader.close()
-    writer.close()
 
 
 class Statements:

@@ -9,26 +9,17 @@ thread up, then begin the search (``map_for_search``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
 from arbormem.ids import content_hash
-from arbormem.store import Backend, NewMessage, NodeRow, Thread, open_store
+from arbormem.store import Backend, NewMessage, NodeRow, Thread
 from arbormem.text import analyze
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def two(pg_url: str) -> Iterator[tuple[Backend, Backend]]:
-    reader = open_store(pg_url)
-    writer = open_store(pg_url)
-    yield reader, writer
-    reader.close()
-    writer.close()
 
 
 def _messages(start: int, n: int, session: str, text: str = "kite river") -> list[NewMessage]:
