@@ -41,8 +41,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from itertools import pairwise
+from datetime import date, datetime, timezone
+from itertools import pairwise, repeat
+from typing import cast
 
 import numpy as np
 
@@ -245,10 +246,9 @@ class RowVectors:
     def pick(self, rowids: Sequence[int | None], dim: int) -> tuple[np.ndarray, np.ndarray]:
         """The vectors of ``rowids`` row for row (zero where a row has none, or is
         None), and the mask of those that have one."""
-        at = self.at
-        idx = np.fromiter(
-            (at.get(r, -1) if r is not None else -1 for r in rowids), np.int64, len(rowids)
-        )
+        # (None is never a key: a missing row and no row both give -1.)
+        at = cast("dict[int | None, int]", self.at)
+        idx = np.fromiter(map(at.get, rowids, repeat(-1)), np.int64, len(rowids))
         present = idx >= 0
         out = np.zeros((len(rowids), dim), dtype=np.float32)
         if present.any():
@@ -366,36 +366,30 @@ def features(
     bm_turn = _bm25(stats, "turn", question.terms)
     bm_win = _bm25(stats, "window", question.terms)
     qpairs = set(question.pairs)
-    # Each document of the neighbourhoods once: row d of ``tf`` holds the query terms'
-    # frequencies in document d; the last row stands for "no document" (all zero).
-    slot: dict[int, int] = {}
-    counts: list[list[int]] = []
-    lengths: list[int] = []
-    pair_counts: dict[int, dict[str, int]] = {}
+    # Each document of the neighbourhoods once, numbered in the order first met: row d
+    # of ``tf`` holds the query terms' frequencies in document d; the last row stands
+    # for "no document" (all zero).
+    text_of = {rid: text for neighbourhood in around.values() for rid, _, text in neighbourhood}
+    slot = {rid: d for d, rid in enumerate(text_of)}
+    tallies = list(map(docs.counts, text_of.values()))
+    lengths = [size for size, _ in tallies]
     none = [0] * len(qterms)
-    for neighbourhood in around.values():
-        for rid, _, text in neighbourhood:
-            if rid in slot:
+    counts = [list(map(tally.get, qterms, none)) for _, tally in tallies]
+    pair_counts: dict[int, dict[str, int]] = {}
+    if qpairs:
+        for d, (row, text) in enumerate(zip(counts, text_of.values())):
+            if len(row) - row.count(0) < 2:
                 continue
-            size, tally = docs.counts(text)
-            slot[rid] = len(lengths)
-            lengths.append(size)
-            row = list(map(tally.get, qterms, none))
-            if not any(row):
-                counts.append(none)
-                continue
-            counts.append(row)
-            if qpairs and len(row) - row.count(0) > 1:
-                held = {t for t, c in zip(qterms, row) if c}
-                # A query pair joins two query terms: only those positions can match.
-                pc: dict[str, int] = {}
-                for a, b in pairwise(docs.get(text)):
-                    if a in held and b in held and a != b:
-                        pr = f"{a}_{b}"
-                        if pr in qpairs:
-                            pc[pr] = pc.get(pr, 0) + 1
-                if pc:
-                    pair_counts[slot[rid]] = pc
+            held = {t for t, c in zip(qterms, row) if c}
+            # A query pair joins two query terms: only those positions can match.
+            pc: dict[str, int] = {}
+            for a, b in pairwise(docs.get(text)):
+                if a in held and b in held and a != b:
+                    pr = f"{a}_{b}"
+                    if pr in qpairs:
+                        pc[pr] = pc.get(pr, 0) + 1
+            if pc:
+                pair_counts[d] = pc
     n_docs = len(lengths)
     tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
     if n_docs:
@@ -419,7 +413,7 @@ def features(
             member_rows.append([n_docs] * width)
             continue
         rids = [rid for rid, _, _ in neighbourhood]
-        member_rows.append([slot[rid] for rid in rids] + [n_docs] * (width - len(rids)))
+        member_rows.append([*map(slot.__getitem__, rids), *[n_docs] * (width - len(rids))])
         if rowid in slot:
             own_at[i] = slot[rowid]
         if rowid in rids:
@@ -472,7 +466,16 @@ def features(
     if names:
         X[:, col("spk")] = [1.0 if m.speaker in names else 0.0 for m in messages]
     if ranges:
-        X[:, col("temp")] = [closeness(m.timestamp, ranges) for m in messages]
+        # A turn's closeness depends on its day alone (in UTC): one per day.
+        by_day: dict[date, float] = {}
+        temp = []
+        for m in messages:
+            day = m.timestamp.astimezone(timezone.utc).date()
+            near = by_day.get(day)
+            if near is None:
+                near = by_day[day] = closeness(m.timestamp, ranges)
+            temp.append(near)
+        X[:, col("temp")] = temp
     for name, kind, asked in (
         ("when_time", "when", question.when),
         ("num_count", "count", question.count),
@@ -482,8 +485,9 @@ def features(
             X[:, col(name)] = [1.0 if docs.says(kind, m.content) else 0.0 for m in messages]
     if tree:
         found = [tree.get(rowid) or {} for rowid in ids]
-        for name in TREE_FEATURES:
-            X[:, col(name)] = [signals.get(name, 0.0) for signals in found]
+        X[:, [col(name) for name in TREE_FEATURES]] = [
+            [signals.get(name, 0.0) for name in TREE_FEATURES] for signals in found
+        ]
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:
