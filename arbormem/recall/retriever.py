@@ -211,7 +211,7 @@ class Retriever:
         for thread, state in zip(threads, states):
             facts = self.facts.of(thread, state)
             names.extend(facts.names)
-            for alias, speaker in facts.aliases.names().items():
+            for alias, speaker in facts.alias_names.items():
                 aliases.setdefault(alias, speaker)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
