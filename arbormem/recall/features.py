@@ -378,7 +378,7 @@ def features(
     pair_counts: dict[int, dict[str, int]] = {}
     if qpairs:
         for d, (row, text) in enumerate(zip(counts, text_of.values())):
-            if len(row) - row.count(0) < 2:
+            if row == none or len(row) - row.count(0) < 2:
                 continue
             held = {t for t, c in zip(qterms, row) if c}
             # A query pair joins two query terms: only those positions can match.
@@ -456,11 +456,10 @@ def features(
     bm_t = turn_score[own].tolist()
     messages = [cands.rows[rowid].message for rowid in ids]
     session_best: dict[tuple[int, str], float] = {}
-    keys: list[tuple[int, str]] = []
-    for i, rowid in enumerate(ids):
-        key = (cands.thread_of[rowid].id, messages[i].session)
-        keys.append(key)
-        session_best[key] = max(session_best.get(key, 0.0), bm_t[i])
+    thread_of = cands.thread_of
+    keys = [(thread_of[rowid].id, m.session) for rowid, m in zip(ids, messages)]
+    for key, score in zip(keys, bm_t):
+        session_best[key] = max(session_best.get(key, 0.0), score)
     X[:, col("sess_max")] = [session_best[key] for key in keys]
     names, ranges = question.names, question.ranges
     if names:
@@ -485,9 +484,8 @@ def features(
             X[:, col(name)] = [1.0 if docs.says(kind, m.content) else 0.0 for m in messages]
     if tree:
         found = [tree.get(rowid) or {} for rowid in ids]
-        X[:, [col(name) for name in TREE_FEATURES]] = [
-            [signals.get(name, 0.0) for name in TREE_FEATURES] for signals in found
-        ]
+        for name in TREE_FEATURES:
+            X[:, col(name)] = [signals.get(name, 0.0) for signals in found]
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:
