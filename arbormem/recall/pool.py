@@ -12,7 +12,7 @@ gives the same features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class CandidatePool:
         threads: Sequence[Thread],
         tree: TreeRecall | None = None,
         terms: Sequence[str] = (),
-        coverage: bool = True,
+        coverage: bool | Collection[str] = True,
         vectors: DenseSource | None = None,
     ) -> None:
         self.reads = reads

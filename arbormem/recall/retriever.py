@@ -404,7 +404,9 @@ class Retriever:
             threads,
             self.tree if tree_on else None,
             question.terms,
-            coverage=every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess")),
+            coverage=True
+            if every_feature
+            else [f for f in ("cov_topic", "cov_sess") if weights.get(f)],
             vectors=vectors if cfg.dense else None,
         )
 
