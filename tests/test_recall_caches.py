@@ -267,3 +267,32 @@ def test_placing_a_new_message_keeps_the_epoch_and_moving_a_placed_one_moves_it(
     moved = mem.backend.tree_state(thread).version
     assert moved >> 32 > now >> 32
     assert elsewhere != leaf
+
+
+def test_coverage_asked_of_session_topics_alone_reads_only_theirs(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The ranker may weigh one coverage and not the other: a search then reads
+    # only the topics that one needs, and every other signal is as with both.
+    tree = TreeRecall(mem.backend, mem.embedder)
+    thread = _thread(mem)
+    rowids = [r.rowid for r in _rows(mem)]
+    hits = tree.segment_hits([thread], TERMS)
+    both = tree.turn_signals([thread], TERMS, rowids, hits)
+    asked: list[list[int]] = []
+    real = tree._topic_terms
+
+    def recorded(nodes: list[int]) -> dict[int, frozenset[str]]:
+        asked.append(list(nodes))
+        return real(nodes)
+
+    monkeypatch.setattr(tree, "_topic_terms", recorded)
+    alone = tree.turn_signals([thread], TERMS, rowids, hits, coverage=["cov_sess"])
+    assert alone == {r: {k: v for k, v in s.items() if k != "cov_topic"} for r, s in both.items()}
+    assert any(s["cov_sess"] for s in alone.values())
+    leaves = mem.backend.message_leaves(rowids)
+    pairs = tree._nodes(thread).nodes.leaf_topics(list(leaves.values()))
+    assert asked == [sorted({p[1] for p in pairs.values() if p is not None})]
+    none = tree.turn_signals([thread], TERMS, rowids, hits, coverage=False)
+    assert none == {r: {k: s[k] for k in ("bm_topic", "bm_sess")} for r, s in both.items()}
+    assert len(asked) == 1

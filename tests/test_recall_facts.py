@@ -36,7 +36,7 @@ def test_the_facts_are_read_once_indexing_has_caught_up(tmp_path: Path) -> None:
         assert facts is not None
         assert facts.upto == memory.engine.backend.state(thread_of(memory)).max_rowid
         assert facts.names == ["Emi", "elise"]
-        assert facts.aliases.names() == {"kate": "Emi"}
+        assert facts.aliases.names() == facts.alias_names == {"kate": "Emi"}
         assert facts.latest == START + timedelta(minutes=len(LINES) - 1)
         (hit,) = memory.search("Does Kate ski?", k=1)
         assert hit.message.content == "I love skiing, I go every winter."
@@ -47,11 +47,12 @@ def test_messages_added_later_are_read_by_the_next_search(tmp_path: Path) -> Non
         add_lines(memory, LINES[:2])
         memory.search("skiing", k=1)
         facts = memory.engine.retriever.facts.known(thread_of(memory))
-        assert facts is not None and facts.aliases.names() == {}
+        assert facts is not None and facts.aliases.names() == facts.alias_names == {}
         add_lines(memory, LINES[2:], start=2)
         memory.search("skiing", k=1)
         facts = memory.engine.retriever.facts.known(thread_of(memory))
-        assert facts is not None and facts.aliases.names() == {"kate": "Emi"}
+        # The names kept for searches follow the messages read.
+        assert facts is not None and facts.alias_names == {"kate": "Emi"}
         assert facts.read_to == len(LINES)
 
 

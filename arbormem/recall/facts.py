@@ -41,6 +41,9 @@ class Facts:
     latest: datetime | None = None
     earliest: datetime | None = None
     generation: int = -1
+    #: ``aliases.names()`` as of ``upto``: every search reads them, and working them
+    #: out of the counts took a tenth of a millisecond each time.
+    alias_names: dict[str, str] = field(default_factory=dict)
 
 
 class ThreadFacts:
@@ -93,6 +96,7 @@ class ThreadFacts:
         span = self.backend.time_span(thread)
         facts.earliest, facts.latest = span if span else (None, None)
         self._read_aliases(thread, state, facts)
+        facts.alias_names = facts.aliases.names()
         facts.upto = state.max_rowid
 
     def _read_aliases(self, thread: Thread, state: ThreadState, facts: Facts) -> None:

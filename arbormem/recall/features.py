@@ -41,8 +41,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from itertools import pairwise
+from datetime import date, datetime, timezone
+from itertools import pairwise, repeat
+from typing import cast
 
 import numpy as np
 
@@ -245,10 +246,9 @@ class RowVectors:
     def pick(self, rowids: Sequence[int | None], dim: int) -> tuple[np.ndarray, np.ndarray]:
         """The vectors of ``rowids`` row for row (zero where a row has none, or is
         None), and the mask of those that have one."""
-        at = self.at
-        idx = np.fromiter(
-            (at.get(r, -1) if r is not None else -1 for r in rowids), np.int64, len(rowids)
-        )
+        # (None is never a key: a missing row and no row both give -1.)
+        at = cast("dict[int | None, int]", self.at)
+        idx = np.fromiter(map(at.get, rowids, repeat(-1)), np.int64, len(rowids))
         present = idx >= 0
         out = np.zeros((len(rowids), dim), dtype=np.float32)
         if present.any():
@@ -366,36 +366,30 @@ def features(
     bm_turn = _bm25(stats, "turn", question.terms)
     bm_win = _bm25(stats, "window", question.terms)
     qpairs = set(question.pairs)
-    # Each document of the neighbourhoods once: row d of ``tf`` holds the query terms'
-    # frequencies in document d; the last row stands for "no document" (all zero).
-    slot: dict[int, int] = {}
-    counts: list[list[int]] = []
-    lengths: list[int] = []
-    pair_counts: dict[int, dict[str, int]] = {}
+    # Each document of the neighbourhoods once, numbered in the order first met: row d
+    # of ``tf`` holds the query terms' frequencies in document d; the last row stands
+    # for "no document" (all zero).
+    text_of = {rid: text for neighbourhood in around.values() for rid, _, text in neighbourhood}
+    slot = {rid: d for d, rid in enumerate(text_of)}
+    tallies = list(map(docs.counts, text_of.values()))
+    lengths = [size for size, _ in tallies]
     none = [0] * len(qterms)
-    for neighbourhood in around.values():
-        for rid, _, text in neighbourhood:
-            if rid in slot:
+    counts = [list(map(tally.get, qterms, none)) for _, tally in tallies]
+    pair_counts: dict[int, dict[str, int]] = {}
+    if qpairs:
+        for d, (row, text) in enumerate(zip(counts, text_of.values())):
+            if row == none or len(row) - row.count(0) < 2:
                 continue
-            size, tally = docs.counts(text)
-            slot[rid] = len(lengths)
-            lengths.append(size)
-            row = list(map(tally.get, qterms, none))
-            if not any(row):
-                counts.append(none)
-                continue
-            counts.append(row)
-            if qpairs and len(row) - row.count(0) > 1:
-                held = {t for t, c in zip(qterms, row) if c}
-                # A query pair joins two query terms: only those positions can match.
-                pc: dict[str, int] = {}
-                for a, b in pairwise(docs.get(text)):
-                    if a in held and b in held and a != b:
-                        pr = f"{a}_{b}"
-                        if pr in qpairs:
-                            pc[pr] = pc.get(pr, 0) + 1
-                if pc:
-                    pair_counts[slot[rid]] = pc
+            held = {t for t, c in zip(qterms, row) if c}
+            # A query pair joins two query terms: only those positions can match.
+            pc: dict[str, int] = {}
+            for a, b in pairwise(docs.get(text)):
+                if a in held and b in held and a != b:
+                    pr = f"{a}_{b}"
+                    if pr in qpairs:
+                        pc[pr] = pc.get(pr, 0) + 1
+            if pc:
+                pair_counts[d] = pc
     n_docs = len(lengths)
     tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
     if n_docs:
@@ -419,7 +413,7 @@ def features(
             member_rows.append([n_docs] * width)
             continue
         rids = [rid for rid, _, _ in neighbourhood]
-        member_rows.append([slot[rid] for rid in rids] + [n_docs] * (width - len(rids)))
+        member_rows.append([*map(slot.__getitem__, rids), *[n_docs] * (width - len(rids))])
         if rowid in slot:
             own_at[i] = slot[rowid]
         if rowid in rids:
@@ -462,17 +456,25 @@ def features(
     bm_t = turn_score[own].tolist()
     messages = [cands.rows[rowid].message for rowid in ids]
     session_best: dict[tuple[int, str], float] = {}
-    keys: list[tuple[int, str]] = []
-    for i, rowid in enumerate(ids):
-        key = (cands.thread_of[rowid].id, messages[i].session)
-        keys.append(key)
-        session_best[key] = max(session_best.get(key, 0.0), bm_t[i])
+    thread_of = cands.thread_of
+    keys = [(thread_of[rowid].id, m.session) for rowid, m in zip(ids, messages)]
+    for key, score in zip(keys, bm_t):
+        session_best[key] = max(session_best.get(key, 0.0), score)
     X[:, col("sess_max")] = [session_best[key] for key in keys]
     names, ranges = question.names, question.ranges
     if names:
         X[:, col("spk")] = [1.0 if m.speaker in names else 0.0 for m in messages]
     if ranges:
-        X[:, col("temp")] = [closeness(m.timestamp, ranges) for m in messages]
+        # A turn's closeness depends on its day alone (in UTC): one per day.
+        by_day: dict[date, float] = {}
+        temp = []
+        for m in messages:
+            day = m.timestamp.astimezone(timezone.utc).date()
+            near = by_day.get(day)
+            if near is None:
+                near = by_day[day] = closeness(m.timestamp, ranges)
+            temp.append(near)
+        X[:, col("temp")] = temp
     for name, kind, asked in (
         ("when_time", "when", question.when),
         ("num_count", "count", question.count),

@@ -12,7 +12,7 @@ gives the same features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class CandidatePool:
         threads: Sequence[Thread],
         tree: TreeRecall | None = None,
         terms: Sequence[str] = (),
-        coverage: bool = True,
+        coverage: bool | Collection[str] = True,
         vectors: DenseSource | None = None,
     ) -> None:
         self.reads = reads
@@ -138,13 +138,15 @@ class CandidatePool:
             near: set[int] = set(mine)
             for r in mine:
                 pos = rows[r].message.index
-                near.update(rid for rid, idx, _ in around.get(r, ()) if pos - 1 <= idx <= pos + 1)
+                near.update([rid for rid, idx, _ in around.get(r, ()) if pos - 1 <= idx <= pos + 1])
             wanted = sorted(near.difference(have))
             if wanted:
                 ok, vecs = self.vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))
                 found = np.flatnonzero(ok)
-                for j, i in enumerate(found.tolist()):
-                    self._vec_at[wanted[i]] = self._n_vecs + j
+                start = self._n_vecs
+                have.update(
+                    zip([wanted[i] for i in found.tolist()], range(start, start + len(found)))
+                )
                 self._n_vecs += len(found)
                 self._vec_blocks.append(np.asarray(vecs)[found])
             slots = self._cent_slot

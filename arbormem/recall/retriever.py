@@ -211,7 +211,7 @@ class Retriever:
         for thread, state in zip(threads, states):
             facts = self.facts.of(thread, state)
             names.extend(facts.names)
-            for alias, speaker in facts.aliases.names().items():
+            for alias, speaker in facts.alias_names.items():
                 aliases.setdefault(alias, speaker)
             if facts.latest is not None and (now is None or facts.latest > now):
                 now = facts.latest
@@ -404,7 +404,9 @@ class Retriever:
             threads,
             self.tree if tree_on else None,
             question.terms,
-            coverage=every_feature or any(weights.get(f) for f in ("cov_topic", "cov_sess")),
+            coverage=True
+            if every_feature
+            else [f for f in ("cov_topic", "cov_sess") if weights.get(f)],
             vectors=vectors if cfg.dense else None,
         )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -536,7 +536,7 @@ class TreeRecall:
         terms: Sequence[str],
         rowids: Sequence[int],
         hits: Sequence[tuple[int, float]],
-        coverage: bool = True,
+        coverage: bool | Collection[str] = True,
     ) -> dict[int, dict[str, float]]:
         """Topic evidence for each turn: ``bm_topic`` and ``bm_sess``, the normalised
         BM25 of the content of its own topic and of its session's topic (from
@@ -544,9 +544,15 @@ class TreeRecall:
         share of the query's terms each contains (a multi-part question is often
         answered by a topic, not by one turn). ``coverage=False`` leaves the last
         two out: they read each topic's whole text, which costs most when the
-        ranker gives them no weight."""
+        ranker gives them no weight; a collection of their names keeps only those
+        (the topics whose text is read are then only the ones they need)."""
         if not terms or not rowids:
             return {}
+        covered: tuple[str, ...]
+        if isinstance(coverage, bool):
+            covered = ("cov_topic", "cov_sess") if coverage else ()
+        else:
+            covered = tuple(c for c in ("cov_topic", "cov_sess") if c in coverage)
         top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
         held = {t.id: self._nodes(t) for t in threads}
@@ -564,20 +570,28 @@ class TreeRecall:
             pair = topics_of.get(leaf_id)
             if pair is not None:
                 chains[rowid] = pair
-        nodes = {n for pair in chains.values() for n in pair}
         shares: dict[int, float] = {}
-        if coverage:
+        if covered:
+            # The topics whose coverage is asked for: own (first of a pair), session's
+            # (second), or both.
+            sides = [i for i, c in enumerate(("cov_topic", "cov_sess")) if c in covered]
+            nodes = {pair[i] for pair in chains.values() for i in sides}
             wanted_terms = set(terms)
             shares = {
                 node: len(wanted_terms.intersection(its)) / len(wanted_terms)
                 for node, its in self._topic_terms(sorted(nodes)).items()
             }
+        own_cov, sess_cov = "cov_topic" in covered, "cov_sess" in covered
         out: dict[int, dict[str, float]] = {}
         for rowid, (topic, session) in chains.items():
-            out[rowid] = {"bm_topic": score.get(topic, 0.0), "bm_sess": score.get(session, 0.0)}
-            if coverage:
-                out[rowid]["cov_topic"] = shares.get(topic, 0.0)
-                out[rowid]["cov_sess"] = shares.get(session, 0.0)
+            signals = out[rowid] = {
+                "bm_topic": score.get(topic, 0.0),
+                "bm_sess": score.get(session, 0.0),
+            }
+            if own_cov:
+                signals["cov_topic"] = shares.get(topic, 0.0)
+            if sess_cov:
+                signals["cov_sess"] = shares.get(session, 0.0)
         return out
 
     def _leaves_of(self, structures: Versions, rowids: Sequence[int]) -> dict[int, int]:

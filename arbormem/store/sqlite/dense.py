@@ -649,13 +649,14 @@ class VectorCache:
         """Whether the thread's session sums are preloaded (and not found stale yet)."""
         return thread.id in self._sums
 
-    def _preloaded_sums(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
-        """The preloaded sums of these sessions that are still current."""
+    def _preloaded_sums(
+        self, thread: Thread, sessions: Sequence[str], state: ThreadState
+    ) -> dict[str, np.ndarray]:
+        """The preloaded sums of these sessions that are still current at ``state``."""
         with self._sums_lock:
             pre = self._sums.get(thread.id)
             if pre is None:
                 return {}
-            state = self.backend.state(thread)
             if state.generation != pre.generation:
                 del self._sums[thread.id]
                 return {}
@@ -668,11 +669,13 @@ class VectorCache:
 
     def session_centroids(self, thread: Thread, sessions: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit-length mean vector of each session (those that have vectors)."""
-        index = self.index(thread)
+        # The thread's state once for the index, the sums and the members.
+        state = self.backend.state(thread)
+        index = self.index(thread, state)
         out: dict[str, np.ndarray] = {}
         # Sums the store keeps (one row a session; preloaded, or read now), then the
         # others from the index.
-        sums = self._preloaded_sums(thread, sessions)
+        sums = self._preloaded_sums(thread, sessions, state)
         unread = [s for s in sessions if s not in sums]
         if unread:
             sums.update(self.backend.session_vector_sums(thread, unread, self.embedder.model_id))
@@ -688,7 +691,7 @@ class VectorCache:
         # The index's size is part of a centroid's stamp: vectors of the background
         # embedder arrive after their messages, without moving the change mark.
         size = len(index)
-        for key, rowids in self._session_members(thread, rest).items():
+        for key, rowids in self._session_members(thread, rest, state).items():
             if not rowids:
                 continue
             cached = self._centroids.get((thread.id, key))
@@ -716,13 +719,15 @@ class VectorCache:
             start = end
         return out
 
-    def _session_members(self, thread: Thread, sessions: Sequence[str]) -> dict[str, list[int]]:
+    def _session_members(
+        self, thread: Thread, sessions: Sequence[str], st: ThreadState
+    ) -> dict[str, list[int]]:
         """:meth:`session_members` of the store, kept while the thread's state holds:
         a search read every member of its candidates' sessions each time (a
         millisecond or two a query on a long conversation) to learn that nothing had
         changed. The thread's own state, not the store's change mark: another user's
-        add (on a server, many a second) leaves this thread's sessions as they were."""
-        st = self.backend.state(thread)
+        add (on a server, many a second) leaves this thread's sessions as they were.
+        ``st``: the thread's state, read before anything else of it."""
         mark = (st.generation, st.max_rowid, st.next_index)
         with self._lock:
             kept = self._members.get(thread.id)

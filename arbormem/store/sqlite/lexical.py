@@ -160,9 +160,12 @@ class SQLiteLexical(SQLiteConnection):
                 if found is not None:
                     return found
             where, args = filter_sql(threads, filters)
-            if after > 0:
-                where += " AND f.rowid > ?"
-                args.append(after)
+            # The threads' stretch of row numbers bounds the full-text match: FTS5 then
+            # reads only the postings inside it, and other threads' matches are never
+            # joined to their rows (bm25 keeps the whole table's statistics, so the
+            # scores are the same).
+            lo, hi = self._message_span(conn, threads)
+            lo = max(lo, after + 1)
             if filters is not None and (filters.since or filters.until):
                 rng = self._rowid_range(
                     conn,
@@ -171,14 +174,15 @@ class SQLiteLexical(SQLiteConnection):
                     format_timestamp(filters.until) if filters.until else None,
                 )
                 if rng is not None:
-                    where += " AND f.rowid BETWEEN ? AND ?"
-                    args += list(rng)
+                    lo, hi = max(lo, rng[0]), min(hi, rng[1])
+            if lo > hi:
+                return []
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
-                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ? AND {where}"
-                " ORDER BY r LIMIT ?"
+                f" CROSS JOIN messages m ON m.id = f.rowid WHERE {table} MATCH ?"
+                f" AND f.rowid BETWEEN ? AND ? AND {where} ORDER BY r LIMIT ?"
             )
-            rows = conn.execute(sql, [fts_query(terms), *args, limit]).fetchall()
+            rows = conn.execute(sql, [fts_query(terms), lo, hi, *args, limit]).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
     #: Up to this many archived messages in the searched scope are scored from their
@@ -370,9 +374,62 @@ class SQLiteLexical(SQLiteConnection):
         return min(r[0] for r in runs), max(r[1] for r in runs)
 
     @staticmethod
+    def _message_span(conn: sqlite3.Connection, threads: Sequence[Thread]) -> tuple[int, int]:
+        """The first and the last row number of these threads' messages: every one of
+        them lies between (with other threads' rows when row numbers interleave). In
+        a thread positions grow with row numbers (see ``state``), so each end is one
+        seek in the (thread, position) index. An empty span has its first number
+        past its last."""
+        lo, hi = 1, 0
+        for thread in threads:
+            first, last = conn.execute(
+                "SELECT (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx LIMIT 1),"
+                " (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx DESC LIMIT 1)",
+                (thread.id,),
+            ).fetchone()
+            if first is not None and last is not None:
+                lo, hi = (first, last) if lo > hi else (min(lo, first), max(hi, last))
+        return int(lo), int(hi)
+
+    @staticmethod
+    def _node_span(conn: sqlite3.Connection, threads: Sequence[Thread]) -> tuple[int, int]:
+        """The smallest and the largest id of these threads' tree nodes (an empty
+        span has its first number past its last). Node ids follow no order in a
+        thread, and no index leads with (thread, id); but in the (thread, kind,
+        frozen) index the entries of each kind and state are in id order, so the
+        ends of each are one seek: the distinct (kind, frozen) pairs are found by
+        jumping from one to the next, a few seeks in all whatever the tree's size."""
+        lo, hi = 1, 0
+        for thread in threads:
+            first, last = conn.execute(
+                "WITH RECURSIVE g(kind, frozen) AS ("
+                " SELECT * FROM (SELECT kind, frozen FROM tree_nodes WHERE thread_id = ?1"
+                " ORDER BY kind, frozen LIMIT 1)"
+                " UNION ALL"
+                " SELECT n.kind, n.frozen FROM g JOIN tree_nodes n ON n.id = COALESCE("
+                "(SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+                " AND frozen > g.frozen ORDER BY frozen LIMIT 1),"
+                " (SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind > g.kind"
+                " ORDER BY kind, frozen LIMIT 1)))"
+                " SELECT MIN((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+                " AND frozen = g.frozen ORDER BY id LIMIT 1)),"
+                " MAX((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+                " AND frozen = g.frozen ORDER BY id DESC LIMIT 1)) FROM g",
+                (thread.id,),
+            ).fetchone()
+            if first is not None and last is not None:
+                lo, hi = (first, last) if lo > hi else (min(lo, first), max(hi, last))
+        return int(lo), int(hi)
+
+    @staticmethod
     def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
-        n = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
-        return int(n) <= len(threads)
+        """Whether the store holds no thread but these. (Counting the threads read
+        every row of the table, at each search of a store of many tenants.)"""
+        marks = ",".join("?" * len(threads))
+        other = conn.execute(
+            f"SELECT 1 FROM threads WHERE id NOT IN ({marks}) LIMIT 1", [t.id for t in threads]
+        ).fetchone()
+        return other is None
 
     def _in_memory(
         self, conn: sqlite3.Connection, table: str, build: bool = True
@@ -649,13 +706,18 @@ class SQLiteLexical(SQLiteConnection):
                 found = self._best_live(conn, table, terms, limit, "tree_nodes", after)
                 if found is not None:
                     return found
+            # Bounded by the threads' node ids, as lexical_search by their rows'.
+            lo, hi = self._node_span(conn, threads)
+            lo = max(lo, after + 1)
+            if lo > hi:
+                return []
             sql = (
                 f"SELECT f.rowid, bm25({table}) AS r FROM {table} f"
                 f" CROSS JOIN tree_nodes n ON n.id = f.rowid"
-                f" WHERE {table} MATCH ? AND f.rowid > ? AND n.thread_id IN ({marks})"
+                f" WHERE {table} MATCH ? AND f.rowid BETWEEN ? AND ? AND n.thread_id IN ({marks})"
                 " AND n.archived = 0 ORDER BY r LIMIT ?"
             )
-            args = [fts_query(terms), after, *[t.id for t in threads], limit]
+            args = [fts_query(terms), lo, hi, *[t.id for t in threads], limit]
             rows = conn.execute(sql, args).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows if r[1] < 0]
 
