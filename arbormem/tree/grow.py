@@ -629,7 +629,15 @@ class TreeGrower(TopicNaming):
                 self.backend.index_nodes("segment", {node.id: " ".join(doc)})
             cur.indexed.pop(node.id, None)
             node.frozen = True
-            self.name_node(thread, node, messages=cur.messages.pop(node.id, None))
+            # The open exchange's leaf hangs from the active topic (a new topic always
+            # opens one, and width control never moves it): that topic is named from
+            # the messages the cursor holds, without reading its children.
+            self.name_node(
+                thread,
+                node,
+                messages=cur.messages.pop(node.id, None),
+                holds_leaf=cur.leaf is not None and cur.leaf.parent_id == node.id,
+            )
             # Stored now: the parent frozen next is named from its children's rows.
             self.backend.put_nodes(thread, [node])
             dirty.pop(node.id, None)

@@ -152,10 +152,18 @@ class TopicNaming:
         node: NodeRow,
         children: Sequence[NodeRow] | None = None,
         messages: Sequence[Message] | None = None,
+        *,
+        holds_leaf: bool = False,
     ) -> Digest:
         """The heuristic name, summary and keyphrases of a node. ``messages``: its live
-        messages in thread order, when the caller holds them (the grower's cursor)."""
+        messages in thread order, when the caller holds them (the grower's cursor);
+        ``holds_leaf``: the caller knows an exchange hangs right under the node."""
         assert node.id is not None
+        if messages and holds_leaf:
+            # A node with a leaf among its children is named from its messages
+            # whatever its other children are: reading them (a round trip per
+            # topic frozen by an import) would decide nothing.
+            return self._digest_messages(messages)
         kids = (
             list(children)
             if children is not None
@@ -174,6 +182,9 @@ class TopicNaming:
             messages = self.node_messages(
                 thread, node, live=True, children=kids
             ) or self.node_messages(thread, node, children=kids)
+        return self._digest_messages(messages)
+
+    def _digest_messages(self, messages: Sequence[Message]) -> Digest:
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
@@ -184,11 +195,13 @@ class TopicNaming:
         node: NodeRow,
         children: Sequence[NodeRow] | None = None,
         messages: Sequence[Message] | None = None,
+        *,
+        holds_leaf: bool = False,
     ) -> None:
         """Give a node its name, summary and keyphrases, and index and embed them
-        (``messages`` as for :meth:`digest`)."""
+        (``messages`` and ``holds_leaf`` as for :meth:`digest`)."""
         self._place_messages()
-        digest = self.digest(thread, node, children, messages)
+        digest = self.digest(thread, node, children, messages, holds_leaf=holds_leaf)
         node.keyphrases = digest.keyphrases
         if node.origin == "llm" and node.name:
             node.summary = digest.summary  # the LLM's name stays; summary is extractive for now
