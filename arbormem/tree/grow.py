@@ -329,7 +329,8 @@ class TreeGrower(TopicNaming):
         self._added += len(rows)
         self._unembedded, self._unplaced = {}, {}
         try:
-            self._grow(thread, cur, rows, vectors, decisions, dirty)
+            with self.frequencies_ahead(r.message.content for r in rows):
+                self._grow(thread, cur, rows, vectors, decisions, dirty)
             self._place_messages()
         finally:
             pending, self._unembedded, self._unplaced = self._unembedded, None, {}
