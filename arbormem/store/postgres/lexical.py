@@ -24,6 +24,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from arbormem.store.postgres.adapt import int_array, text_array
 from arbormem.store.postgres.bm25 import (
     Query,
     hits_of,
@@ -98,9 +99,9 @@ def _bump_in(
             "sk": [r[0] for r in rows],
             "sd": [r[1] for r in rows],
             "sn": [r[2] for r in rows],
-            "k": keys,
-            "w": terms,
-            "d": deltas,
+            "k": int_array(keys),
+            "w": text_array(terms),
+            "d": int_array(deltas),
         },
     )
 
@@ -707,14 +708,14 @@ class PostgresLexical(PostgresStatistics):
             ),
             args={
                 "c": code,
-                "gn": [n for n, _ in gone],
-                "gt": [w for _, w in gone],
-                "an": [a[0] for a in added],
-                "at": [a[1] for a in added],
-                "af": [a[2] for a in added],
-                "al": [a[3] for a in added],
-                "ni": [node for node, _ in nodes],
-                "nd": [(docs.get(node) or None) for node, _ in nodes],
+                "gn": int_array(n for n, _ in gone),
+                "gt": text_array(w for _, w in gone),
+                "an": int_array(a[0] for a in added),
+                "at": text_array(a[1] for a in added),
+                "af": int_array(a[2] for a in added),
+                "al": int_array(a[3] for a in added),
+                "ni": int_array(node for node, _ in nodes),
+                "nd": text_array((docs.get(node) or None) for node, _ in nodes),
             },
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from arbormem.store.postgres.adapt import bool_array, int_array, text_array, time_array
 from arbormem.store.postgres.common import ROW_SELECT, row_of, scope_of, utc
 from arbormem.store.postgres.kept import STORE
 from arbormem.store.postgres.lexical import PostgresLexical
@@ -103,9 +104,29 @@ NODE_ID_BLOCK = 128
 _BRIEF_COLUMNS = "id, parent_id, kind, first_index, last_index, frozen, archived, chash"
 
 
-def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:
-    """Rows as one list per column, for ``unnest``."""
-    return [list(c) for c in zip(*rows)]
+#: How each column of a node row (see _PUT_COLUMNS) is written as an array literal.
+_NODE_ARRAY_OF: tuple[Callable[[Any], str], ...] = (
+    *(int_array,) * 4,
+    text_array,
+    int_array,
+    int_array,
+    *(text_array,) * 3,
+    int_array,
+    int_array,
+    time_array,
+    time_array,
+    int_array,
+    int_array,
+    bool_array,
+    bool_array,
+    text_array,
+    text_array,
+)
+
+
+def _columns(rows: Iterable[tuple[Any, ...]]) -> list[str]:
+    """Node rows as one array literal per column, for ``unnest``."""
+    return [write(c) for write, c in zip(_NODE_ARRAY_OF, zip(*rows), strict=True)]
 
 
 def _node(r: Sequence[Any]) -> NodeRow:
@@ -338,8 +359,8 @@ class PostgresTree(PostgresLexical):
             conn.execute(_UPDATE_NODES, [*columns, columns[0], columns[0]])
         if not placed:
             return lambda: None
-        ids = list(placed)
-        moved = conn.execute(_PLACE_MESSAGES, (ids, list(placed.values()), ids, ids))
+        ids = int_array(placed)
+        moved = conn.execute(_PLACE_MESSAGES, (ids, int_array(placed.values()), ids, ids))
 
         def done() -> None:
             # The threads whose messages moved: their change counters move at the commit.
