@@ -142,9 +142,10 @@ class TreeGrower(TopicNaming):
         self._unplaced: dict[int, list[int]] = {}
         #: Threads whose growing topics' content index lags behind (see SEGMENT_GROWTH).
         self._lagging: dict[int, Thread] = {}
-        #: The children of each topic a ``grow`` made, in order, as the very rows it
-        #: keeps up to date: what naming a session's topic and width control read,
-        #: without reading them back (see _adopt). Only for the ``grow`` under way.
+        #: The children of each topic a ``grow`` made (or read once), in order, as the
+        #: very rows it keeps up to date, by parent id (ROOT for the root's): what
+        #: naming a session's topic and width control read, without reading them
+        #: back (see _adopt). Only for the ``grow`` under way.
         self._children: dict[int, list[NodeRow]] = {}
 
     # -- cursor -------------------------------------------------------------------------
@@ -509,7 +510,7 @@ class TreeGrower(TopicNaming):
         """Count a new child among its parent's known children, if they are known: a
         topic made by this ``grow`` got every child it has from it, in order of
         ``seq`` (the order the store gives them in)."""
-        kids = self._children.get(parent.id) if parent is not None and parent.id else None
+        kids = self._children.get(_key(parent))
         if kids is not None:
             kids.append(child)
 
@@ -557,14 +558,17 @@ class TreeGrower(TopicNaming):
         count = cur.root_children if parent is None else parent.child_count
         if count < self.config.max_children:
             return
-        known = self._children.get(parent.id) if parent is not None and parent.id else None
-        if known is not None:
-            children = list(known)
-        else:
-            children = self.backend.tree_nodes(thread, parent=parent.id if parent else None)
-            for child in children:  # the freshest state of nodes this batch touched
-                if child.id in dirty:
-                    child.__dict__.update(dirty[child.id].__dict__)
+        known = self._children.get(_key(parent))
+        if known is None:
+            # Read once per grow, then kept as the grow changes them. Each row this
+            # grow holds (the active path's, and those it changed) is the held row
+            # itself: the freshest state, which later changes keep fresh.
+            held = {n.id: n for n in [*cur.path, *dirty.values()]}
+            known = self._children[_key(parent)] = [
+                held.get(child.id) or child
+                for child in self.backend.tree_nodes(thread, parent=parent.id if parent else None)
+            ]
+        children = list(known)
         pinned = {n.id for n in cur.path} | ({cur.leaf.id} if cur.leaf else set())
         run = self._groupable_run(children, pinned)
         if len(run) < 2:
@@ -591,10 +595,9 @@ class TreeGrower(TopicNaming):
         self.backend.put_nodes(thread, run)
         self.name_node(thread, group, run)
         self.backend.put_nodes(thread, [group])
-        if known is not None:
-            # The group takes the run's place (and its first child's seq).
-            first = next(i for i, n in enumerate(known) if n is run[0])
-            known[first : first + len(run)] = [group]
+        # The group takes the run's place (and its first child's seq).
+        first = next(i for i, n in enumerate(known) if n is run[0])
+        known[first : first + len(run)] = [group]
         if parent is None:
             cur.root_children = count - len(run) + 1
         else:
@@ -670,6 +673,14 @@ class TreeGrower(TopicNaming):
             if self.llm is not None:
                 self.frozen_since_naming.append(node.id)
         del cur.path[keep:]
+
+
+#: The key of the root's children in TreeGrower._children (node ids are positive).
+ROOT = -1
+
+
+def _key(parent: NodeRow | None) -> int:
+    return ROOT if parent is None else (parent.id or 0)
 
 
 def _clip(text: str) -> str:
