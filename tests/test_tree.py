@@ -1689,12 +1689,17 @@ def _checking_the_cursors_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]
     named: list[int] = []
     digest = TopicNaming.digest
 
-    def checked(self, thread, node, children=None, messages=None):  # type: ignore[no-untyped-def]
+    def checked(self, thread, node, children=None, messages=None, *, holds_leaf=False):  # type: ignore[no-untyped-def]
         if messages:
             stored = self.node_messages(thread, node, live=True)
             assert [m.id for m in messages] == [m.id for m in stored], node.id
             named.append(node.id)
-        return digest(self, thread, node, children, messages)
+        if holds_leaf:
+            # Named without reading its children: a leaf must be among them.
+            self._place_messages()
+            kids = self.backend.tree_nodes(thread, parent=node.id)
+            assert any(k.kind == "leaf" for k in kids), node.id
+        return digest(self, thread, node, children, messages, holds_leaf=holds_leaf)
 
     monkeypatch.setattr(TopicNaming, "digest", checked)
     return named

@@ -142,6 +142,11 @@ class TreeGrower(TopicNaming):
         self._unplaced: dict[int, list[int]] = {}
         #: Threads whose growing topics' content index lags behind (see SEGMENT_GROWTH).
         self._lagging: dict[int, Thread] = {}
+        #: The children of each topic a ``grow`` made (or read once), in order, as the
+        #: very rows it keeps up to date, by parent id (ROOT for the root's): what
+        #: naming a session's topic and width control read, without reading them
+        #: back (see _adopt). Only for the ``grow`` under way.
+        self._children: dict[int, list[NodeRow]] = {}
 
     # -- cursor -------------------------------------------------------------------------
 
@@ -327,12 +332,14 @@ class TreeGrower(TopicNaming):
         cur = self.cursor(thread)
         dirty: dict[int, NodeRow] = {}
         self._added += len(rows)
-        self._unembedded, self._unplaced = {}, {}
+        self._unembedded, self._unplaced, self._children = {}, {}, {}
         try:
-            self._grow(thread, cur, rows, vectors, decisions, dirty)
+            with self.frequencies_ahead(r.message.content for r in rows):
+                self._grow(thread, cur, rows, vectors, decisions, dirty)
             self._place_messages()
         finally:
             pending, self._unembedded, self._unplaced = self._unembedded, None, {}
+            self._children = {}
         self._embed_summaries(pending)
         self.backend.put_nodes(thread, list(dirty.values()))
         active = cur.path[-1]
@@ -481,6 +488,8 @@ class TreeGrower(TopicNaming):
         self.backend.put_nodes(thread, [topic])
         self._count_child(cur, parent, dirty)
         assert topic.id is not None
+        self._adopt(parent, topic)
+        self._children[topic.id] = []
         cur.docs[topic.id] = []
         cur.messages = {topic.id: []}  # the topic above it, if on the path, reads the store
         return topic
@@ -493,8 +502,17 @@ class TreeGrower(TopicNaming):
         leaf = self._new_node(cur, parent, "leaf", m)
         self.backend.put_nodes(thread, [leaf])
         self._count_child(cur, parent, dirty)
+        self._adopt(parent, leaf)
         cur.leaf, cur.leaf_has_reply = leaf, False
         cur.exchanges += 1
+
+    def _adopt(self, parent: NodeRow | None, child: NodeRow) -> None:
+        """Count a new child among its parent's known children, if they are known: a
+        topic made by this ``grow`` got every child it has from it, in order of
+        ``seq`` (the order the store gives them in)."""
+        kids = self._children.get(_key(parent))
+        if kids is not None:
+            kids.append(child)
 
     def _count_child(self, cur: Cursor, parent: NodeRow | None, dirty: dict[int, NodeRow]) -> None:
         if parent is None:
@@ -540,10 +558,17 @@ class TreeGrower(TopicNaming):
         count = cur.root_children if parent is None else parent.child_count
         if count < self.config.max_children:
             return
-        children = self.backend.tree_nodes(thread, parent=parent.id if parent else None)
-        for child in children:  # the freshest state of nodes this batch touched
-            if child.id in dirty:
-                child.__dict__.update(dirty[child.id].__dict__)
+        known = self._children.get(_key(parent))
+        if known is None:
+            # Read once per grow, then kept as the grow changes them. Each row this
+            # grow holds (the active path's, and those it changed) is the held row
+            # itself: the freshest state, which later changes keep fresh.
+            held = {n.id: n for n in [*cur.path, *dirty.values()]}
+            known = self._children[_key(parent)] = [
+                held.get(child.id) or child
+                for child in self.backend.tree_nodes(thread, parent=parent.id if parent else None)
+            ]
+        children = list(known)
         pinned = {n.id for n in cur.path} | ({cur.leaf.id} if cur.leaf else set())
         run = self._groupable_run(children, pinned)
         if len(run) < 2:
@@ -570,6 +595,9 @@ class TreeGrower(TopicNaming):
         self.backend.put_nodes(thread, run)
         self.name_node(thread, group, run)
         self.backend.put_nodes(thread, [group])
+        # The group takes the run's place (and its first child's seq).
+        first = next(i for i, n in enumerate(known) if n is run[0])
+        known[first : first + len(run)] = [group]
         if parent is None:
             cur.root_children = count - len(run) + 1
         else:
@@ -629,13 +657,30 @@ class TreeGrower(TopicNaming):
                 self.backend.index_nodes("segment", {node.id: " ".join(doc)})
             cur.indexed.pop(node.id, None)
             node.frozen = True
-            self.name_node(thread, node, messages=cur.messages.pop(node.id, None))
+            # The open exchange's leaf hangs from the active topic (a new topic always
+            # opens one, and width control never moves it): that topic is named from
+            # the messages the cursor holds, without reading its children.
+            self.name_node(
+                thread,
+                node,
+                self._children.pop(node.id, None),
+                messages=cur.messages.pop(node.id, None),
+                holds_leaf=cur.leaf is not None and cur.leaf.parent_id == node.id,
+            )
             # Stored now: the parent frozen next is named from its children's rows.
             self.backend.put_nodes(thread, [node])
             dirty.pop(node.id, None)
             if self.llm is not None:
                 self.frozen_since_naming.append(node.id)
         del cur.path[keep:]
+
+
+#: The key of the root's children in TreeGrower._children (node ids are positive).
+ROOT = -1
+
+
+def _key(parent: NodeRow | None) -> int:
+    return ROOT if parent is None else (parent.id or 0)
 
 
 def _clip(text: str) -> str:

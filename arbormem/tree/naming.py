@@ -17,7 +17,9 @@ the state these methods read (the store, the embedder, the configuration, the ca
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from arbormem.embed.base import Embedder
@@ -49,6 +51,19 @@ def summary_text(node: NodeRow) -> str:
     return f"{node.name}: {node.summary} ({keys})" if keys else f"{node.name}: {node.summary}"
 
 
+@dataclass
+class FrequenciesAhead:
+    """The document frequencies of a batch's terms, read with the first read of
+    frequencies while its tree grows (see :meth:`TopicNaming.frequencies_ahead`)."""
+
+    #: Terms to read with the first read (the batch's, not freshly cached).
+    wanted: set[str]
+    #: What the read found, zeros included.
+    counts: dict[str, int] = field(default_factory=dict)
+    #: The store's size it found (None: nothing read yet).
+    n_docs: int | None = None
+
+
 class TopicNaming:
     """Naming, indexing and repair of topics (see the module docs); a base of
     :class:`~arbormem.tree.grow.TreeGrower`."""
@@ -61,6 +76,7 @@ class TopicNaming:
     _n_docs: int
     _added: int
     _unembedded: dict[str, str] | None
+    _ahead: FrequenciesAhead | None = None
 
     def _place_messages(self) -> None:
         raise NotImplementedError
@@ -83,7 +99,7 @@ class TopicNaming:
         stale = (n_now - 100) / 2
         missing = [t for t in set(terms) if (known := cache.get(t)) is None or known[1] < stale]
         if missing or not self._n_docs:
-            found, self._n_docs = self.backend.term_frequencies(missing)
+            found, self._n_docs = self._read_frequencies(missing)
             self._added = 0
             n_now = self._n_docs
             for t in missing:
@@ -93,6 +109,44 @@ class TopicNaming:
             df, n_then = cache[t]
             scale[t] = round(df * n_now / n_then) if n_then else df
         return scale, n_now
+
+    @contextmanager
+    def frequencies_ahead(self, contents: Iterable[str]) -> Iterator[None]:
+        """Within the block, the first read of frequencies also reads those of every
+        term of ``contents`` (a batch's messages, all stored before its tree grows)
+        that is not freshly cached, and later reads are answered from it.
+
+        An import freezes about one topic per four turns, and naming each one read
+        its new terms in a round trip of its own. The counts cannot move meanwhile:
+        the batch's messages are all stored, in the transaction, before its tree
+        grows, and growing writes none; so the names are those of one read per topic.
+        """
+        cache = self._df
+        stale = (self._n_docs + self._added - 100) / 2
+        wanted = {
+            t
+            for text in contents
+            for t in analyze(text)
+            if (known := cache.get(t)) is None or known[1] < stale
+        }
+        self._ahead = FrequenciesAhead(wanted)
+        try:
+            yield
+        finally:
+            self._ahead = None
+
+    def _read_frequencies(self, missing: Sequence[str]) -> tuple[dict[str, int], int]:
+        """The store's counts of ``missing`` and its size (see frequencies_ahead)."""
+        ahead = self._ahead
+        if ahead is None:
+            return self.backend.term_frequencies(missing)
+        unread = [t for t in missing if t not in ahead.counts]
+        if unread or ahead.n_docs is None:
+            asked = list(dict.fromkeys([*unread, *(ahead.wanted - ahead.counts.keys())]))
+            ahead.wanted = set()
+            found, ahead.n_docs = self.backend.term_frequencies(asked)
+            ahead.counts.update((t, found.get(t, 0)) for t in asked)
+        return {t: n for t in missing if (n := ahead.counts[t])}, ahead.n_docs
 
     def subtree_leaves(
         self,
@@ -152,10 +206,18 @@ class TopicNaming:
         node: NodeRow,
         children: Sequence[NodeRow] | None = None,
         messages: Sequence[Message] | None = None,
+        *,
+        holds_leaf: bool = False,
     ) -> Digest:
         """The heuristic name, summary and keyphrases of a node. ``messages``: its live
-        messages in thread order, when the caller holds them (the grower's cursor)."""
+        messages in thread order, when the caller holds them (the grower's cursor);
+        ``holds_leaf``: the caller knows an exchange hangs right under the node."""
         assert node.id is not None
+        if messages and holds_leaf:
+            # A node with a leaf among its children is named from its messages
+            # whatever its other children are: reading them (a round trip per
+            # topic frozen by an import) would decide nothing.
+            return self._digest_messages(messages)
         kids = (
             list(children)
             if children is not None
@@ -174,6 +236,9 @@ class TopicNaming:
             messages = self.node_messages(
                 thread, node, live=True, children=kids
             ) or self.node_messages(thread, node, children=kids)
+        return self._digest_messages(messages)
+
+    def _digest_messages(self, messages: Sequence[Message]) -> Digest:
         terms = {t for m in messages for t in analyze(m.content)}
         df, n_docs = self.frequencies(list(terms))
         return digest_messages(messages, df, n_docs, max_words=self.config.summary_words)
@@ -184,11 +249,13 @@ class TopicNaming:
         node: NodeRow,
         children: Sequence[NodeRow] | None = None,
         messages: Sequence[Message] | None = None,
+        *,
+        holds_leaf: bool = False,
     ) -> None:
         """Give a node its name, summary and keyphrases, and index and embed them
-        (``messages`` as for :meth:`digest`)."""
+        (``messages`` and ``holds_leaf`` as for :meth:`digest`)."""
         self._place_messages()
-        digest = self.digest(thread, node, children, messages)
+        digest = self.digest(thread, node, children, messages, holds_leaf=holds_leaf)
         node.keyphrases = digest.keyphrases
         if node.origin == "llm" and node.name:
             node.summary = digest.summary  # the LLM's name stays; summary is extractive for now

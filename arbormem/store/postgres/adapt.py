@@ -8,6 +8,8 @@ numbers: only numpy arrays are vectors.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -57,3 +59,43 @@ def register_vector(conn: Any) -> None:
     conn.adapters.register_dumper(np.ndarray, VectorDumper)
     conn.adapters.register_loader(info.oid, VectorLoader)
     conn.adapters.register_loader(info.oid, VectorTextLoader)
+
+
+# -- arrays in their text form ------------------------------------------------------------
+#
+# psycopg dumps a list parameter element by element in Python, and the write of an
+# import's postings and tree nodes passes tens of thousands of elements at a time:
+# a tenth of the importing thread's time. These build PostgreSQL's text form of a
+# one-dimensional array at once instead, for a parameter the statement casts to its
+# array type (``%s::int8[]``); the server reads it back to the same values.
+
+_QUOTED = str.maketrans({"\\": "\\\\", '"': '\\"'})
+
+
+def int_array(values: Iterable[int | None]) -> str:
+    """Integers (None: NULL) as an array literal."""
+    return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
+
+
+def text_array(values: Iterable[str | None]) -> str:
+    """Strings (None: NULL) as an array literal, each quoted."""
+    items = list(values)
+    if None not in items:
+        joined = "\x00".join(items)  # type: ignore[arg-type]
+        if "\\" not in joined and '"' not in joined:
+            return '{"' + joined.replace("\x00", '","') + '"}' if items else "{}"
+    return (
+        "{"
+        + ",".join("NULL" if v is None else '"' + v.translate(_QUOTED) + '"' for v in items)
+        + "}"
+    )
+
+
+def bool_array(values: Iterable[bool]) -> str:
+    """Booleans as an array literal."""
+    return "{" + ",".join("t" if v else "f" for v in values) + "}"
+
+
+def time_array(values: Iterable[datetime | None]) -> str:
+    """Times (None: NULL) as an array literal, in ISO 8601 with their offset."""
+    return "{" + ",".join("NULL" if v is None else '"' + v.isoformat() + '"' for v in values) + "}"
