@@ -42,6 +42,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from functools import lru_cache
 from itertools import pairwise, repeat
 from typing import cast
 
@@ -131,7 +132,7 @@ class Question:
         low = text.lower().strip()
         search = replace_aliases(text, aliases or {})
         tokens = set(words(search))
-        names = {s for s in speakers if s and set(words(s)) and set(words(s)) <= tokens}
+        names = {s for s in speakers if s and (said := _name_words(s)) and said <= tokens}
         return cls(
             text=text,
             search_text=search,
@@ -149,6 +150,14 @@ class Question:
             count=any(p in low for p in ("how many", "how much", "how long", "how often")),
             who=low.startswith(("who", "where", "which")) or " which " in low or " who " in low,
         )
+
+
+# Every search of a thread reads its speakers' and people's names again (dozens in a
+# long thread): their words are split once.
+@lru_cache(maxsize=65_536)
+def _name_words(name: str) -> frozenset[str]:
+    """The distinct words of a name, as :func:`~arbormem.text.words` reads them."""
+    return frozenset(words(name))
 
 
 class BM25:

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 
 from arbormem.errors import SchemaError, StoreError
 from arbormem.store.core import StoreCore
@@ -357,49 +358,10 @@ class SQLiteConnection(StoreCore):
         # An in-memory database has a single connection.
         return not self._memory and not self._owns_transaction()
 
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        # An in-memory database has one connection, so readers queue behind writers.
-        if self._memory:
-            with self._lock:
-                if self._closed and not self._owns_transaction():
-                    raise StoreError(f"{self.path} is closed")
-                yield self._writer
-        else:
-            me = threading.get_ident()
-            if self._immutable:
-                self._check_unchanged()
-            with self._idle:
-                if self._closed and not self._owns_transaction():
-                    raise StoreError(f"{self.path} is closed")
-                self._active[me] = self._active.get(me, 0) + 1
-            try:
-                yield self._read()
-            except sqlite3.ProgrammingError as exc:
-                if self._closed:  # closed by another thread while this read ran
-                    raise StoreError(f"{self.path} is closed") from exc
-                raise
-            except sqlite3.DatabaseError:
-                if self._immutable:  # changed while it was read
-                    self._check_unchanged()
-                raise
-            finally:
-                with self._idle:
-                    left = self._active[me] - 1
-                    if left:
-                        self._active[me] = left
-                    else:
-                        del self._active[me]
-                        # close() waits for threads to have no read under way: only
-                        # the end of a thread's last one can be what it waits for.
-                        self._idle.notify_all()
-                if not left and (self._closed or getattr(self._local, "once", False)):
-                    # close() gave up waiting for this read and left its connection
-                    # open, or this thread keeps no connection between reads.
-                    conn = getattr(self._local, "conn", None)
-                    self._local.conn = None
-                    if conn is not None:
-                        self._drop(conn)
+    def _reading(self) -> _Read:
+        """A read through this thread's connection (the writer inside this thread's
+        own write transaction, or in an in-memory store), as ``with ... as conn``."""
+        return _Read(self)
 
     def writable(self) -> None:
         if self.read_only:
@@ -450,6 +412,7 @@ class SQLiteConnection(StoreCore):
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
                 self._run_after_commit()
+                self._after_write()
             finally:
                 self._depth, self._owner = 0, None
                 self._after_commit.clear()
@@ -498,6 +461,11 @@ class SQLiteConnection(StoreCore):
         """Called in the write transaction just before it commits: capabilities that
         keep writes back until then (see SQLiteLexical.index_nodes) make them here."""
 
+    def _after_write(self) -> None:
+        """Called after each write transaction commits, still holding the write lock
+        (outside any transaction): capabilities that tidy their tables a little at
+        a time do it here, each in a transaction of its own, never failing the write."""
+
     def _closing(self) -> None:
         """Called first by :meth:`close`, while reads still work: capabilities that
         keep caches save them here."""
@@ -544,3 +512,77 @@ class SQLiteConnection(StoreCore):
                 "SELECT (SELECT MAX(id) FROM messages), (SELECT ticks FROM store_clock)"
             ).fetchone()
         return int(row[0] or 0), int(row[1] or 0)
+
+
+class _Read:
+    """One read of a :class:`SQLiteConnection` (see ``_reading``). A class rather than
+    a generator-based context manager: a search opens dozens of reads, and this is
+    a third of the cost of each."""
+
+    __slots__ = ("me", "store")
+
+    def __init__(self, store: SQLiteConnection) -> None:
+        self.store = store
+        self.me = 0
+
+    def __enter__(self) -> sqlite3.Connection:
+        s = self.store
+        if s._memory:
+            # An in-memory database has one connection, so readers queue behind writers.
+            s._lock.acquire()
+            if s._closed and not s._owns_transaction():
+                s._lock.release()
+                raise StoreError(f"{s.path} is closed")
+            return s._writer
+        me = self.me = threading.get_ident()
+        if s._immutable:
+            s._check_unchanged()
+        with s._idle:
+            if s._closed and not s._owns_transaction():
+                raise StoreError(f"{s.path} is closed")
+            s._active[me] = s._active.get(me, 0) + 1
+        try:
+            return s._read()
+        except BaseException:
+            self._end()
+            raise
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        s = self.store
+        if s._memory:
+            s._lock.release()
+            return
+        try:
+            if isinstance(exc, sqlite3.ProgrammingError):
+                if s._closed:  # closed by another thread while this read ran
+                    raise StoreError(f"{s.path} is closed") from exc
+            elif isinstance(exc, sqlite3.DatabaseError) and s._immutable:
+                s._check_unchanged()  # changed while it was read
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        s, me = self.store, self.me
+        with s._idle:
+            left = s._active[me] - 1
+            if left:
+                s._active[me] = left
+            else:
+                del s._active[me]
+                # close() waits for threads to have no read under way: only the end of
+                # a thread's last one can be what it waits for, and only once it has
+                # set _closed (under this lock) can it be waiting.
+                if s._closed:
+                    s._idle.notify_all()
+        if not left and (s._closed or getattr(s._local, "once", False)):
+            # close() gave up waiting for this read and left its connection open, or
+            # this thread keeps no connection between reads.
+            conn = getattr(s._local, "conn", None)
+            s._local.conn = None
+            if conn is not None:
+                s._drop(conn)
