@@ -43,6 +43,25 @@ EXACT_ALLOWED = 20_000
 #: pgvector's HNSW build settings (its defaults) and the search breadth.
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+#: What pgvector's HNSW build holds for each vector besides the vector itself (its
+#: neighbour lists at ``m = 16`` and bookkeeping). Measured: with 1 GB, a build of a
+#: million 256-dimension vectors stopped fitting at about 650,000 (1.65 KB each) and
+#: went on on disk, far slower (still loading after 7 minutes; in memory the whole
+#: build took under 8).
+HNSW_BYTES_PER_VECTOR = 700
+#: The build's memory (``maintenance_work_mem``): at least pgvector's usual 1 GB, and
+#: at most this, whatever the thread's size (the database server's memory is its
+#: operator's: past the cap the build still finishes, on disk).
+BUILD_MEMORY_MIN = 1 << 30
+BUILD_MEMORY_MAX = 8 << 30
+
+
+def build_memory(rows: int, dim: int) -> int:
+    """Bytes of ``maintenance_work_mem`` for an HNSW build of ``rows`` vectors of
+    ``dim`` dimensions: enough for the graph to stay in memory (a quarter to spare),
+    within :data:`BUILD_MEMORY_MIN` and :data:`BUILD_MEMORY_MAX`."""
+    need = int(max(0, rows) * (4 * max(1, dim) + HNSW_BYTES_PER_VECTOR) * 1.25)
+    return max(BUILD_MEMORY_MIN, min(BUILD_MEMORY_MAX, need))
 
 
 def _index_name(thread_id: int, model: str, dim: int) -> str:
@@ -475,9 +494,9 @@ class PostgresVectors(PostgresConnection):
             return True
         if self.read_only:
             return False
-        return self._build_ann(thread, model, dim, invalid=row is not None)
+        return self._build_ann(thread, model, dim, invalid=row is not None, rows=state.next_index)
 
-    def _build_ann(self, thread: Thread, model: str, dim: int, *, invalid: bool) -> bool:
+    def _build_ann(self, thread: Thread, model: str, dim: int, *, invalid: bool, rows: int) -> bool:
         name = _index_name(thread.id, model, dim)
         s = scope_of(thread)
         predicate = (
@@ -492,7 +511,9 @@ class PostgresVectors(PostgresConnection):
                 if invalid:  # a build that was interrupted
                     conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
                 log.info("thread %s: building its HNSW index (%s)", thread.id, name)
-                conn.execute("SET maintenance_work_mem = '1GB'")
+                # Sized to the thread: a graph that outgrows it is built on disk.
+                megabytes = -(-build_memory(rows, dim) // 2**20)
+                conn.execute(f"SET maintenance_work_mem = '{megabytes}MB'")
                 conn.execute(
                     f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON message_vectors'
                     f" USING hnsw ((vec::vector({int(dim)})) vector_ip_ops)"
