@@ -221,6 +221,34 @@ def test_every_date_span_in_one_statement(
     assert len([sql for sql in counted.sent if " AS score" in sql]) == 1
 
 
+@pytest.mark.parametrize("key", ["turn", "window"])
+def test_the_date_spans_score_the_postings_once(
+    two: tuple[Backend, Backend], monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    # Every span ranks the same scored documents: they are scored once (the
+    # postings read once) and each span takes its own best, ties by id, as its own
+    # search would; here with overlapping spans, a sessions filter and a limit
+    # that cuts.
+    store, _ = two
+    thread = _store_with_topics(store)
+    spans = [
+        (T0 + timedelta(days=1), T0 + timedelta(days=25)),
+        (T0 + timedelta(days=10), T0 + timedelta(days=40)),
+        (T0 + timedelta(days=0), T0 + timedelta(days=3)),
+    ]
+    filters = Filters(sessions=("s2", "s1"), since=T0 + timedelta(days=2))
+    expected = LexicalIndex.lexical_search_spans(store, [thread], key, TERMS, 3, spans, filters)
+    assert all(len(hits) == 3 for hits in expected[:2]) and expected[0] != expected[1]
+    assert not expected[2] or len(expected[2]) < 3
+    counted = Statements(monkeypatch)
+    _search(store)
+    counted.sent.clear()
+    got = store.lexical_search_spans([thread], key, TERMS, 3, spans, filters)
+    assert got == expected
+    scored = [sql for sql in counted.sent if " AS score" in sql]
+    assert len(scored) == 1 and scored[0].count("turn_postings") == 1
+
+
 def test_windows_are_not_guessed_past_the_postings_seen_affordable(
     two: tuple[Backend, Backend], pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
