@@ -20,6 +20,7 @@ import pytest
 from arbormem.ids import content_hash
 from arbormem.store import Backend, NewMessage, NodeRow, Thread, open_store
 from arbormem.store.lexical import LexicalIndex
+from arbormem.store.postgres import bm25
 from arbormem.store.types import Filters
 from arbormem.text import analyze
 
@@ -219,6 +220,74 @@ def test_every_date_span_in_one_statement(
     assert got == expected
     # (Besides the term counts this search had not read yet.)
     assert len([sql for sql in counted.sent if " AS score" in sql]) == 1
+
+
+@pytest.mark.parametrize("key", ["turn", "window"])
+def test_the_date_spans_score_the_postings_once(
+    two: tuple[Backend, Backend], monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    # Every span ranks the same scored documents: they are scored once (the
+    # postings read once) and each span takes its own best, ties by id, as its own
+    # search would; here with overlapping spans, a sessions filter and a limit
+    # that cuts.
+    store, _ = two
+    thread = _store_with_topics(store)
+    spans = [
+        (T0 + timedelta(days=1), T0 + timedelta(days=25)),
+        (T0 + timedelta(days=10), T0 + timedelta(days=40)),
+        (T0 + timedelta(days=0), T0 + timedelta(days=3)),
+    ]
+    filters = Filters(sessions=("s2", "s1"), since=T0 + timedelta(days=2))
+    expected = LexicalIndex.lexical_search_spans(store, [thread], key, TERMS, 3, spans, filters)
+    assert all(len(hits) == 3 for hits in expected[:2]) and expected[0] != expected[1]
+    assert not expected[2] or len(expected[2]) < 3
+    counted = Statements(monkeypatch)
+    _search(store)
+    counted.sent.clear()
+    got = store.lexical_search_spans([thread], key, TERMS, 3, spans, filters)
+    assert got == expected
+    scored = [sql for sql in counted.sent if " AS score" in sql]
+    assert len(scored) == 1 and scored[0].count("turn_postings") == 1
+
+
+@pytest.mark.parametrize("per_hit", [0, 1000])
+def test_the_date_spans_read_their_messages_either_way_with_the_same_hits(
+    two: tuple[Backend, Backend], monkeypatch: pytest.MonkeyPatch, per_hit: int
+) -> None:
+    # The hits' messages are read by id (no span is ever short enough: 0 rows a
+    # hit) or through the time index (any span is: 1000), and the plan shows
+    # that way taken and the other never run; the hits are the same either way.
+    store, _ = two
+    thread = _store_with_topics(store)
+    spans = [
+        (T0 + timedelta(days=1), T0 + timedelta(days=25)),
+        (T0 + timedelta(days=10), T0 + timedelta(days=40)),
+    ]
+    filters = Filters(roles=("user",))
+    expected = LexicalIndex.lexical_search_spans(
+        store, [thread], "window", TERMS, 3, spans, filters
+    )
+    assert all(expected)
+    monkeypatch.setattr(bm25, "SPAN_ROWS_PER_HIT", per_hit)
+    seen: list[str] = []
+    original = psycopg.Cursor.execute
+
+    def execute(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(cursor, query, *args, **kwargs)
+        if " AS score" in str(query):
+            plan = original(cursor, "EXPLAIN (ANALYZE, COSTS OFF) " + str(query), *args)
+            seen.append("\n".join(r[0] for r in plan.fetchall()))
+            original(cursor, query, *args, **kwargs)
+        return out
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    assert store.lexical_search_spans([thread], "window", TERMS, 3, spans, filters) == expected
+    lines = seen[-1].splitlines()
+    gates = [i for i, line in enumerate(lines) if "One-Time Filter" in line]
+    assert len(gates) == 2  # the first way's gate, then the other's (NOT)
+    ways = [lines[gates[0] : gates[1]], lines[gates[1] :]]
+    skipped = [any("Scan" in x and "never executed" in x for x in way) for way in ways]
+    assert skipped == ([True, False] if per_hit == 0 else [False, True])
 
 
 def test_windows_are_not_guessed_past_the_postings_seen_affordable(

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +29,7 @@ from arbormem.store.postgres.bm25 import (
     hits_of,
     message_query,
     node_query,
+    spans_query,
     together,
 )
 from arbormem.store.postgres.bm25 import (
@@ -356,6 +356,19 @@ class PostgresLexical(PostgresStatistics):
         after: int,
     ) -> Query | None:
         """The statement of a turn or window search (None: no documents under the key)."""
+        args = self._message_args(threads, key, terms, limit, after)
+        return None if args is None else message_query(key, args, filters)
+
+    def _message_args(
+        self,
+        threads: Sequence[Thread],
+        key: str,
+        terms: Sequence[str],
+        limit: int,
+        after: int,
+    ) -> dict[str, Any] | None:
+        """The parameters of a turn or window search (see :func:`.bm25.message_query`;
+        None: no documents under the key)."""
         scopes = _scopes(threads)
         weights = self._idf(scopes, key, terms)
         if weights is None:
@@ -394,7 +407,7 @@ class PostgresLexical(PostgresStatistics):
                             args,
                         ).fetchone()[0]
             args["from"] = after - int(reach)
-        return message_query(key, args, filters)
+        return args
 
     def _node_query(
         self, threads: Sequence[Thread], key: str, terms: Sequence[str], limit: int, after: int
@@ -540,22 +553,25 @@ class PostgresLexical(PostgresStatistics):
         if not terms or not threads or limit <= 0:
             return out
         base = filters or Filters()
-        queries: list[Query] = []
+        narrowed: list[tuple[datetime, datetime]] = []
         slots: list[int] = []
         for i, (since, until) in enumerate(spans):
             lo = max(since, base.since) if base.since is not None else since
             hi = min(until, base.until) if base.until is not None else until
             if lo >= hi:
                 continue
-            narrowed = replace(base, since=lo, until=hi)
-            query = self._message_query(threads, key, terms, limit, narrowed, 0)
-            if query is None:
-                return out  # no documents under the key
-            queries.append(query)
+            narrowed.append((lo, hi))
             slots.append(i)
-        if queries:
-            for i, hits in zip(slots, self._run(queries)):
-                out[i] = hits
+        if not narrowed:
+            return out
+        args = self._message_args(threads, key, terms, limit, 0)
+        if args is None:
+            return out  # no documents under the key
+        query = spans_query(key, args, base, narrowed)
+        with self._reading() as conn:
+            rows = conn.execute(query.sql, query.args).fetchall()
+        for i, hits in zip(slots, hits_of(rows, len(narrowed))):
+            out[i] = hits
         return out
 
     def node_search(
