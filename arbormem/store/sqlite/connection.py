@@ -412,7 +412,6 @@ class SQLiteConnection(StoreCore):
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
                 self._run_after_commit()
-                self._after_write()
             finally:
                 self._depth, self._owner = 0, None
                 self._after_commit.clear()
@@ -460,11 +459,6 @@ class SQLiteConnection(StoreCore):
     def _before_commit(self) -> None:
         """Called in the write transaction just before it commits: capabilities that
         keep writes back until then (see SQLiteLexical.index_nodes) make them here."""
-
-    def _after_write(self) -> None:
-        """Called after each write transaction commits, still holding the write lock
-        (outside any transaction): capabilities that tidy their tables a little at
-        a time do it here, each in a transaction of its own, never failing the write."""
 
     def _closing(self) -> None:
         """Called first by :meth:`close`, while reads still work: capabilities that

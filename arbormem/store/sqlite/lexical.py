@@ -35,11 +35,6 @@ from arbormem.timeutil import format_timestamp
 
 log = logging.getLogger("arbormem.store.sqlite")
 
-#: FTS5 upkeep (see SQLiteLexical._after_write): every this many write transactions,
-#: up to this many pages of each full-text table's segments are merged.
-MERGE_EVERY = 16
-MERGE_PAGES = 200
-
 
 class SQLiteLexical(SQLiteConnection):
     """BM25 over FTS5 tables of turns, windows and tree nodes, with their statistics."""
@@ -52,53 +47,6 @@ class SQLiteLexical(SQLiteConnection):
     _node_docs: dict[tuple[str, int], str] | None = None
     #: The full-text tables held in memory for searches (see :mod:`.postings`).
     _held: TablePostings | None = None
-
-    #: Write transactions since the full-text tables were last merged.
-    _unmerged_writes = 0
-
-    def _after_write(self) -> None:
-        super()._after_write()
-        self._unmerged_writes += 1
-        if self._unmerged_writes >= MERGE_EVERY:
-            self._unmerged_writes = 0
-            self.merge_full_text(MERGE_PAGES)
-
-    def merge_full_text(self, pages: int) -> bool:
-        """Merge up to ``pages`` pages of each full-text table's segments, outside any
-        write transaction; False when another process held the write lock, or the
-        merge failed (it is left for the next time: nothing was changed).
-
-        A full-text lookup reads each segment of the table (a search of the 20-tenant
-        store, about 190 statements). Each write adds one, and FTS5's own merging
-        (automerge) keeps up to three per level of size, so a store being written
-        holds 12-20. A positive merge continues the merge under way and takes two
-        segments of a level at once (``usermerge`` 2), whereas a negative one starts
-        a merge of every segment again each time (in a table larger than the pages
-        it merges, the segments then only grew, one more per call)."""
-        c = self._writer
-        try:
-            # Upkeep never waits for another process's write: it comes again.
-            c.execute("PRAGMA busy_timeout = 0")
-            try:
-                c.execute("BEGIN IMMEDIATE")
-            finally:
-                c.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        except sqlite3.OperationalError:
-            return False
-        try:
-            for table in [f"{k}_fts" for k in (*LEXICAL_KEYS, *NODE_KEYS)]:
-                row = c.execute(f"SELECT v FROM {table}_config WHERE k = 'usermerge'").fetchone()
-                if row is None or row[0] != 2:
-                    c.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('usermerge', 2)")
-                c.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', {int(pages)})")
-            c.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            log.warning("%s: the full-text tables were not merged: %s", self.path, exc)
-            return False
-        if self._checkpointer is not None:
-            self._checkpointer.committed()
-        return True
 
     def _session_tail(self, sid: int, before_index: int) -> list[tuple[int, str]]:
         rows = self._writer.execute(

@@ -206,12 +206,9 @@ class Postings:
         """A new copy with these documents added (as :meth:`add`) under ``label``; this
         one is left as it was, for the searches reading it meanwhile."""
         grown = copy.copy(self)
+        grown.postings = dict(self.postings)
+        grown.add(docs)
         grown.label = label
-        if docs:
-            grown.postings = dict(self.postings)
-            grown.add(docs)
-        # (With none, the structure alone moved: FTS5 merged segments, see
-        # SQLiteLexical._after_write. The arrays are shared, never changed in place.)
         return grown
 
     def doc_frequency(self, term: str) -> int:
