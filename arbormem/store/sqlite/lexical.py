@@ -380,16 +380,12 @@ class SQLiteLexical(SQLiteConnection):
         a thread positions grow with row numbers (see ``state``), so each end is one
         seek in the (thread, position) index. An empty span has its first number
         past its last."""
-        lo, hi = 1, 0
-        for thread in threads:
-            first, last = conn.execute(
-                "SELECT (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx LIMIT 1),"
-                " (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx DESC LIMIT 1)",
-                (thread.id,),
-            ).fetchone()
-            if first is not None and last is not None:
-                lo, hi = (first, last) if lo > hi else (min(lo, first), max(hi, last))
-        return int(lo), int(hi)
+        return _span(
+            conn,
+            threads,
+            "SELECT (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx LIMIT 1),"
+            " (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY idx DESC LIMIT 1)",
+        )
 
     @staticmethod
     def _node_span(conn: sqlite3.Connection, threads: Sequence[Thread]) -> tuple[int, int]:
@@ -399,27 +395,23 @@ class SQLiteLexical(SQLiteConnection):
         frozen) index the entries of each kind and state are in id order, so the
         ends of each are one seek: the distinct (kind, frozen) pairs are found by
         jumping from one to the next, a few seeks in all whatever the tree's size."""
-        lo, hi = 1, 0
-        for thread in threads:
-            first, last = conn.execute(
-                "WITH RECURSIVE g(kind, frozen) AS ("
-                " SELECT * FROM (SELECT kind, frozen FROM tree_nodes WHERE thread_id = ?1"
-                " ORDER BY kind, frozen LIMIT 1)"
-                " UNION ALL"
-                " SELECT n.kind, n.frozen FROM g JOIN tree_nodes n ON n.id = COALESCE("
-                "(SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
-                " AND frozen > g.frozen ORDER BY frozen LIMIT 1),"
-                " (SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind > g.kind"
-                " ORDER BY kind, frozen LIMIT 1)))"
-                " SELECT MIN((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
-                " AND frozen = g.frozen ORDER BY id LIMIT 1)),"
-                " MAX((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
-                " AND frozen = g.frozen ORDER BY id DESC LIMIT 1)) FROM g",
-                (thread.id,),
-            ).fetchone()
-            if first is not None and last is not None:
-                lo, hi = (first, last) if lo > hi else (min(lo, first), max(hi, last))
-        return int(lo), int(hi)
+        return _span(
+            conn,
+            threads,
+            "WITH RECURSIVE g(kind, frozen) AS ("
+            " SELECT * FROM (SELECT kind, frozen FROM tree_nodes WHERE thread_id = ?1"
+            " ORDER BY kind, frozen LIMIT 1)"
+            " UNION ALL"
+            " SELECT n.kind, n.frozen FROM g JOIN tree_nodes n ON n.id = COALESCE("
+            "(SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+            " AND frozen > g.frozen ORDER BY frozen LIMIT 1),"
+            " (SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind > g.kind"
+            " ORDER BY kind, frozen LIMIT 1)))"
+            " SELECT MIN((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+            " AND frozen = g.frozen ORDER BY id LIMIT 1)),"
+            " MAX((SELECT id FROM tree_nodes WHERE thread_id = ?1 AND kind = g.kind"
+            " AND frozen = g.frozen ORDER BY id DESC LIMIT 1)) FROM g",
+        )
 
     @staticmethod
     def _only_threads(conn: sqlite3.Connection, threads: Sequence[Thread]) -> bool:
@@ -753,3 +745,15 @@ class SQLiteLexical(SQLiteConnection):
         self._term_counts = None  # they counted what the rollback undoes
         self._node_docs = None  # kept back for a commit that will not come
         super()._rollback()
+
+
+def _span(conn: sqlite3.Connection, threads: Sequence[Thread], sql: str) -> tuple[int, int]:
+    """The smallest first and the largest last of ``sql``'s (first, last) for each
+    thread (its id as ?1); a thread with none adds nothing, and an empty span has its
+    first number past its last."""
+    lo, hi = 1, 0
+    for thread in threads:
+        first, last = conn.execute(sql, (thread.id,)).fetchone()
+        if first is not None and last is not None:
+            lo, hi = (first, last) if lo > hi else (min(lo, first), max(hi, last))
+    return int(lo), int(hi)
