@@ -24,6 +24,13 @@ def test_bench_serve_reports_every_route_and_loses_nothing() -> None:
         "requests_per_s", "search_p95_ms", "add_p95_ms", "errors", "lost", "mcp_p95_ms",
     }  # fmt: skip
     assert 0.0 <= result["repeated_queries"] <= 1.0
+    # Where the machine's cores went: the load generator sent requests, so it used
+    # some CPU; the server and the whole machine used at least as much as it did.
+    busy = result["cores_busy"]
+    assert result["client_cpu_ms_per_request"] > 0
+    assert busy["load_generator"] > 0
+    assert busy["machine"] >= busy["load_generator"] * 0.9
+    assert busy["server"] > 0
 
 
 def test_bench_serve_with_fresh_queries_asks_no_query_twice() -> None:

@@ -122,6 +122,18 @@ def _server_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds every core of the machine has spent busy so far (None without
+    psutil): with the server's and the load generator's own, it shows how much of
+    the machine other work took during a run."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    t = psutil.cpu_times()
+    return float(sum(t)) - t.idle - getattr(t, "iowait", 0.0)
+
+
 def _warm(http: Any, keys: list[str], queries: list[str]) -> None:
     """One search per tenant on a client's own connection before the clock starts.
 
@@ -240,6 +252,8 @@ def _load(
         th.start()
     warm.wait()
     cpu_before = cpu()
+    # This process's CPU is the load generator's (its main thread only waits).
+    own_before, busy_before = time.process_time(), _machine_busy_seconds()
     began = time.perf_counter()
     deadline_box.append(began + duration)
     start.wait()
@@ -247,6 +261,8 @@ def _load(
         th.join()
     elapsed = time.perf_counter() - began
     cpu_after = cpu()
+    own_s = time.process_time() - own_before
+    busy_after = _machine_busy_seconds()
     done = sum(len(v) for v in latencies.values()) + len(errors)
     # Searches whose query an earlier request of the run (the warm-up's included)
     # asked: the embedder's query cache answers those without embedding.
@@ -265,6 +281,8 @@ def _load(
         "repeated_queries": round(repeats / len(asked), 3) if asked else 0.0,
         "acknowledged": acknowledged,
         "cpu_s": None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
+        "client_cpu_s": own_s,
+        "busy_s": None if busy_before is None or busy_after is None else busy_after - busy_before,
     }
 
 
@@ -357,6 +375,8 @@ def run(
                 proc.kill()
         acknowledged = load.pop("acknowledged")
         cpu_s = load.pop("cpu_s")
+        client_cpu_s = load.pop("client_cpu_s")
+        busy_s = load.pop("busy_s")
         with Memory(db, read_only=True, embedder=UNSET if embedder is None else embedder) as mem:
             stored = {
                 t: {m.id for m in mem.for_tenant(f"t{t}").messages(user="u")}
@@ -382,6 +402,16 @@ def run(
         "server_cpu_ms_per_request": None
         if cpu_s is None or not load["requests"]
         else round(cpu_s * 1000 / load["requests"], 2),
+        "client_cpu_ms_per_request": round(client_cpu_s * 1000 / load["requests"], 2)
+        if load["requests"]
+        else None,
+        # Cores in use over the run: the server's, the load generator's (this
+        # process), and the whole machine's (the rest is other work).
+        "cores_busy": {
+            "server": None if cpu_s is None else round(cpu_s / load["elapsed_s"], 2),
+            "load_generator": round(client_cpu_s / load["elapsed_s"], 2),
+            "machine": None if busy_s is None else round(busy_s / load["elapsed_s"], 2),
+        },
         "adds_acknowledged": len(acknowledged),
         "lost": lost,
         "mcp_search_memories": mcp,

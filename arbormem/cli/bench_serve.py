@@ -123,6 +123,13 @@ def serve_cmd(
     click.echo(f"searches repeating an earlier query {result['repeated_queries']:.0%}")
     if result["server_cpu_ms_per_request"] is not None:
         click.echo(f"server CPU per request {result['server_cpu_ms_per_request']} ms")
+    click.echo(f"load generator CPU per request {result['client_cpu_ms_per_request']} ms")
+    busy = result["cores_busy"]
+    if busy["machine"] is not None:
+        click.echo(
+            f"cores busy: server {busy['server']}, load generator {busy['load_generator']}, "
+            f"whole machine {busy['machine']} of {c['cpus']}"
+        )
     for route, figures in result["routes"].items():
         click.echo(
             f"  {route:<8} n={figures['count']:<6} p50 {figures['p50_ms']} ms  "
