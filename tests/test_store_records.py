@@ -525,6 +525,22 @@ def test_forgetting_a_thread_takes_all_its_records(backend: Backend) -> None:
     assert backend.list_records(other) == [kept]
 
 
+def test_records_written_then_their_thread_forgotten_in_one_transaction_leave_nothing(
+    backend: Backend,
+) -> None:
+    # PostgreSQL writes a transaction's record changes back just before it commits:
+    # a thread forgotten after them in the same transaction must not get them back.
+    t, _ = sam_moves(backend)
+    with backend.transaction():
+        backend.write_records(t, [home(t, "Sam", "Rome", 9)])
+        backend.set_records_cursor(t, 3)
+        backend.delete_thread(t)
+    assert backend.list_records(t, current=False) == [] and backend.composites(t) == []
+    assert backend.records_cursor(t) == 0
+    again = open_thread(backend)
+    assert backend.list_records(again, current=False) == [] and backend.records_cursor(again) == 0
+
+
 # -- several handles on one store ------------------------------------------------------
 # A back-end may keep the records it loaded (PostgreSQL does, stamped with the version
 # of the thread's cursor row): another handle's change must still be seen at once.
@@ -603,3 +619,37 @@ def test_a_change_that_fails_leaves_no_trace_in_what_the_handle_kept(
         assert store.list_records(t, current=False) == [paris]
     finally:
         store.close()
+
+
+def test_the_changes_of_one_transaction_are_seen_by_another_handle_all_at_its_commit(
+    two_handles: tuple[Backend, Backend],
+) -> None:
+    # One extraction batch resolves and writes many records in one transaction (on
+    # PostgreSQL written back once, at its end): another handle sees none of them
+    # before the commit and every one after, as this handle does.
+    one, other = two_handles
+    t = open_thread(one)
+    first = [rec(t, f"Sam owns a bike number {i}", day=i, sources=(f"m{i}",)) for i in range(5)]
+    one.write_records(t, first)
+    t2 = open_thread(other)
+    assert other.list_records(t2, current=False) == first[::-1]  # loaded (and kept) there
+    paris, lyon = home(t, "Sam", "Paris", 10, "m10"), home(t, "Sam", "Lyon", 12, "m12")
+    with one.transaction():
+        one.write_records(t, [paris])
+        one.write_records(t, [replace(paris, valid_to=lyon.valid_from, superseded_by=lyon.id)])
+        one.write_records(t, [replace(lyon, supersedes=paris.id)])
+        one.touch_records(t, [first[0].id])
+        one.forget_record_sources(t, ["m1"])  # its only source: the record goes
+        one.replace_composites(t, [Composite("cmp", 1, "c", (lyon.id,), scope=thread_scope(t))])
+        one.set_records_cursor(t, 13)
+        assert one.records_cursor(t) == 13 and len(one.list_records(t, current=False)) == 6
+        assert other.list_records(t2, current=False) == first[::-1]
+        assert other.records_cursor(t2) == 0
+    seen_here = one.list_records(t, current=False)
+    assert other.list_records(t2, current=False) == seen_here
+    assert [r.id for r in seen_here].count(first[1].id) == 0 and len(seen_here) == 6
+    assert other.records_cursor(t2) == 13 and other.composites(t2) == one.composites(t)
+    assert other.record(t2, paris.id) == replace(
+        paris, valid_to=lyon.valid_from, superseded_by=lyon.id
+    )
+    assert other.record(t2, first[0].id).recall_count == 1  # type: ignore[union-attr]
