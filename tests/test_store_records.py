@@ -653,3 +653,82 @@ def test_the_changes_of_one_transaction_are_seen_by_another_handle_all_at_its_co
         paris, valid_to=lyon.valid_from, superseded_by=lyon.id
     )
     assert other.record(t2, first[0].id).recall_count == 1  # type: ignore[union-attr]
+
+
+# -- the reads extraction makes for every statement -------------------------------------
+# Back-ends answer records_about and similar_records from lookups of their own (an index
+# by subject word, the best few by a heap): after any mix of writes, closings,
+# deletions and forgotten sources they give the reference store's answers exactly.
+
+PEOPLE = ("Sam", "Sam Lee", "Ana", "the weekly sync", "sync", "Lee")
+WORDS = ("bike", "red", "market", "Lyon", "tea", "sewing", "machine", "bought")
+
+
+def _random_history(thread: Thread, seed: int) -> list[tuple[str, object]]:
+    import random
+
+    rng = random.Random(seed)
+    steps: list[tuple[str, object]] = []
+    made: list[Record] = []
+    for i in range(120):
+        roll = rng.random()
+        if roll < 0.7 or not made:
+            who = rng.choice(PEOPLE)
+            words = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+            attribute = rng.choice((None, "home", "likes", "employer"))
+            r = rec(
+                thread,
+                f"{who} {words} {i % 7}",
+                day=i,
+                kind=rng.choice(("fact", "event")),
+                subject=rng.choice((who, None)) if attribute is None else who,
+                attribute=attribute,
+                value=words if attribute else None,
+                sources=(f"m{i}",),
+            )
+            if rng.random() < 0.3:
+                r = replace(r, valid_to=T0 + timedelta(days=i + 1), superseded_by="x")
+            made.append(r)
+            steps.append(("write", [r]))
+        elif roll < 0.85:
+            old = rng.choice(made)
+            steps.append(("write", [replace(old, subject=rng.choice(PEOPLE), valid_to=None)]))
+        elif roll < 0.95:
+            steps.append(("delete", [rng.choice(made).id]))
+        else:
+            steps.append(("forget", [f"m{rng.randrange(i)}"]))
+    return steps
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_records_about_and_similar_records_match_the_reference_after_any_history(
+    store: RecordStore, seed: int
+) -> None:
+    t = open_thread(store)
+    reference = MemoryRecordStore()
+    stores: list[RecordStore] = [store, reference]
+    if isinstance(store, MemoryRecordStore):
+        from arbormem.store.postgres.records import _Tracked
+
+        stores.append(_Tracked(t))  # PostgreSQL's lookups, without a server
+    for step, (op, arg) in enumerate(_random_history(t, seed)):
+        for s in stores:
+            if op == "write":
+                s.write_records(t, arg)  # type: ignore[arg-type]
+            elif op == "delete":
+                s.delete_records(t, arg)  # type: ignore[arg-type]
+            else:
+                s.forget_record_sources(t, arg)  # type: ignore[arg-type]
+        if step % 10:
+            continue
+        for s in stores[:1] + stores[2:]:
+            for who, attribute in itertools.product(PEOPLE, ("home", "likes", "employer")):
+                assert s.records_about(t, who, attribute) == reference.records_about(
+                    t, who, attribute
+                )
+            for kind, words in itertools.product(("fact", "event"), WORDS):
+                text = f"Sam {words} machine"
+                for limit in (1, 5):
+                    assert s.similar_records(t, kind, text, limit) == reference.similar_records(
+                        t, kind, text, limit
+                    )

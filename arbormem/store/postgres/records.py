@@ -15,6 +15,7 @@ trip of writes, not four per record, and no pass over the thread's other records
 
 from __future__ import annotations
 
+import heapq
 import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from arbormem.errors import StoreError
 from arbormem.store.postgres.connection import PostgresConnection
+from arbormem.store.records import subject_words
 from arbormem.store.records_memory import MemoryRecordStore
 from arbormem.store.types import Thread
 
@@ -33,7 +35,14 @@ T = TypeVar("T")
 
 class _Tracked(MemoryRecordStore):
     """One thread's records as loaded, noting what each change touched since they
-    were last written (see :meth:`PostgresRecords._write_back`)."""
+    were last written (see :meth:`PostgresRecords._write_back`).
+
+    The two reads extraction makes for nearly every statement it resolves are
+    answered from lookups kept here, not from a pass over the thread's records, whose
+    number grows with the thread: the records about a subject's attribute (by
+    attribute and subject word) and the near records of a kind (the best few by a
+    heap, not a sort of every record sharing a word). The answers are the reference
+    store's."""
 
     def __init__(self, thread: Thread) -> None:
         super().__init__()
@@ -42,10 +51,64 @@ class _Tracked(MemoryRecordStore):
         self.touched: set[str] = set()
         #: The composites as the table holds them (by id), to find what changed.
         self.stored_composites: dict[str, Composite] = {}
+        #: (attribute, subject word) -> ids of the records stating it of such a subject.
+        self._about: dict[tuple[str, str], set[str]] = {}
+        #: Record id -> its subject's words (:func:`subject_words`), for those in _about.
+        self._subject_of: dict[str, str] = {}
 
     def _set(self, shelf: Any, rid: str, record: Record | None, seq: int | None) -> None:
         self.touched.add(rid)
         super()._set(shelf, rid, record, seq)
+
+    def _restore(self, shelf: Any, rid: str, record: Record | None, seq: int | None) -> None:
+        old = shelf.records.get(rid)
+        words = self._subject_of.pop(rid, None)
+        if old is not None and old.attribute and words:
+            for word in words.split():
+                self._about[(old.attribute, word)].discard(rid)
+        super()._restore(shelf, rid, record, seq)
+        if record is not None and seq is not None and record.attribute:
+            words = subject_words(record.subject)
+            if words:
+                self._subject_of[rid] = words
+                for word in words.split():
+                    self._about.setdefault((record.attribute, word), set()).add(rid)
+
+    def records_about(self, thread: Thread, subject: str, attribute: str) -> list[Record]:
+        wanted = subject_words(subject)
+        if wanted is None:
+            return []
+        # One subject's words hold all of the other's: both share a word, so the
+        # records under the wanted words are every candidate.
+        want = set(wanted.split())
+        ids: set[str] = set()
+        for word in want:
+            ids.update(self._about.get((attribute, word), ()))
+        found = []
+        for r in self._ordered(self._shelf(thread), ids):
+            have = set(self._subject_of[r.id].split())
+            if have <= want or want <= have:
+                found.append(r)
+        return found
+
+    def similar_records(self, thread: Thread, kind: str, text: str, limit: int = 5) -> list[Record]:
+        from arbormem.text import analyze
+
+        shelf = self._shelf(thread)
+        records, seq = shelf.records, shelf.seq
+        counts: dict[str, int] = {}
+        for term in set(analyze(text)):
+            for rid in shelf.by_term.get(term, ()):
+                counts[rid] = counts.get(rid, 0) + 1
+        best = heapq.nsmallest(
+            max(0, limit),
+            (
+                (-n, seq[rid], rid)
+                for rid, n in counts.items()
+                if (r := records[rid]).kind == kind and r.current
+            ),
+        )
+        return [records[rid] for _, _, rid in best]
 
 
 _Loaded = tuple[threading.Lock, dict[int, tuple[str | None, _Tracked]]]
