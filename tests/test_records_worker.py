@@ -388,3 +388,42 @@ def test_a_backlog_is_read_and_written_in_one_batch(
         assert keeper.catch_up(thread) == len(msgs)
         assert cursors == [len(msgs)]
         assert len(mem.records(current=False)) > 5
+
+
+def test_a_message_forgotten_while_its_batch_is_extracted_is_not_cited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES)
+    ]
+    with Memory(
+        tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
+    ) as mem:
+        keeper = mem.engine.records
+        monkeypatch.setattr(keeper, "schedule", lambda thread: None)  # caught up below
+        stored = mem.add_many(msgs)
+        backend = mem.engine.backend
+        thread = backend.thread("sam", "bot")
+        assert thread is not None
+        moved = stored[2].id  # "I moved to Lyon last week!"
+        extract = keeper._extract
+
+        def then_forget(*args: object, **kwargs: object) -> object:
+            found = extract(*args, **kwargs)  # type: ignore[arg-type]
+            cited = {s for _, _, cs in found for c in cs for s in c.record.sources}
+            assert moved in cited  # read from it, then forgotten before the write
+            backend.delete_messages([moved], thread)
+            return found
+
+        monkeypatch.setattr(keeper, "_extract", then_forget)
+        assert keeper.catch_up(thread) == len(msgs)
+        kept = mem.records(current=False)
+        assert kept and all(moved not in r.sources for r in kept)
+        assert not any("Lyon" in r.text for r in kept)
+        assert any(stored[8].id in r.sources for r in kept)  # the others are read

@@ -163,11 +163,22 @@ class RecordKeeper:
             now = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
             if now is None or now.id != thread.id:  # forgotten (and perhaps begun again)
                 return False
-            # Messages forgotten since they were read are not cited.
-            kept = {
-                r.message.id
-                for r in self.backend.messages(thread, start=rows[0].message.index, end=end)
+            # Read first: on a store that locks threads (PostgreSQL), the first read
+            # naming the thread takes its lock, which orders this write after any
+            # forgetting of its messages.
+            self.backend.records_cursor(thread)
+            # Messages forgotten since they were read are not cited; only those a
+            # candidate cites are looked up (a few in a hundred), not the whole batch,
+            # while the thread is held.
+            position = {r.message.id: r.rowid for r in rows}
+            cited_rows = {
+                position[source]
+                for _, _, candidates in exchanges
+                for c in candidates
+                for source in c.record.sources
+                if source in position
             }
+            kept = {r.message.id for r in self.backend.rows(sorted(cited_rows)).values()}
             for exchange, exchange_context, candidates in exchanges:
                 cited = _cited(candidates, kept)
                 if cited:
