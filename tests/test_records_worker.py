@@ -427,3 +427,37 @@ def test_a_message_forgotten_while_its_batch_is_extracted_is_not_cited(
         assert kept and all(moved not in r.sources for r in kept)
         assert not any("Lyon" in r.text for r in kept)
         assert any(stored[8].id in r.sources for r in kept)  # the others are read
+
+
+def test_closing_behind_extraction_says_how_far_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    from functools import partial
+
+    monkeypatch.setattr(keeper_module, "BULK_BATCH", 16)
+    monkeypatch.setattr(keeper_module, "NOTE_SECONDS", 0.0)
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES * 10)
+    ]
+    mem = Memory(tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None)
+    keeper = mem.engine.records
+    monkeypatch.setattr(keeper, "schedule", lambda thread: None)
+    mem.add_many(msgs)
+    thread = mem.engine.backend.thread("sam", "bot")
+    assert thread is not None
+    # Started by close only: the catch-up runs while the memory is closing.
+    mem.engine.jobs.submit("records", partial(keeper.catch_up, thread), delay=3600)
+    with caplog.at_level(logging.INFO, logger="arbormem.records"):
+        mem.close()
+    notes = [r.getMessage() for r in caplog.records if "closing waits" in r.getMessage()]
+    assert notes and "sam/bot: 16 of 120 messages read" in notes[0]
+    assert "112 of 120" in notes[-1]
+    with Memory(tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32)) as again:
+        assert len(again.records(current=False)) > 5

@@ -53,6 +53,9 @@ PATTERN_BATCH = 1024
 #: waiting for ``close``). Taking the whole backlog keeps up with any ``add_many`` up
 #: to this size (see "Record extraction behind an import" in docs/postgres.md).
 BULK_BATCH = 8192
+#: Seconds between the notes (logged at INFO) a closing memory gives while it waits
+#: for extraction that fell behind.
+NOTE_SECONDS = 10.0
 #: Seconds without an add after which messages are no longer being written: a bulk
 #: load adds a batch every few milliseconds (see :meth:`RecordKeeper.writing`).
 QUIET_SECONDS = 0.25
@@ -105,6 +108,8 @@ class RecordKeeper:
             running = self._running.setdefault(thread.id, threading.RLock())
         read = 0
         limit = BATCH if self.engine.llm is not None else BULK_BATCH
+        started = time.monotonic()
+        noted = started
         with running:
             while True:
                 cursor = self.backend.records_cursor(thread)
@@ -114,6 +119,25 @@ class RecordKeeper:
                 if not self._batch(thread, cursor, rows):
                     return read  # the thread was forgotten meanwhile
                 read += len(rows)
+                if len(rows) == limit:
+                    # Behind (a full batch): say how far, for Memory.pending(), and
+                    # while the memory closes, in the log now and then.
+                    newest = self.backend.messages(thread, last=1)
+                    end = rows[-1].message.index + 1
+                    total = newest[-1].message.index + 1 if newest else end
+                    self.engine.jobs.progress(end, total)
+                    now = time.monotonic()
+                    if self.engine.jobs.stopping.is_set() and now - noted >= NOTE_SECONDS:
+                        noted = now
+                        log.info(
+                            "records: closing waits for extraction of %s/%s: %d of %d"
+                            " messages read (%.0f a second)",
+                            thread.user,
+                            thread.agent,
+                            end,
+                            total,
+                            read / max(now - started, 1e-9),
+                        )
 
     def rebuild(self, thread: Thread, start: int, end: int | None) -> int:
         """Extract the records of messages ``[start, end)`` again: they leave every
