@@ -48,10 +48,15 @@ class PendingJob:
     state: str
     #: Seconds since it was submitted.
     age: float
+    #: What a running job said of its progress (see :meth:`Jobs.progress`): units
+    #: done and the total it knows of (record extraction: messages read of the
+    #: thread's); None when it says nothing.
+    done: int | None = None
+    total: int | None = None
 
 
 class _Job:
-    __slots__ = ("future", "key", "kind", "started", "submitted", "timer", "work")
+    __slots__ = ("future", "key", "kind", "progress", "started", "submitted", "timer", "work")
 
     def __init__(self, kind: str, key: Hashable | None, work: Callable[[], Any]) -> None:
         self.kind = kind
@@ -61,6 +66,7 @@ class _Job:
         self.submitted = time.monotonic()
         self.started = False
         self.timer: threading.Timer | None = None
+        self.progress: tuple[int, int] | None = None
 
 
 class Jobs:
@@ -78,6 +84,8 @@ class Jobs:
         self._closed = False
         #: Set when the runner closes: long jobs (preloads) check it and stop early.
         self.stopping = threading.Event()
+        #: The job each worker thread is running (see :meth:`progress`).
+        self._current = threading.local()
 
     # -- submitting -----------------------------------------------------------------
 
@@ -168,6 +176,7 @@ class Jobs:
     def _run(self, job: _Job) -> None:
         if not job.future.set_running_or_notify_cancel():
             return
+        self._current.job = job
         try:
             result = job.work()
         except BaseException as exc:  # logged here; the future carries it to whoever waits
@@ -176,6 +185,15 @@ class Jobs:
             job.future.set_exception(exc)
         else:
             job.future.set_result(result)
+        finally:
+            self._current.job = None
+
+    def progress(self, done: int, total: int) -> None:
+        """Say how far the job running on this thread is (``done`` of ``total``), for
+        :meth:`pending`; a no-op outside a job."""
+        job: _Job | None = getattr(self._current, "job", None)
+        if job is not None:
+            job.progress = (done, total)
 
     # -- seeing and waiting ---------------------------------------------------------
 
@@ -192,7 +210,10 @@ class Jobs:
                 state = "running"
             else:
                 state = "queued"
-            out.append(PendingJob(job.kind, job.key, state, round(now - job.submitted, 3)))
+            done, total = job.progress if job.progress is not None else (None, None)
+            out.append(
+                PendingJob(job.kind, job.key, state, round(now - job.submitted, 3), done, total)
+            )
         return out
 
     @property

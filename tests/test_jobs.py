@@ -129,3 +129,23 @@ def test_postpone_moves_only_a_job_that_waits(jobs: Jobs) -> None:
     jobs.wait()
     assert started.is_set()
     assert not jobs.postpone("t1", 3600)
+
+
+def test_a_running_job_says_how_far_it_is_in_pending(jobs: Jobs) -> None:
+    said, release = threading.Event(), threading.Event()
+
+    def work() -> None:
+        jobs.progress(3, 10)
+        said.set()
+        release.wait(30)
+
+    jobs.submit("records", work)
+    assert said.wait(30)
+    [job] = jobs.pending()
+    assert (job.kind, job.state, job.done, job.total) == ("records", "running", 3, 10)
+    release.set()
+    assert jobs.wait(timeout=30) and jobs.pending() == []
+    jobs.progress(1, 2)  # outside a job: nothing to say it of
+    queued = jobs.submit("other", lambda: None, delay=3600)
+    assert [(j.done, j.total) for j in jobs.pending()] == [(None, None)]
+    assert jobs.wait(timeout=30) and queued.done()

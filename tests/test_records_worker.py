@@ -95,7 +95,9 @@ def test_while_messages_arrive_a_batch_waits_for_the_helper_to_start() -> None:
 def test_the_keeper_says_messages_are_being_written_until_adds_pause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Memory(tmp_path / "m.db", embedder=HashingEmbedder(32), llm=None) as mem:
+    with Memory(
+        tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
+    ) as mem:
         keeper = mem.engine.records
         assert not keeper.writing()  # nothing added yet
         monkeypatch.setattr(keeper_module, "QUIET_SECONDS", 3600.0)
@@ -304,11 +306,12 @@ def test_a_forked_child_starts_its_own_helper_and_leaves_its_parents_alone() -> 
     assert parent.run(batch, [], CONTEXT) == worker.extract_batch(batch, [], CONTEXT)
 
 
-@pytest.mark.parametrize("batch", [1, 5])
+@pytest.mark.parametrize(("batch", "piece"), [(1, 1), (5, 5), (7, 3), (64, 5)])
 def test_the_records_found_do_not_depend_on_how_many_messages_a_batch_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, piece: int
 ) -> None:
-    # Without an LLM a batch's size is only a cost (see keeper.PATTERN_BATCH): the
+    # Without an LLM a batch's size is only a cost (see keeper.BULK_BATCH), and so is
+    # the size of the pieces it is sent to the helper in (keeper.PATTERN_BATCH): the
     # records, their sources and their history come out the same.
     msgs = [
         {
@@ -342,6 +345,119 @@ def test_the_records_found_do_not_depend_on_how_many_messages_a_batch_reads(
             )
 
     whole = records("whole.db")
-    monkeypatch.setattr(keeper_module, "PATTERN_BATCH", batch)
+    monkeypatch.setattr(keeper_module, "BULK_BATCH", batch)
+    monkeypatch.setattr(keeper_module, "PATTERN_BATCH", piece)
     assert len(whole) > 5
-    assert records(f"by-{batch}.db") == whole
+    assert records(f"by-{batch}-{piece}.db") == whole
+
+
+def test_a_backlog_is_read_and_written_in_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bulk load holds the thread for each add_many, so extraction gets about one
+    # write between two of them: a catch-up takes every message not read yet (up to
+    # keeper.BULK_BATCH) in one transaction, not a helper's piece at a time, or it
+    # falls behind the load in proportion.
+    monkeypatch.setattr(keeper_module, "PATTERN_BATCH", 16)
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES * 10)
+    ]
+    with Memory(
+        tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
+    ) as mem:
+        keeper = mem.engine.records
+        monkeypatch.setattr(keeper, "schedule", lambda thread: None)  # caught up below
+        mem.add_many(msgs)
+        backend = mem.engine.backend
+        thread = backend.thread("sam", "bot")
+        assert thread is not None and backend.records_cursor(thread) == 0
+        cursors: list[int] = []
+        real = backend.set_records_cursor
+
+        def set_cursor(t: object, index: int) -> None:
+            cursors.append(index)
+            real(t, index)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(backend, "set_records_cursor", set_cursor)
+        assert keeper.catch_up(thread) == len(msgs)
+        assert cursors == [len(msgs)]
+        assert len(mem.records(current=False)) > 5
+
+
+def test_a_message_forgotten_while_its_batch_is_extracted_is_not_cited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES)
+    ]
+    with Memory(
+        tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
+    ) as mem:
+        keeper = mem.engine.records
+        monkeypatch.setattr(keeper, "schedule", lambda thread: None)  # caught up below
+        stored = mem.add_many(msgs)
+        backend = mem.engine.backend
+        thread = backend.thread("sam", "bot")
+        assert thread is not None
+        moved = stored[2].id  # "I moved to Lyon last week!"
+        extract = keeper._extract
+
+        def then_forget(*args: object, **kwargs: object) -> object:
+            found = extract(*args, **kwargs)  # type: ignore[arg-type]
+            cited = {s for _, _, cs in found for c in cs for s in c.record.sources}
+            assert moved in cited  # read from it, then forgotten before the write
+            backend.delete_messages([moved], thread)
+            return found
+
+        monkeypatch.setattr(keeper, "_extract", then_forget)
+        assert keeper.catch_up(thread) == len(msgs)
+        kept = mem.records(current=False)
+        assert kept and all(moved not in r.sources for r in kept)
+        assert not any("Lyon" in r.text for r in kept)
+        assert any(stored[8].id in r.sources for r in kept)  # the others are read
+
+
+def test_closing_behind_extraction_says_how_far_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    from functools import partial
+
+    monkeypatch.setattr(keeper_module, "BULK_BATCH", 16)
+    monkeypatch.setattr(keeper_module, "NOTE_SECONDS", 0.0)
+    msgs = [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES * 10)
+    ]
+    mem = Memory(tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None)
+    keeper = mem.engine.records
+    monkeypatch.setattr(keeper, "schedule", lambda thread: None)
+    mem.add_many(msgs)
+    thread = mem.engine.backend.thread("sam", "bot")
+    assert thread is not None
+    # Started by close only: the catch-up runs while the memory is closing.
+    mem.engine.jobs.submit("records", partial(keeper.catch_up, thread), delay=3600)
+    with caplog.at_level(logging.INFO, logger="arbormem.records"):
+        mem.close()
+    notes = [r.getMessage() for r in caplog.records if "closing waits" in r.getMessage()]
+    assert notes and "sam/bot: 16 of 120 messages read" in notes[0]
+    assert "112 of 120" in notes[-1]
+    with Memory(tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32)) as again:
+        assert len(again.records(current=False)) > 5

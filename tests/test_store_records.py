@@ -525,6 +525,22 @@ def test_forgetting_a_thread_takes_all_its_records(backend: Backend) -> None:
     assert backend.list_records(other) == [kept]
 
 
+def test_records_written_then_their_thread_forgotten_in_one_transaction_leave_nothing(
+    backend: Backend,
+) -> None:
+    # PostgreSQL writes a transaction's record changes back just before it commits:
+    # a thread forgotten after them in the same transaction must not get them back.
+    t, _ = sam_moves(backend)
+    with backend.transaction():
+        backend.write_records(t, [home(t, "Sam", "Rome", 9)])
+        backend.set_records_cursor(t, 3)
+        backend.delete_thread(t)
+    assert backend.list_records(t, current=False) == [] and backend.composites(t) == []
+    assert backend.records_cursor(t) == 0
+    again = open_thread(backend)
+    assert backend.list_records(again, current=False) == [] and backend.records_cursor(again) == 0
+
+
 # -- several handles on one store ------------------------------------------------------
 # A back-end may keep the records it loaded (PostgreSQL does, stamped with the version
 # of the thread's cursor row): another handle's change must still be seen at once.
@@ -603,3 +619,116 @@ def test_a_change_that_fails_leaves_no_trace_in_what_the_handle_kept(
         assert store.list_records(t, current=False) == [paris]
     finally:
         store.close()
+
+
+def test_the_changes_of_one_transaction_are_seen_by_another_handle_all_at_its_commit(
+    two_handles: tuple[Backend, Backend],
+) -> None:
+    # One extraction batch resolves and writes many records in one transaction (on
+    # PostgreSQL written back once, at its end): another handle sees none of them
+    # before the commit and every one after, as this handle does.
+    one, other = two_handles
+    t = open_thread(one)
+    first = [rec(t, f"Sam owns a bike number {i}", day=i, sources=(f"m{i}",)) for i in range(5)]
+    one.write_records(t, first)
+    t2 = open_thread(other)
+    assert other.list_records(t2, current=False) == first[::-1]  # loaded (and kept) there
+    paris, lyon = home(t, "Sam", "Paris", 10, "m10"), home(t, "Sam", "Lyon", 12, "m12")
+    with one.transaction():
+        one.write_records(t, [paris])
+        one.write_records(t, [replace(paris, valid_to=lyon.valid_from, superseded_by=lyon.id)])
+        one.write_records(t, [replace(lyon, supersedes=paris.id)])
+        one.touch_records(t, [first[0].id])
+        one.forget_record_sources(t, ["m1"])  # its only source: the record goes
+        one.replace_composites(t, [Composite("cmp", 1, "c", (lyon.id,), scope=thread_scope(t))])
+        one.set_records_cursor(t, 13)
+        assert one.records_cursor(t) == 13 and len(one.list_records(t, current=False)) == 6
+        assert other.list_records(t2, current=False) == first[::-1]
+        assert other.records_cursor(t2) == 0
+    seen_here = one.list_records(t, current=False)
+    assert other.list_records(t2, current=False) == seen_here
+    assert [r.id for r in seen_here].count(first[1].id) == 0 and len(seen_here) == 6
+    assert other.records_cursor(t2) == 13 and other.composites(t2) == one.composites(t)
+    assert other.record(t2, paris.id) == replace(
+        paris, valid_to=lyon.valid_from, superseded_by=lyon.id
+    )
+    assert other.record(t2, first[0].id).recall_count == 1  # type: ignore[union-attr]
+
+
+# -- the reads extraction makes for every statement -------------------------------------
+# Back-ends answer records_about and similar_records from lookups of their own (an index
+# by subject word, the best few by a heap): after any mix of writes, closings,
+# deletions and forgotten sources they give the reference store's answers exactly.
+
+PEOPLE = ("Sam", "Sam Lee", "Ana", "the weekly sync", "sync", "Lee")
+WORDS = ("bike", "red", "market", "Lyon", "tea", "sewing", "machine", "bought")
+
+
+def _random_history(thread: Thread, seed: int) -> list[tuple[str, object]]:
+    import random
+
+    rng = random.Random(seed)
+    steps: list[tuple[str, object]] = []
+    made: list[Record] = []
+    for i in range(120):
+        roll = rng.random()
+        if roll < 0.7 or not made:
+            who = rng.choice(PEOPLE)
+            words = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+            attribute = rng.choice((None, "home", "likes", "employer"))
+            r = rec(
+                thread,
+                f"{who} {words} {i % 7}",
+                day=i,
+                kind=rng.choice(("fact", "event")),
+                subject=rng.choice((who, None)) if attribute is None else who,
+                attribute=attribute,
+                value=words if attribute else None,
+                sources=(f"m{i}",),
+            )
+            if rng.random() < 0.3:
+                r = replace(r, valid_to=T0 + timedelta(days=i + 1), superseded_by="x")
+            made.append(r)
+            steps.append(("write", [r]))
+        elif roll < 0.85:
+            old = rng.choice(made)
+            steps.append(("write", [replace(old, subject=rng.choice(PEOPLE), valid_to=None)]))
+        elif roll < 0.95:
+            steps.append(("delete", [rng.choice(made).id]))
+        else:
+            steps.append(("forget", [f"m{rng.randrange(i)}"]))
+    return steps
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_records_about_and_similar_records_match_the_reference_after_any_history(
+    store: RecordStore, seed: int
+) -> None:
+    t = open_thread(store)
+    reference = MemoryRecordStore()
+    stores: list[RecordStore] = [store, reference]
+    if isinstance(store, MemoryRecordStore):
+        from arbormem.store.postgres.records import _Tracked
+
+        stores.append(_Tracked(t))  # PostgreSQL's lookups, without a server
+    for step, (op, arg) in enumerate(_random_history(t, seed)):
+        for s in stores:
+            if op == "write":
+                s.write_records(t, arg)  # type: ignore[arg-type]
+            elif op == "delete":
+                s.delete_records(t, arg)  # type: ignore[arg-type]
+            else:
+                s.forget_record_sources(t, arg)  # type: ignore[arg-type]
+        if step % 10:
+            continue
+        for s in stores[:1] + stores[2:]:
+            for who, attribute in itertools.product(PEOPLE, ("home", "likes", "employer")):
+                assert s.records_about(t, who, attribute) == reference.records_about(
+                    t, who, attribute
+                )
+            for kind, words in itertools.product(("fact", "event"), WORDS):
+                text = f"Sam {words} machine"
+                for limit in (1, 5):
+                    assert s.similar_records(t, kind, text, limit) == reference.similar_records(
+                        t, kind, text, limit
+                    )

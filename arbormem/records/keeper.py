@@ -33,19 +33,29 @@ from arbormem.store.types import Row, Thread
 if TYPE_CHECKING:
     from arbormem.engine import Engine
 
-__all__ = ["BATCH", "CONTEXT_TURNS", "PATTERN_BATCH", "RecordKeeper"]
+__all__ = ["BATCH", "BULK_BATCH", "CONTEXT_TURNS", "PATTERN_BATCH", "RecordKeeper"]
 
 log = logging.getLogger("arbormem.records")
 
 #: Messages read per batch when an LLM is configured (and sent to it in one call).
 BATCH = 32
-#: Messages read per batch when the patterns extract: they read each turn on its own
-#: with the turns before it (see :func:`arbormem.records.worker.extract_batch`), so a
-#: batch's size changes what it costs, not what it finds. Each batch costs its reads,
-#: a round trip to the helper process and a write transaction, all of which take the
-#: interpreter lock and the store from the thread adding messages: a bulk ingest that
-#: outruns extraction catches up in a few large batches rather than many small ones.
-PATTERN_BATCH = 256
+#: Messages sent to the helper process at a time when the patterns extract: they read
+#: each turn on its own with the turns before it (see
+#: :func:`arbormem.records.worker.extract_batch`), so a batch's size changes what it
+#: costs, not what it finds.
+PATTERN_BATCH = 1024
+#: Most messages one batch reads, extracts (in pieces of :data:`PATTERN_BATCH`) and
+#: writes in one transaction when the patterns extract. A batch takes every message
+#: not read yet, up to this. Its write waits for the thread's lock, which a bulk load
+#: holds for each ``add_many``: extraction gets about one write between two of them,
+#: so a batch of 256 read a quarter of a 1,000-message ``add_many`` per turn of the
+#: lock and fell behind in proportion (about 110 of 400 messages a second, the rest
+#: waiting for ``close``). Taking the whole backlog keeps up with any ``add_many`` up
+#: to this size (see "Record extraction behind an import" in docs/postgres.md).
+BULK_BATCH = 8192
+#: Seconds between the notes (logged at INFO) a closing memory gives while it waits
+#: for extraction that fell behind.
+NOTE_SECONDS = 10.0
 #: Seconds without an add after which messages are no longer being written: a bulk
 #: load adds a batch every few milliseconds (see :meth:`RecordKeeper.writing`).
 QUIET_SECONDS = 0.25
@@ -97,7 +107,9 @@ class RecordKeeper:
             self._due.discard(thread.id)
             running = self._running.setdefault(thread.id, threading.RLock())
         read = 0
-        limit = BATCH if self.engine.llm is not None else PATTERN_BATCH
+        limit = BATCH if self.engine.llm is not None else BULK_BATCH
+        started = time.monotonic()
+        noted = started
         with running:
             while True:
                 cursor = self.backend.records_cursor(thread)
@@ -107,6 +119,25 @@ class RecordKeeper:
                 if not self._batch(thread, cursor, rows):
                     return read  # the thread was forgotten meanwhile
                 read += len(rows)
+                if len(rows) == limit:
+                    # Behind (a full batch): say how far, for Memory.pending(), and
+                    # while the memory closes, in the log now and then.
+                    newest = self.backend.messages(thread, last=1)
+                    end = rows[-1].message.index + 1
+                    total = newest[-1].message.index + 1 if newest else end
+                    self.engine.jobs.progress(end, total)
+                    now = time.monotonic()
+                    if self.engine.jobs.stopping.is_set() and now - noted >= NOTE_SECONDS:
+                        noted = now
+                        log.info(
+                            "records: closing waits for extraction of %s/%s: %d of %d"
+                            " messages read (%.0f a second)",
+                            thread.user,
+                            thread.agent,
+                            end,
+                            total,
+                            read / max(now - started, 1e-9),
+                        )
 
     def rebuild(self, thread: Thread, start: int, end: int | None) -> int:
         """Extract the records of messages ``[start, end)`` again: they leave every
@@ -156,11 +187,22 @@ class RecordKeeper:
             now = self.backend.thread(thread.user, thread.agent, tenant=thread.tenant)
             if now is None or now.id != thread.id:  # forgotten (and perhaps begun again)
                 return False
-            # Messages forgotten since they were read are not cited.
-            kept = {
-                r.message.id
-                for r in self.backend.messages(thread, start=rows[0].message.index, end=end)
+            # Read first: on a store that locks threads (PostgreSQL), the first read
+            # naming the thread takes its lock, which orders this write after any
+            # forgetting of its messages.
+            self.backend.records_cursor(thread)
+            # Messages forgotten since they were read are not cited; only those a
+            # candidate cites are looked up (a few in a hundred), not the whole batch,
+            # while the thread is held.
+            position = {r.message.id: r.rowid for r in rows}
+            cited_rows = {
+                position[source]
+                for _, _, candidates in exchanges
+                for c in candidates
+                for source in c.record.sources
+                if source in position
             }
+            kept = {r.message.id for r in self.backend.rows(sorted(cited_rows)).values()}
             for exchange, exchange_context, candidates in exchanges:
                 cited = _cited(candidates, kept)
                 if cited:
@@ -192,7 +234,16 @@ class RecordKeeper:
                 log.warning("records: extraction failed for a batch, skipped: %s", exc)
                 found = []
             return [(list(turns), context, found)]
-        return run_batch(turns, recent, context, writing=writing)
+        exchanges: list[Exchange] = []
+        before = list(recent)
+        for start in range(0, len(turns), max(1, PATTERN_BATCH)):
+            piece = turns[start : start + max(1, PATTERN_BATCH)]
+            exchanges += run_batch(piece, before[-CONTEXT_TURNS:], context, writing=writing)
+            # The next piece's first turns are read with this piece's last ones, as
+            # one batch would have read them.
+            before += [t for t in piece if t.role in ("user", "assistant")]
+            before = before[-CONTEXT_TURNS:]
+        return exchanges
 
 
 def _turn(row: Row) -> Turn:

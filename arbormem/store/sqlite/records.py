@@ -10,6 +10,7 @@ all of the other's" is two string tests SQL can run on the
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -193,17 +194,35 @@ class SQLiteRecords(SQLiteConnection):
         if not wanted or limit <= 0:
             return []
         with self._reading() as conn:
+            # Every current record of the kind sharing a term matches, and their number
+            # grows with the thread (extraction asks this for most statements): only
+            # their row numbers and terms are read, then the few best records whole.
             rows = conn.execute(
-                _SELECT + ", f.terms FROM record_fts f CROSS JOIN records r ON r.id = f.rowid"
+                "SELECT r.id, f.terms FROM record_fts f CROSS JOIN records r ON r.id = f.rowid"
                 f" WHERE record_fts MATCH ? AND r.thread_id = ? AND r.kind = ? AND {_CURRENT}",
                 (fts_query(sorted(wanted)), thread.id, kind),
             ).fetchall()
-        # Counted on the terms themselves: the tokenizer may split a term the full-text
-        # query then matched as a phrase of its pieces.
-        shared = [(len(wanted.intersection(r[-1].split())), r[0], r) for r in rows]
-        best = sorted((s for s in shared if s[0] > 0), key=lambda s: (-s[0], s[1]))[:limit]
+            # Counted on the terms themselves: the tokenizer may split a term the
+            # full-text query then matched as a phrase of its pieces.
+            best = heapq.nsmallest(
+                limit,
+                (
+                    (-shared, rowid)
+                    for rowid, terms in rows
+                    if (shared := len(wanted.intersection(terms.split())))
+                ),
+            )
+            if not best:
+                return []
+            ids = [rowid for _, rowid in best]
+            found = {
+                row[0]: row
+                for row in conn.execute(
+                    _SELECT + f" FROM records r WHERE r.id IN ({','.join('?' * len(ids))})", ids
+                )
+            }
         scope = thread_scope(thread)
-        return [_record_of(r, scope) for _, _, r in best]
+        return [_record_of(found[rowid], scope) for rowid in ids]
 
     def record_candidates(
         self,
