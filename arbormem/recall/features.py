@@ -503,9 +503,12 @@ def features(
         if asked:
             X[:, col(name)] = [1.0 if docs.says(kind, m.content) else 0.0 for m in messages]
     if tree:
-        found = [tree.get(rowid) or {} for rowid in ids]
-        for name in TREE_FEATURES:
-            X[:, col(name)] = [signals.get(name, 0.0) for signals in found]
+        # The four columns in one step, each candidate's values read by one map.
+        empty: Mapping[str, float] = {}
+        zeros = [0.0] * len(TREE_FEATURES)
+        X[:, [col(name) for name in TREE_FEATURES]] = [
+            list(map((tree.get(rowid) or empty).get, TREE_FEATURES, zeros)) for rowid in ids
+        ]
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:
