@@ -275,3 +275,44 @@ def test_time_and_number_tests_on_lowered_text_answer_as_the_case_blind_patterns
     for text in texts:
         for pattern, lowered in ((_TIME, _TIME_LOWERED), (_NUMBER, _NUMBER_LOWERED)):
             assert _found(pattern, lowered, text) == (pattern.search(text) is not None), text
+
+
+def test_a_search_begun_beside_another_reads_in_one_step_on_its_own_thread(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another search of the process is under way, the query is embedded on the
+    searching thread and nothing is read meanwhile; the candidates and their
+    features are those of a search that ran alone."""
+    retriever = mem.engine.retriever
+    alone = [_candidates(mem, q) for q in QUERIES]
+    embedded_on: list[str] = []
+    dense = retriever._dense
+    stepped = threading.Event()
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        embedded_on.append(threading.current_thread().name)
+        if not _on_this_thread():
+            stepped.wait(10)  # on the worker: until the candidates were read meanwhile
+        return dense(*args, **kwargs)
+
+    steps: list[int] = []
+    add = recall.CandidatePool.add
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        steps.append(1)
+        stepped.set()
+        return add(self, *args, **kwargs)
+
+    monkeypatch.setattr(retriever, "_dense", spy)
+    monkeypatch.setattr(recall.CandidatePool, "add", counting)
+    # Alone, the worker embeds the query while this thread reads: two steps.
+    assert _candidates(mem, QUERIES[0]) == alone[0]
+    assert embedded_on[0].startswith("arbormem-recall") and len(steps) == 2
+    with retriever.sources.searching() as first:
+        assert first  # nothing else was under way
+        embedded_on.clear()
+        steps.clear()
+        crowded = [_candidates(mem, q) for q in QUERIES]
+    assert embedded_on == [threading.current_thread().name] * len(QUERIES)
+    assert len(steps) == len(QUERIES)
+    assert crowded == alone

@@ -382,27 +382,38 @@ def features(
     slot = {rid: d for d, rid in enumerate(text_of)}
     tallies = list(map(docs.counts, text_of.values()))
     lengths = [size for size, _ in tallies]
-    none = [0] * len(qterms)
-    counts = [list(map(tally.get, qterms, none)) for _, tally in tallies]
-    pair_counts: dict[int, dict[str, int]] = {}
-    if qpairs:
-        for d, (row, text) in enumerate(zip(counts, text_of.values())):
-            if row == none or len(row) - row.count(0) < 2:
-                continue
-            held = {t for t, c in zip(qterms, row) if c}
-            # A query pair joins two query terms: only those positions can match.
-            pc: dict[str, int] = {}
-            for a, b in pairwise(docs.get(text)):
-                if a in held and b in held and a != b:
-                    pr = f"{a}_{b}"
-                    if pr in qpairs:
-                        pc[pr] = pc.get(pr, 0) + 1
-            if pc:
-                pair_counts[d] = pc
     n_docs = len(lengths)
     tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
-    if n_docs:
-        tf[:n_docs] = counts
+    # Most documents hold none of the query's terms: only those that do are looked
+    # at term by term (a set test of each document is a fraction of a look-up of
+    # every term in every document), and their counts set in one step.
+    column = {t: j for j, t in enumerate(qterms)}
+    wanted = column.keys()
+    at_doc: list[int] = []
+    at_term: list[int] = []
+    held_counts: list[int] = []
+    pair_counts: dict[int, dict[str, int]] = {}
+    for d, (text, (_, tally)) in enumerate(zip(text_of.values(), tallies)):
+        if wanted.isdisjoint(tally):
+            continue
+        held = wanted & tally.keys()
+        for t in held:
+            at_doc.append(d)
+            at_term.append(column[t])
+            held_counts.append(tally[t])
+        if not qpairs or len(held) < 2:
+            continue
+        # A query pair joins two query terms: only those positions can match.
+        pc: dict[str, int] = {}
+        for a, b in pairwise(docs.get(text)):
+            if a in held and b in held and a != b:
+                pr = f"{a}_{b}"
+                if pr in qpairs:
+                    pc[pr] = pc.get(pr, 0) + 1
+        if pc:
+            pair_counts[d] = pc
+    if at_doc:
+        tf[at_doc, at_term] = held_counts
     doc_len = np.zeros(n_docs + 1, dtype=np.float64)
     doc_len[:n_docs] = lengths
     turn_score = bm_turn.scores(tf, doc_len, qterms)
@@ -492,9 +503,12 @@ def features(
         if asked:
             X[:, col(name)] = [1.0 if docs.says(kind, m.content) else 0.0 for m in messages]
     if tree:
-        found = [tree.get(rowid) or {} for rowid in ids]
-        for name in TREE_FEATURES:
-            X[:, col(name)] = [signals.get(name, 0.0) for signals in found]
+        # The four columns in one step, each candidate's values read by one map.
+        empty: Mapping[str, float] = {}
+        zeros = [0.0] * len(TREE_FEATURES)
+        X[:, [col(name) for name in TREE_FEATURES]] = [
+            list(map((tree.get(rowid) or empty).get, TREE_FEATURES, zeros)) for rowid in ids
+        ]
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:

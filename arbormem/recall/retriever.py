@@ -300,6 +300,21 @@ class Retriever:
         least that many candidates, so a search for many hits can return them all.
         With ``every_feature=False`` features whose weight is zero may be left at 0.
         """
+        with self.sources.searching() as alone:
+            return self._candidates(threads, query, filters, config, depth, every_feature, alone)
+
+    def _candidates(
+        self,
+        threads: Sequence[Thread],
+        query: str,
+        filters: Filters | None,
+        config: RecallConfig | None,
+        depth: int,
+        every_feature: bool,
+        alone: bool,
+    ) -> tuple[Question, list[int], np.ndarray, np.ndarray | None, dict[int, Row]]:
+        """:meth:`candidates`; ``alone``: no other search of this process was under way
+        when it began (else its sources run one after the other, see _gather)."""
         cfg = config or self.config
         # Before anything is read: what is kept from earlier searches is checked first,
         # against the searched threads' own states.
@@ -420,7 +435,7 @@ class Retriever:
             lexical = self._lexical_found(threads, done, allowed, cfg)
             pool.add(lexical, more=running)
 
-        done = self._gather(jobs, aside=aside, meanwhile=read_lexical)
+        done = self._gather(jobs, aside=aside, meanwhile=read_lexical, crowded=not alone)
         if lexical is None:  # nothing ran beside this thread, or it had finished
             pool.set_topics(done.get("topics", []))
             lexical = self._lexical_found(threads, done, allowed, cfg)
@@ -587,10 +602,16 @@ class Retriever:
         jobs: Mapping[str, Callable[[], Any]],
         aside: Sequence[str] = (),
         meanwhile: Callable[[Mapping[str, Any], Callable[[], bool]], None] | None = None,
+        crowded: bool = False,
     ) -> dict[str, Any]:
         """Run the candidate sources (see :meth:`Sources.gather`); those named in
-        ``aside`` on the worker only when the store can read on other threads."""
-        return self.sources.gather(jobs, aside, meanwhile, self.backend.concurrent_reads)
+        ``aside`` on the worker only when the store can read on other threads, and
+        none there while other searches of this process are under way (``crowded``):
+        the cores are busy with those, so running beside them shortens nothing, and
+        the hand-off and the candidates read in two steps cost more CPU."""
+        return self.sources.gather(
+            jobs, aside, meanwhile, self.backend.concurrent_reads, crowded=crowded
+        )
 
     def close(self) -> None:
         """Stop the worker threads; later searches run their sources one by one."""

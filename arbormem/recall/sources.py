@@ -6,14 +6,23 @@ searches, the topics, the nearest vectors). :class:`Sources` runs the ones
 named aside (the query's embedding above all, which releases the interpreter)
 on its one worker thread, and the others, then whatever the caller has to do
 meanwhile, on the searching thread.
+
+Running side by side shortens a lone search; it does not make the work smaller. It
+costs more of it: the hand-off to the worker, and the candidates read in two steps
+(those of the full-text searches meanwhile, the others after), each step reading
+the store and the tree once more. When other searches of the same process are
+under way (a server under load), the cores are busy with them whatever this one
+does: every source then runs on the searching thread, one after the other, and
+nothing is read meanwhile (see :meth:`Sources.searching`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -29,6 +38,23 @@ class Sources:
         self.closed = False
         #: Held while the worker runs a job (see gather).
         self._idle = threading.Semaphore(1)
+        #: Searches under way in this process (see searching).
+        self._searches = 0
+        self._count = threading.Lock()
+
+    @contextmanager
+    def searching(self) -> Iterator[bool]:
+        """One search, under way while the block runs; gives whether it is alone
+        (no other search of this process under way when it began). A search that
+        is not alone passes ``crowded=True`` to :meth:`gather`."""
+        with self._count:
+            self._searches += 1
+            alone = self._searches == 1
+        try:
+            yield alone
+        finally:
+            with self._count:
+                self._searches -= 1
 
     def gather(
         self,
@@ -36,16 +62,21 @@ class Sources:
         aside: Sequence[str] = (),
         meanwhile: Callable[[Mapping[str, Any], Callable[[], bool]], None] | None = None,
         concurrent: Callable[[], bool] = lambda: True,
+        crowded: bool = False,
     ) -> dict[str, Any]:
         """Run the candidate sources: those named in ``aside`` on the worker thread
         when ``concurrent()`` says the store can read on other threads, the others
         here, in order; then ``meanwhile`` here, given this thread's results and a
         test of whether a worker's job still runs, if one does (and none failed).
+        ``crowded`` (other searches under way): every job here, in order, and no
+        ``meanwhile``: the caller then does that work once every job is done.
         Every job has finished when this returns or raises; the failure of the
         first failing job (in job order, ``meanwhile`` after them all) is raised,
         and any other is logged."""
         names = list(jobs)
         futures: dict[str, Future[Any]] = {}
+        if crowded:
+            aside, meanwhile = (), None
         for name in names:
             # The worker takes a job only when idle: searches on other threads would
             # otherwise queue behind each other's embedding.
