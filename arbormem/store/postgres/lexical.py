@@ -152,7 +152,9 @@ class PostgresLexical(PostgresStatistics):
             return
         with (
             conn.cursor() as cur,
-            cur.copy("COPY turn_postings (scope_id, thread_id, term, doc, tf, len) FROM STDIN") as cp,
+            cur.copy(
+                "COPY turn_postings (scope_id, thread_id, term, doc, tf, len) FROM STDIN"
+            ) as cp,
         ):
             for i in range(0, len(lines), COPY_CHUNK):
                 cp.write("".join(lines[i : i + COPY_CHUNK]))
