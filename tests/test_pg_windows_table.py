@@ -15,11 +15,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from arbormem.store import Backend, Thread, open_store
+from arbormem.store import Backend, NodeRow, Thread, open_store
 from arbormem.store.postgres import schema as pg_schema
 from arbormem.text import analyze
 
-from .test_postgres_ranking import WORDS, _message
+from .test_postgres_ranking import T0, WORDS, _message
 
 QUERIES = [
     ["kite", "river", "paint", "group", "support", "lake", "tea", "novel"],
@@ -40,6 +40,14 @@ INSERT INTO turn_postings_v4 SELECT p.scope_id, p.thread_id, p.term, p.doc, p.tf
 DROP TABLE turn_postings;
 DROP TABLE turn_windows;
 ALTER TABLE turn_postings_v4 RENAME TO turn_postings;
+CREATE TABLE node_postings_v4 (
+    scope_id bigint NOT NULL, key smallint NOT NULL, thread_id bigint NOT NULL,
+    term text NOT NULL, node bigint NOT NULL, tf integer NOT NULL, len integer NOT NULL,
+    PRIMARY KEY (scope_id, key, thread_id, term, node) INCLUDE (tf, len));
+INSERT INTO node_postings_v4 SELECT scope_id, key, thread_id, term, node, tf, len
+    FROM node_postings;
+DROP TABLE node_postings;
+ALTER TABLE node_postings_v4 RENAME TO node_postings;
 DELETE FROM schema_migrations WHERE version >= 5
 """
 
@@ -69,6 +77,16 @@ def _history(store: Backend, seed: int) -> Thread:
         if rng.random() < 0.2:
             uids = [r.message.id for r in store.messages(thread)]
             store.delete_messages(rng.sample(uids, k=min(2, len(uids))), thread)
+    # Topics with names and contents (the node postings).
+    nodes = [NodeRow(None, None, "topic", i, i, i, T0, T0) for i in range(20)]
+    store.put_nodes(thread, nodes)
+    for key in ("topic", "segment"):
+        docs = {}
+        for i, node in enumerate(nodes):
+            assert node.id is not None
+            words = " ".join(rng.choice(WORDS) for _ in range(1 + i % 9))
+            docs[node.id] = " ".join(analyze(words))
+        store.index_nodes(key, docs)
     return thread
 
 
@@ -83,6 +101,10 @@ def _answers(store: Backend, thread: Thread) -> dict[str, Any]:
                 out[f"{key} {terms} {after}"] = store.lexical_search(
                     [thread], key, terms, 200, after=after
                 )
+    for key in ("topic", "segment"):
+        out[f"stats {key}"] = store.lexical_stats(key)
+        for terms in QUERIES:
+            out[f"{key} {terms}"] = store.node_search([thread], key, terms, 50)
     first = analyze(" ".join(WORDS[:12]))
     out["pairs"] = store.pair_frequencies([f"{x}_{y}" for x in first for y in first])
     return out
@@ -94,6 +116,10 @@ def _tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
             "postings": conn.execute(
                 "SELECT scope_id, thread_id, term, doc, tf, len FROM arbormem.turn_postings"
                 " ORDER BY 1, 2, 3, 4"
+            ).fetchall(),
+            "nodes": conn.execute(
+                "SELECT scope_id, key, thread_id, term, node, tf, len FROM arbormem.node_postings"
+                " ORDER BY 1, 2, 3, 4, 5"
             ).fetchall(),
             "windows": conn.execute(
                 "SELECT scope_id, doc, thread_id, wids, wlens FROM arbormem.turn_windows"
@@ -116,6 +142,7 @@ def test_a_store_of_schema_4_is_migrated_and_searches_the_same(pg_url: str, seed
             " WHERE terms <> '') FROM arbormem.turn_postings"
         ).fetchone()
     assert docs is not None and docs[0] == docs[1] == len(tables["windows"]) > 50
+    assert len(tables["nodes"]) > 100
     assert any(len(w[3]) == 5 for w in tables["windows"])  # full windows were written
 
     with psycopg.connect(pg_url, autocommit=True) as conn:

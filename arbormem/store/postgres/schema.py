@@ -344,7 +344,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         5,
-        "window lists in turn_windows, one row per message, no longer on every turn posting",
+        "window lists in turn_windows, one row per message, no longer on every turn posting;"
+        " topic postings without padding",
         """
         -- The windows each message with terms belongs to (their centre ids and
         -- lengths), read by a window search for each turn posting it sums. Kept
@@ -378,7 +379,26 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             ORDER BY scope_id, thread_id, term, doc;
         DROP TABLE turn_postings;
         ALTER TABLE turn_postings_slim RENAME TO turn_postings;
-        ALTER TABLE turn_postings ADD PRIMARY KEY (scope_id, thread_id, term, doc) INCLUDE (tf, len)
+        ALTER TABLE turn_postings ADD PRIMARY KEY (scope_id, thread_id, term, doc) INCLUDE (tf, len);
+        -- Topic postings with their columns in an order that leaves no padding
+        -- between them (the key code, two bytes, sat between two 8-byte columns):
+        -- about 8 bytes less a row and a key entry, of some 23 postings a turn.
+        CREATE TABLE node_postings_packed (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            node        bigint NOT NULL,
+            tf          integer NOT NULL,
+            len         integer NOT NULL,
+            key         smallint NOT NULL,
+            term        text NOT NULL
+        );
+        INSERT INTO node_postings_packed (scope_id, thread_id, node, tf, len, key, term)
+            SELECT scope_id, thread_id, node, tf, len, key, term FROM node_postings
+            ORDER BY scope_id, thread_id, key, term, node;
+        DROP TABLE node_postings;
+        ALTER TABLE node_postings_packed RENAME TO node_postings;
+        ALTER TABLE node_postings ADD PRIMARY KEY (scope_id, thread_id, key, term, node)
+            INCLUDE (tf, len)
         """,
     ),
 ]
