@@ -33,7 +33,7 @@ TERMS = "unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term,
 #: with a fence (OFFSET 0) so that the plan stays that whatever the planner's
 #: statistics say (a freshly written table's are none).
 POSTINGS = (
-    "SELECT doc, tf, len, wids, wlens FROM turn_postings p WHERE p.scope_id = ANY(%(s)s)"
+    "SELECT scope_id, doc, tf, len FROM turn_postings p WHERE p.scope_id = ANY(%(s)s)"
     " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s OFFSET 0"
 )
 
@@ -90,14 +90,18 @@ def _hits_sql(key: str) -> str:
             + SCORE.format(tf="p.tf", length="p.len")
             + f") AS score FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS}) p GROUP BY p.doc"
         )
-    # A window's frequency of a term is the sum of its members' (whose postings
-    # list the window); its members lie at most ``window_reach`` ids before it.
+    # A window's frequency of a term is the sum of its members' (each posting's
+    # message lists its windows in ``turn_windows``, read by its key for each
+    # posting, in the postings' order); its members lie at most ``window_reach``
+    # ids before it.
     return (
         "SELECT wid AS id, sum("
         + SCORE.format(tf="tf", length="wlen")
         + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
-        " (SELECT unnest(p.wids) AS wid, unnest(p.wlens) AS wlen, q.ord, q.idf, p.tf"
-        f" FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS.replace('%(after)s', '%(from)s')}) p)"
+        " (SELECT unnest(w.wids) AS wid, unnest(w.wlens) AS wlen, q.ord, q.idf, p.tf"
+        f" FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS.replace('%(after)s', '%(from)s')}) p"
+        " CROSS JOIN LATERAL (SELECT wids, wlens FROM turn_windows w WHERE"
+        " w.scope_id = p.scope_id AND w.doc = p.doc OFFSET 0) w)"
         " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
         " GROUP BY wid"
     )

@@ -106,6 +106,10 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
                 ],
             )
         conn.execute(
+            "DELETE FROM turn_windows WHERE scope_id = %(s)s AND doc = ANY(%(ids)s)",
+            {**k, "ids": sorted(gone)},
+        )
+        conn.execute(
             "DELETE FROM message_vectors WHERE scope_id = %(s)s AND thread_id = %(t)s"
             " AND message_id = ANY(%(ids)s)",
             {**k, "ids": sorted(gone)},
@@ -319,7 +323,7 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
                 " (SELECT 1 FROM sessions x WHERE x.scope_id = v.scope_id AND x.id = v.session_id)",
                 k,
             )
-            for table in ("turn_postings", "node_postings", "lex_stats", "lex_df",
+            for table in ("turn_postings", "turn_windows", "node_postings", "lex_stats", "lex_df",
                           "message_vectors", "vector_progress", "tree_nodes", "tree_state",
                           "tree_log", "session_state", "record_rows", "record_composites",
                           "record_cursors", "images"):  # fmt: skip

@@ -4,9 +4,9 @@ tables, BM25 summed in SQL, and the term statistics the ranker reads.
 * ``turn_postings`` holds one row per (thread, term, message) with the term's
   frequency and the message's length, in a covering B-tree: a turn search is an
   index-only range scan per query term (``doc > after`` inside the range).
-* The window key stores no documents: each posting also lists the windows its
-  message belongs to (centre ids and lengths, see :mod:`.windows`), so a window
-  search sums the turn postings per window.
+* The window key stores no documents: ``turn_windows`` lists, for each message
+  with terms, the windows it belongs to (centre ids and lengths, see
+  :mod:`.windows`), so a window search sums the turn postings per window.
 * Topic and segment documents of tree nodes are postings of their own
   (``node_postings``).
 * BM25 is FTS5's (k1 1.2, b 0.75, IDF floored at 1e-6) over the statistics of the
@@ -134,34 +134,26 @@ class PostgresLexical(PostgresStatistics):
         _bump_in(conn, scope_of(thread), thread.id, stats, df)
 
     @staticmethod
-    def _posting_rows(
-        thread: Thread, doc: int, terms: Sequence[str], lists: tuple[list[int], list[int]]
-    ) -> Iterable[tuple[Any, ...]]:
+    def _posting_rows(thread: Thread, doc: int, terms: Sequence[str]) -> Iterable[tuple[Any, ...]]:
         s = scope_of(thread)
         counts = Counter(term_key(t) for t in terms)
         n = len(terms)
         for term, tf in counts.items():
-            yield (s, thread.id, term, doc, tf, n, lists[0], lists[1])
+            yield (s, thread.id, term, doc, tf, n)
 
     def _copy_postings(self, conn: Any, rows: Iterable[tuple[Any, ...]]) -> None:
-        # In COPY's text form, made here: psycopg's binary rows dumped every posting's
-        # two window lists element by element in Python, a tenth of an import's time
-        # on the client. A message's postings share their lists, written out once.
-        lines: list[str] = []
-        last: tuple[Any, Any] | None = None
-        lists = ""
-        for s, t, term, doc, tf, n, wids, wlens in rows:
-            if last is None or last[0] is not wids or last[1] is not wlens:
-                last = (wids, wlens)
-                lists = f"{{{','.join(map(str, wids))}}}\t{{{','.join(map(str, wlens))}}}"
-            lines.append(f"{s}\t{t}\t{term.translate(_COPY_ESCAPES)}\t{doc}\t{tf}\t{n}\t{lists}\n")
+        # In COPY's text form, made here: psycopg's binary rows convert every value
+        # in Python, a tenth of an import's time on the client.
+        lines = [
+            f"{s}\t{t}\t{term.translate(_COPY_ESCAPES)}\t{doc}\t{tf}\t{n}\n"
+            for s, t, term, doc, tf, n in rows
+        ]
         if not lines:
             return
         with (
             conn.cursor() as cur,
             cur.copy(
-                "COPY turn_postings (scope_id, thread_id, term, doc, tf, len, wids, wlens)"
-                " FROM STDIN"
+                "COPY turn_postings (scope_id, thread_id, term, doc, tf, len) FROM STDIN"
             ) as cp,
         ):
             for i in range(0, len(lines), COPY_CHUNK):
@@ -174,20 +166,28 @@ class PostgresLexical(PostgresStatistics):
         lists: Mapping[int, tuple[list[int], list[int]]],
         terms_of: Mapping[int, Sequence[str]],
     ) -> None:
-        """Give stored messages' postings new window lists."""
-        if not lists:
+        """Give messages (new or stored) their window lists, one ``turn_windows``
+        row each; a message with no terms has no postings, and so no row."""
+        docs = sorted(doc for doc in lists if terms_of.get(doc))
+        if not docs:
             return
-        s = scope_of(thread)
-        with conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE turn_postings SET wids = %s, wlens = %s WHERE scope_id = %s"
-                " AND thread_id = %s AND term = ANY(%s) AND doc = %s",
-                [
-                    (ids, lens, s, thread.id, sorted({term_key(t) for t in terms_of[doc]}), doc)
-                    for doc, (ids, lens) in lists.items()
-                    if terms_of[doc]
-                ],
-            )
+        # One row per message, not its lists on each of its postings: stored on
+        # every posting (and in their covering key) the lists were two thirds of
+        # the postings' bytes, and a session's growth rewrote every posting of
+        # its last messages (see docs/postgres.md, "A leaner store").
+        conn.execute(
+            "INSERT INTO turn_windows (scope_id, doc, thread_id, wids, wlens)"
+            " SELECT %(s)s, u.d, %(t)s, u.w::int8[], u.l::int4[] FROM unnest(%(d)s::int8[],"
+            " %(w)s::text[], %(l)s::text[]) AS u(d, w, l) ON CONFLICT (scope_id, doc)"
+            " DO UPDATE SET wids = excluded.wids, wlens = excluded.wlens",
+            {
+                "s": scope_of(thread),
+                "t": thread.id,
+                "d": int_array(docs),
+                "w": text_array(int_array(lists[d][0]) for d in docs),
+                "l": text_array(int_array(lists[d][1]) for d in docs),
+            },
+        )
 
     @staticmethod
     def _set_wlens(conn: Any, thread: Thread, wlen: Mapping[int, int | None]) -> None:

@@ -301,20 +301,23 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             (
                 posting
                 for mid, terms in terms_of.items()
-                for posting in self._posting_rows(thread, mid, terms, lists.get(mid, ([], [])))
+                for posting in self._posting_rows(thread, mid, terms)
             ),
         )
+        # The window lists of the new messages and of the stored ones whose windows
+        # changed, in one statement.
+        window_lists = {mid: lists.get(mid, ([], [])) for mid in ids}
+        window_terms: dict[int, Sequence[str]] = dict(terms_of)
         for tail, result in stored_changes.values():
             if not tail:
                 continue
             tail_terms = {m.id: m.terms for m in tail}
             self._set_wlens(conn, thread, {i: w for i, w in result.wlen.items() if i in tail_terms})
-            self._set_lists(
-                conn,
-                thread,
-                {i: v for i, v in result.lists.items() if i in tail_terms and i not in new_ids},
-                tail_terms,
-            )
+            for i, v in result.lists.items():
+                if i in tail_terms and i not in new_ids:
+                    window_lists[i] = v
+                    window_terms[i] = tail_terms[i]
+        self._set_lists(conn, thread, window_lists, window_terms)
         turn_df: Counter[str] = Counter()
         for terms in terms_of.values():
             turn_df.update(set(terms))

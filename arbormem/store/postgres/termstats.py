@@ -78,15 +78,17 @@ _PAIRS_SQL = (
     " %(inside)s::text[], %(ends)s::text[], %(starts)s::text[]) WITH ORDINALITY"
     " AS q(a, b, inside, ends, starts, ord)),"
     # The first term's postings, each with its message.
-    " pa AS MATERIALIZED (SELECT q.ord, p.scope_id, p.thread_id, p.doc, p.wids, m.terms,"
+    " pa AS MATERIALIZED (SELECT q.ord, p.scope_id, p.thread_id, p.doc, m.terms,"
     " m.archived, m.session_id, m.idx FROM q CROSS JOIN LATERAL (SELECT scope_id, thread_id,"
-    " doc, wids FROM turn_postings WHERE {in_scope} term = q.a"
+    " doc FROM turn_postings WHERE {in_scope} term = q.a"
     " OFFSET 0) p CROSS JOIN LATERAL (SELECT terms, archived, session_id, idx FROM messages"
     " WHERE id = p.doc AND scope_id = p.scope_id LIMIT 1) m),"
-    # Windows holding a message that has the pair inside it.
+    # Windows holding a message that has the pair inside it (the windows of the
+    # messages that pass, read by key).
     " hits AS (SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
-    " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
-    " WHERE (' ' || pa.terms || ' ') LIKE q.inside"
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
+    " AND w.doc = pa.doc AND (' ' || pa.terms || ' ') LIKE q.inside OFFSET 0) pw"
+    " CROSS JOIN LATERAL unnest(pw.wids) AS u(wid)"
     # Windows holding a message that ends with the first term and the next live
     # message of its session with any terms (a window's document skips those with
     # none), which starts with the second.
@@ -94,11 +96,15 @@ _PAIRS_SQL = (
     " CROSS JOIN LATERAL (SELECT n.id, n.terms FROM messages n WHERE n.scope_id = pa.scope_id"
     " AND n.session_id = pa.session_id AND n.idx > pa.idx AND NOT n.archived"
     " AND n.terms <> '' ORDER BY n.idx LIMIT 1) nx"
-    " CROSS JOIN LATERAL (SELECT pb.wids FROM turn_postings pb WHERE pb.scope_id = pa.scope_id"
-    " AND pb.thread_id = pa.thread_id AND pb.term = q.b AND pb.doc = nx.id LIMIT 1) pb"
-    " CROSS JOIN LATERAL unnest(pa.wids) AS u(wid)"
+    # (The next message starts with the second term, so it has that term's
+    # posting: its windows are those of the message.)
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
+    " AND w.doc = nx.id AND (nx.terms || ' ') LIKE q.starts LIMIT 1) pb"
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
+    " AND w.doc = pa.doc LIMIT 1) pw"
+    " CROSS JOIN LATERAL unnest(pw.wids) AS u(wid)"
     " WHERE NOT pa.archived AND (' ' || pa.terms) LIKE q.ends"
-    " AND (nx.terms || ' ') LIKE q.starts AND u.wid = ANY(pb.wids))"
+    " AND u.wid = ANY(pb.wids))"
     " SELECT q.ord, (SELECT count(*) FROM hits h WHERE h.ord = q.ord),"
     # The windows archived messages kept from before (see storage.md).
     " (SELECT count(*) FROM messages WHERE {in_scope} archived AND stale_window IS NOT NULL"
