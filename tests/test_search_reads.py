@@ -111,9 +111,11 @@ def test_a_write_to_another_users_thread_keeps_this_threads_reads(
         asked.append(list(rowids))
         return real(rowids)
 
-    monkeypatch.setattr(reads.backend, "rows", counting)
     m.add("Bob's kayak trip locker code is marlin", user="bob", session="b1")
     m.wait()
+    # Counted from here: the add's own background work (record extraction reads the
+    # rows its records cite) is not the search's.
+    monkeypatch.setattr(reads.backend, "rows", counting)
     after = _ranking(m)
     assert asked == []
     monkeypatch.undo()

@@ -202,7 +202,11 @@ class RecordKeeper:
                 for source in c.record.sources
                 if source in position
             }
-            kept = {r.message.id for r in self.backend.rows(sorted(cited_rows)).values()}
+            kept = (
+                {r.message.id for r in self.backend.rows(sorted(cited_rows)).values()}
+                if cited_rows
+                else set()
+            )
             for exchange, exchange_context, candidates in exchanges:
                 cited = _cited(candidates, kept)
                 if cited:
