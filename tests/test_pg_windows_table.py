@@ -19,6 +19,7 @@ from arbormem.store import Backend, NodeRow, Thread, open_store
 from arbormem.store.postgres import schema as pg_schema
 from arbormem.text import analyze
 
+from .test_pg_message_leaves import TO_SCHEMA_5
 from .test_postgres_ranking import T0, WORDS, _message
 
 QUERIES = [
@@ -147,7 +148,7 @@ def test_a_store_of_schema_4_is_migrated_and_searches_the_same(pg_url: str, seed
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("SET search_path TO arbormem")
-        for statement in pg_schema._statements(TO_SCHEMA_4):
+        for statement in pg_schema._statements(TO_SCHEMA_5 + ";" + TO_SCHEMA_4):
             conn.execute(statement)
         assert pg_schema.current_version(conn) == 4
         assert conn.execute("SELECT to_regclass('turn_windows')").fetchone() == (None,)

@@ -110,6 +110,10 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
             {**k, "ids": sorted(gone)},
         )
         conn.execute(
+            "DELETE FROM message_leaves WHERE scope_id = %(s)s AND message_id = ANY(%(ids)s)",
+            {**k, "ids": sorted(gone)},
+        )
+        conn.execute(
             "DELETE FROM message_vectors WHERE scope_id = %(s)s AND thread_id = %(t)s"
             " AND message_id = ANY(%(ids)s)",
             {**k, "ids": sorted(gone)},
@@ -323,7 +327,8 @@ class PostgresDeletes(PostgresImages, PostgresRecords, PostgresMessages):
                 " (SELECT 1 FROM sessions x WHERE x.scope_id = v.scope_id AND x.id = v.session_id)",
                 k,
             )
-            for table in ("turn_postings", "turn_windows", "node_postings", "lex_stats", "lex_df",
+            for table in ("turn_postings", "turn_windows", "message_leaves", "node_postings",
+                          "lex_stats", "lex_df",
                           "message_vectors", "vector_progress", "tree_nodes", "tree_state",
                           "tree_log", "session_state", "record_rows", "record_composites",
                           "record_cursors", "images"):  # fmt: skip

@@ -541,7 +541,14 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         # In a write transaction (tree upkeep), each message's leaf comes along: it
         # is asked for next (see PostgresTree.message_leaves).
         rows = self._read_rows(
-            thread, sql.replace(" FROM messages m", ", m.leaf_id FROM messages m", 1), args
+            thread,
+            sql.replace(
+                " FROM messages m",
+                ", p.leaf_id FROM messages m LEFT JOIN message_leaves p"
+                " ON p.message_id = m.id AND p.scope_id = m.scope_id",
+                1,
+            ),
+            args,
         )
         tx.leaves_seen.update((int(r[0]), r[-1]) for r in rows)
         return [row_of(r) for r in rows]

@@ -402,6 +402,29 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             INCLUDE (tf, len)
         """,
     ),
+    (
+        6,
+        "message placements in their topic-tree leaves move to message_leaves",
+        """
+        -- Placing a message in its leaf rewrote its whole row, which adds an entry to
+        -- each of the table's indexes (leaf_id was one of them, so no update could be
+        -- made in place): once per message of an import. A narrow row of its own is
+        -- written instead, and moved by one row when the message changes leaves.
+        CREATE TABLE message_leaves (
+            scope_id    bigint NOT NULL,
+            thread_id   bigint NOT NULL,
+            message_id  bigint NOT NULL,
+            leaf_id     bigint NOT NULL
+        );
+        INSERT INTO message_leaves (scope_id, thread_id, message_id, leaf_id)
+            SELECT scope_id, thread_id, id, leaf_id FROM messages WHERE leaf_id IS NOT NULL
+            ORDER BY id;
+        ALTER TABLE message_leaves ADD PRIMARY KEY (message_id, scope_id);
+        CREATE INDEX message_leaves_by_leaf ON message_leaves (scope_id, thread_id, leaf_id);
+        DROP INDEX messages_by_leaf;
+        ALTER TABLE messages DROP COLUMN leaf_id
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

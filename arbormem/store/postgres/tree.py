@@ -89,13 +89,18 @@ _UPDATE_NODES = (
 #: The leaves of the messages it placed, moving their trees' versions (see
 #: _leaves_moved), in one statement; it returns the threads it changed. Placing a
 #: message counts a write; moving a placed one to another leaf moves the epoch.
+#: A placement is a row of ``message_leaves`` (the message row is not rewritten):
+#: written once, and changed only when the message moves to another leaf.
 _PLACE_MESSAGES = (
     "WITH u AS (SELECT * FROM unnest(%s::int8[], %s::int8[]) AS u(id, leaf)),"
-    " was AS (SELECT m.scope_id, m.thread_id, m.leaf_id IS NOT NULL"
-    " AND m.leaf_id IS DISTINCT FROM u.leaf AS moved FROM messages m JOIN u ON m.id = u.id"
+    " was AS (SELECT m.scope_id, m.thread_id, u.id, u.leaf, l.leaf_id IS NOT NULL"
+    " AND l.leaf_id IS DISTINCT FROM u.leaf AS moved FROM messages m JOIN u ON m.id = u.id"
+    " LEFT JOIN message_leaves l ON l.message_id = m.id AND l.scope_id = m.scope_id"
     " WHERE m.id = ANY(%s::int8[])),"
-    " placed AS (UPDATE messages m SET leaf_id = u.leaf FROM u"
-    " WHERE m.id = ANY(%s::int8[]) AND m.id = u.id),"
+    " placed AS (INSERT INTO message_leaves (scope_id, thread_id, message_id, leaf_id)"
+    " SELECT scope_id, thread_id, id, leaf FROM was ORDER BY id"
+    " ON CONFLICT (message_id, scope_id) DO UPDATE SET leaf_id = excluded.leaf_id"
+    " WHERE message_leaves.leaf_id IS DISTINCT FROM excluded.leaf_id),"
     " trees AS (SELECT scope_id, thread_id, bool_or(moved) AS moved FROM was"
     " GROUP BY scope_id, thread_id),"
     " bumped AS (UPDATE tree_state x SET version = CASE WHEN t.moved THEN "
@@ -103,6 +108,11 @@ _PLACE_MESSAGES = (
     + " ELSE x.version + 1 END FROM trees t WHERE x.scope_id = t.scope_id"
     " AND x.thread_id = t.thread_id)"
     " SELECT thread_id FROM trees"
+)
+
+#: The messages of a thread's leaves ``%(l)s`` (``m`` joined with its placement ``l``).
+_IN_LEAVES = (
+    "l.scope_id = %(s)s AND l.thread_id = %(t)s AND l.leaf_id = ANY(%(l)s) AND m.thread_id = %(t)s"
 )
 
 #: Node ids a process takes from the sequence at a time (see PostgresTree._node_ids).
@@ -366,7 +376,7 @@ class PostgresTree(PostgresLexical):
         if not placed:
             return lambda: None
         ids = int_array(placed)
-        moved = conn.execute(_PLACE_MESSAGES, (ids, int_array(placed.values()), ids, ids))
+        moved = conn.execute(_PLACE_MESSAGES, (ids, int_array(placed.values()), ids))
 
         def done() -> None:
             # The threads whose messages moved: their change counters move at the commit.
@@ -432,7 +442,8 @@ class PostgresTree(PostgresLexical):
             # Written before the rows go: the postings to delete are read from them.
             self._settle_node_docs()
             conn.execute(
-                "UPDATE messages SET leaf_id = NULL WHERE scope_id = %(s)s AND leaf_id = ANY(%(i)s)",
+                "DELETE FROM message_leaves WHERE scope_id = %(s)s AND thread_id = %(t)s"
+                " AND leaf_id = ANY(%(i)s)",
                 {**k, "i": wanted},
             )
             self._new_epoch(conn, thread)
@@ -450,13 +461,23 @@ class PostgresTree(PostgresLexical):
         with self._writing() as conn:
             # With whether each was placed elsewhere before (read from the statement's
             # snapshot, before its write).
+            args = {"l": leaf_id, "i": [int(r) for r in rowids]}
             rows = conn.execute(
-                "WITH was AS (SELECT id, leaf_id FROM messages WHERE id = ANY(%(i)s))"
-                " UPDATE messages m SET leaf_id = %(l)s FROM was WHERE m.id = ANY(%(i)s)"
-                " AND m.id = was.id RETURNING m.thread_id, m.scope_id,"
-                " was.leaf_id IS NOT NULL AND was.leaf_id IS DISTINCT FROM %(l)s",
-                {"l": leaf_id, "i": [int(r) for r in rowids]},
+                "SELECT m.thread_id, m.scope_id, l.leaf_id IS NOT NULL"
+                " AND l.leaf_id IS DISTINCT FROM %(l)s FROM messages m LEFT JOIN message_leaves l"
+                " ON l.message_id = m.id AND l.scope_id = m.scope_id WHERE m.id = ANY(%(i)s)",
+                args,
             ).fetchall()
+            if leaf_id is None:
+                conn.execute("DELETE FROM message_leaves WHERE message_id = ANY(%(i)s)", args)
+            else:
+                conn.execute(
+                    "INSERT INTO message_leaves (scope_id, thread_id, message_id, leaf_id)"
+                    " SELECT scope_id, thread_id, id, %(l)s FROM messages WHERE id = ANY(%(i)s)"
+                    " ORDER BY id ON CONFLICT (message_id, scope_id) DO UPDATE"
+                    " SET leaf_id = excluded.leaf_id",
+                    args,
+                )
             self._leaves_moved(conn, rows)
 
     def set_message_leaves(self, leaves: Mapping[int, Sequence[int]]) -> None:
@@ -506,8 +527,9 @@ class PostgresTree(PostgresLexical):
             sessions = sorted(
                 int(r[0])
                 for r in conn.execute(
-                    "SELECT DISTINCT session_id FROM messages WHERE scope_id = %(s)s"
-                    " AND thread_id = %(t)s AND leaf_id = ANY(%(l)s)",
+                    "SELECT DISTINCT m.session_id FROM messages m JOIN message_leaves l"
+                    " ON l.message_id = m.id AND l.scope_id = m.scope_id"
+                    f" WHERE {_IN_LEAVES}",
                     k,
                 ).fetchall()
             )
@@ -515,8 +537,9 @@ class PostgresTree(PostgresLexical):
             changing = [
                 int(r[0])
                 for r in conn.execute(
-                    "SELECT id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
-                    " AND leaf_id = ANY(%(l)s) AND archived <> %(a)s",
+                    "SELECT m.id FROM messages m JOIN message_leaves l"
+                    " ON l.message_id = m.id AND l.scope_id = m.scope_id"
+                    f" WHERE {_IN_LEAVES} AND m.archived <> %(a)s",
                     k,
                 ).fetchall()
             ]
@@ -534,8 +557,8 @@ class PostgresTree(PostgresLexical):
                 k,
             )
             changed = conn.execute(
-                "UPDATE messages SET archived = %(a)s WHERE scope_id = %(s)s"
-                " AND thread_id = %(t)s AND leaf_id = ANY(%(l)s)",
+                "UPDATE messages m SET archived = %(a)s FROM message_leaves l"
+                f" WHERE l.message_id = m.id AND l.scope_id = m.scope_id AND {_IN_LEAVES}",
                 k,
             ).rowcount
             self._rebuild_windows(conn, thread, before)
@@ -613,8 +636,8 @@ class PostgresTree(PostgresLexical):
             return []
         with self._reading(thread) as conn:
             rows = conn.execute(
-                ROW_SELECT + " WHERE m.scope_id = %(s)s AND m.thread_id = %(t)s"
-                " AND m.leaf_id = ANY(%(l)s) ORDER BY m.idx",
+                ROW_SELECT + " JOIN message_leaves l ON l.message_id = m.id"
+                f" AND l.scope_id = m.scope_id WHERE {_IN_LEAVES} ORDER BY m.idx",
                 {**self._keys(thread), "l": ids},
             ).fetchall()
         return [row_of(r) for r in rows]
@@ -640,8 +663,10 @@ class PostgresTree(PostgresLexical):
             return [
                 int(r[0])
                 for r in conn.execute(
-                    "SELECT leaf_id FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
-                    f" AND leaf_id IS NOT NULL GROUP BY leaf_id HAVING {having} ORDER BY leaf_id",
+                    "SELECT l.leaf_id FROM message_leaves l JOIN messages m"
+                    " ON m.id = l.message_id AND m.scope_id = l.scope_id"
+                    " WHERE l.scope_id = %(s)s AND l.thread_id = %(t)s"
+                    f" GROUP BY l.leaf_id HAVING {having} ORDER BY l.leaf_id",
                     self._keys(thread),
                 ).fetchall()
             ]
@@ -662,8 +687,7 @@ class PostgresTree(PostgresLexical):
                 return {
                     int(r[0]): int(r[1])
                     for r in conn.execute(
-                        "SELECT id, leaf_id FROM messages WHERE id = ANY(%s)"
-                        " AND leaf_id IS NOT NULL",
+                        "SELECT message_id, leaf_id FROM message_leaves WHERE message_id = ANY(%s)",
                         (missing,),
                     ).fetchall()
                 }
@@ -765,9 +789,10 @@ class PostgresTree(PostgresLexical):
                 "its child count disagrees with its children",
             ),
             (
-                "SELECT m.leaf_id FROM messages m LEFT JOIN tree_nodes l ON l.id = m.leaf_id"
-                " AND l.scope_id = m.scope_id WHERE m.scope_id = %(s)s AND m.thread_id = %(t)s"
-                " AND m.leaf_id IS NOT NULL AND (l.id IS NULL OR l.kind <> 'leaf'"
+                "SELECT p.leaf_id FROM message_leaves p JOIN messages m ON m.id = p.message_id"
+                " AND m.scope_id = p.scope_id LEFT JOIN tree_nodes l ON l.id = p.leaf_id"
+                " AND l.scope_id = p.scope_id WHERE p.scope_id = %(s)s AND p.thread_id = %(t)s"
+                " AND (l.id IS NULL OR l.kind <> 'leaf'"
                 " OR l.thread_id <> m.thread_id OR m.idx < l.first_index"
                 " OR m.idx > l.last_index) LIMIT 5",
                 "a message points at it as its leaf but it is no leaf holding that message",
@@ -788,8 +813,9 @@ class PostgresTree(PostgresLexical):
                 for (node_id,) in conn.execute(sql, k).fetchall():
                     problems.append((int(node_id) or None if node_id is not None else None, reason))
             orphan = conn.execute(
-                "SELECT idx FROM messages WHERE scope_id = %(s)s AND thread_id = %(t)s"
-                " AND leaf_id IS NULL ORDER BY idx LIMIT 1",
+                "SELECT m.idx FROM messages m WHERE m.scope_id = %(s)s AND m.thread_id = %(t)s"
+                " AND NOT EXISTS (SELECT 1 FROM message_leaves l WHERE l.message_id = m.id"
+                " AND l.scope_id = m.scope_id) ORDER BY m.idx LIMIT 1",
                 k,
             ).fetchone()
             if orphan:
