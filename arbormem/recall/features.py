@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from functools import lru_cache
 from itertools import pairwise, repeat
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -265,6 +265,20 @@ class RowVectors:
         return out, present
 
 
+class Shape(NamedTuple):
+    """What a turn's neighbourhood says whatever the question."""
+
+    #: The row ids of the neighbourhood, in thread order.
+    rids: tuple[int, ...]
+    #: The turn's place among them (-1 when it is not there).
+    pos: int
+    #: The turn and those just before and after it (positions one off), whose
+    #: vectors the dense features read.
+    near: tuple[int, ...]
+    #: Whether the turn opens its session (no earlier turn in the neighbourhood).
+    opens: bool
+
+
 class DocStats:
     """Full-text documents split into terms, kept between searches.
 
@@ -281,8 +295,8 @@ class DocStats:
         #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
         #: 2i + 1): one small number a turn, whatever was asked of it.
         self._says: dict[str, int] = {}
-        #: Per row id, its neighbourhood (the object) and what :meth:`shape` made of it.
-        self._shapes: dict[int, tuple[Sequence[tuple[int, int, str]], tuple[int, ...], int]] = {}
+        #: Per row id, its neighbourhood (the object), its position and its shape.
+        self._shapes: dict[int, tuple[Sequence[tuple[int, int, str]], int, Shape]] = {}
 
     def get(self, text: str) -> tuple[str, ...]:
         """The terms in order."""
@@ -311,22 +325,27 @@ class DocStats:
             found = self.kept_counts[text] = (len(toks), tally)
         return found
 
-    def shape(
-        self, rowid: int, neighbourhood: Sequence[tuple[int, int, str]]
-    ) -> tuple[tuple[int, ...], int]:
-        """The row ids of a turn's neighbourhood and the turn's place among them (-1
-        when it is not there). Kept for the neighbourhood object itself (the one
-        :class:`~arbormem.recall.reads.SearchReads` hands every search while the
-        store is unchanged): another object, even equal, is read again."""
+    def shape(self, rowid: int, index: int, neighbourhood: Sequence[tuple[int, int, str]]) -> Shape:
+        """What a turn's neighbourhood says whatever the question (see :class:`Shape`);
+        ``index`` is the turn's position in its thread. Kept for the neighbourhood
+        object itself (the one :class:`~arbormem.recall.reads.SearchReads` hands every
+        search while the searched threads are unchanged, a new one after any change):
+        another object, even an equal one, is read again."""
         found = self._shapes.get(rowid)
-        if found is not None and found[0] is neighbourhood:
-            return found[1], found[2]
+        if found is not None and found[0] is neighbourhood and found[1] == index:
+            return found[2]
         if len(self._shapes) >= self.max_docs:
             self._shapes.clear()
         rids = tuple([rid for rid, _, _ in neighbourhood])
-        pos = rids.index(rowid) if rowid in rids else -1
-        self._shapes[rowid] = (neighbourhood, rids, pos)
-        return rids, pos
+        made = Shape(
+            rids,
+            rids.index(rowid) if rowid in rids else -1,
+            tuple([rid for rid, idx, _ in neighbourhood if index - 1 <= idx <= index + 1]),
+            # (A neighbourhood is in thread order: its first turn is its earliest.)
+            bool(neighbourhood) and neighbourhood[0][1] >= index,
+        )
+        self._shapes[rowid] = (neighbourhood, index, made)
+        return made
 
     def says(self, kind: str, content: str) -> bool:
         """Whether a turn's content states a time (``when``), holds a number
@@ -452,12 +471,13 @@ def features(
     opens = [0.0] * n
     padding = [n_docs] * width
     shape_of = docs.shape
+    rows = cands.rows
     for i, rowid in enumerate(ids):
         neighbourhood = around.get(rowid)
         if not neighbourhood:
             member_slots += padding
             continue
-        rids, pos = shape_of(rowid, neighbourhood)
+        rids, pos, _, opens_session = shape_of(rowid, rows[rowid].message.index, neighbourhood)
         member_slots += map(slot.__getitem__, rids)
         member_slots += padding[len(rids) :]
         if rowid in slot:
@@ -469,8 +489,7 @@ def features(
             if pos + 1 < len(rids):
                 next_ids[i] = rids[pos + 1]
                 next_at[i] = slot[rids[pos + 1]]
-        # (A neighbourhood is in thread order: its first turn is its earliest.)
-        if neighbourhood[0][1] >= cands.rows[rowid].message.index:
+        if opens_session:
             opens[i] = 1.0
     members = np.asarray(member_slots, dtype=np.int64).reshape(n, width)
     own = np.asarray(own_at, dtype=np.int64)

@@ -426,6 +426,7 @@ class Retriever:
             else [f for f in ("cov_topic", "cov_sess") if weights.get(f)],
             vectors=vectors if cfg.dense else None,
             trees=trees,
+            docs=self.docs,
         )
 
         lexical: list[int] | None = None
