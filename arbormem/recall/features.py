@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from functools import lru_cache
 from itertools import pairwise, repeat
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -265,6 +265,20 @@ class RowVectors:
         return out, present
 
 
+class Shape(NamedTuple):
+    """What a turn's neighbourhood says whatever the question."""
+
+    #: The row ids of the neighbourhood, in thread order.
+    rids: tuple[int, ...]
+    #: The turn's place among them (-1 when it is not there).
+    pos: int
+    #: The turn and those just before and after it (positions one off), whose
+    #: vectors the dense features read.
+    near: tuple[int, ...]
+    #: Whether the turn opens its session (no earlier turn in the neighbourhood).
+    opens: bool
+
+
 class DocStats:
     """Full-text documents split into terms, kept between searches.
 
@@ -277,10 +291,12 @@ class DocStats:
         self.max_docs = max_docs
         self._docs: dict[str, tuple[str, ...]] = {}
         #: Per document, its length and how often each of its terms occurs in it.
-        self._counts: dict[str, tuple[int, dict[str, int]]] = {}
+        self.kept_counts: dict[str, tuple[int, dict[str, int]]] = {}
         #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
         #: 2i + 1): one small number a turn, whatever was asked of it.
         self._says: dict[str, int] = {}
+        #: Per row id, its neighbourhood (the object), its position and its shape.
+        self._shapes: dict[int, tuple[Sequence[tuple[int, int, str]], int, Shape]] = {}
 
     def get(self, text: str) -> tuple[str, ...]:
         """The terms in order."""
@@ -298,16 +314,38 @@ class DocStats:
         """The document's length in terms and each term's count in it: a query term's
         frequency is then one look-up, where counting it in the terms read them all
         (long messages of real chats made that a large share of a search)."""
-        found = self._counts.get(text)
+        found = self.kept_counts.get(text)
         if found is None:
-            if len(self._counts) >= self.max_docs:
-                self._counts.clear()
+            if len(self.kept_counts) >= self.max_docs:
+                self.kept_counts.clear()
             toks = text.split()
             tally: dict[str, int] = {}
             for t in toks:
                 tally[t] = tally.get(t, 0) + 1
-            found = self._counts[text] = (len(toks), tally)
+            found = self.kept_counts[text] = (len(toks), tally)
         return found
+
+    def shape(self, rowid: int, index: int, neighbourhood: Sequence[tuple[int, int, str]]) -> Shape:
+        """What a turn's neighbourhood says whatever the question (see :class:`Shape`);
+        ``index`` is the turn's position in its thread. Kept for the neighbourhood
+        object itself (the one :class:`~arbormem.recall.reads.SearchReads` hands every
+        search while the searched threads are unchanged, a new one after any change):
+        another object, even an equal one, is read again."""
+        found = self._shapes.get(rowid)
+        if found is not None and found[0] is neighbourhood and found[1] == index:
+            return found[2]
+        if len(self._shapes) >= self.max_docs:
+            self._shapes.clear()
+        rids = tuple([rid for rid, _, _ in neighbourhood])
+        made = Shape(
+            rids,
+            rids.index(rowid) if rowid in rids else -1,
+            tuple([rid for rid, idx, _ in neighbourhood if index - 1 <= idx <= index + 1]),
+            # (A neighbourhood is in thread order: its first turn is its earliest.)
+            bool(neighbourhood) and neighbourhood[0][1] >= index,
+        )
+        self._shapes[rowid] = (neighbourhood, index, made)
+        return made
 
     def says(self, kind: str, content: str) -> bool:
         """Whether a turn's content states a time (``when``), holds a number
@@ -380,7 +418,10 @@ def features(
     # for "no document" (all zero).
     text_of = {rid: text for neighbourhood in around.values() for rid, _, text in neighbourhood}
     slot = {rid: d for d, rid in enumerate(text_of)}
-    tallies = list(map(docs.counts, text_of.values()))
+    # (The kept counts looked up here, the method only for those not kept: a call
+    # for each of a search's few hundred documents cost more than the look-up.)
+    kept_counts = docs.kept_counts
+    tallies = [kept_counts.get(text) or docs.counts(text) for text in text_of.values()]
     lengths = [size for size, _ in tallies]
     n_docs = len(lengths)
     tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
@@ -420,34 +461,37 @@ def features(
     # Candidates' neighbourhoods as rows of document slots, padded with "no document".
     width = max(max((len(around.get(r, ())) for r in ids), default=0), 1)
     # Python lists filled in the loop, arrays at the end: a numpy item set costs more.
-    member_rows: list[list[int]] = []
+    # The slots of the candidates' neighbourhoods one after the other, ``width`` each.
+    member_slots: list[int] = []
     own_at = [n_docs] * n
     prev_at = [n_docs] * n
     next_at = [n_docs] * n
     prev_ids: list[int | None] = [None] * n
     next_ids: list[int | None] = [None] * n
     opens = [0.0] * n
+    padding = [n_docs] * width
+    shape_of = docs.shape
+    rows = cands.rows
     for i, rowid in enumerate(ids):
-        neighbourhood = around.get(rowid, [])
+        neighbourhood = around.get(rowid)
         if not neighbourhood:
-            member_rows.append([n_docs] * width)
+            member_slots += padding
             continue
-        rids = [rid for rid, _, _ in neighbourhood]
-        member_rows.append([*map(slot.__getitem__, rids), *[n_docs] * (width - len(rids))])
+        rids, pos, _, opens_session = shape_of(rowid, rows[rowid].message.index, neighbourhood)
+        member_slots += map(slot.__getitem__, rids)
+        member_slots += padding[len(rids) :]
         if rowid in slot:
             own_at[i] = slot[rowid]
-        if rowid in rids:
-            pos = rids.index(rowid)
+        if pos >= 0:
             if pos > 0:
                 prev_ids[i] = rids[pos - 1]
                 prev_at[i] = slot[rids[pos - 1]]
             if pos + 1 < len(rids):
                 next_ids[i] = rids[pos + 1]
                 next_at[i] = slot[rids[pos + 1]]
-        # (A neighbourhood is in thread order: its first turn is its earliest.)
-        if neighbourhood[0][1] >= cands.rows[rowid].message.index:
+        if opens_session:
             opens[i] = 1.0
-    members = np.asarray(member_rows, dtype=np.int64)
+    members = np.asarray(member_slots, dtype=np.int64).reshape(n, width)
     own = np.asarray(own_at, dtype=np.int64)
     prev = np.asarray(prev_at, dtype=np.int64)
     nxt = np.asarray(next_at, dtype=np.int64)
@@ -506,9 +550,15 @@ def features(
         # The four columns in one step, each candidate's values read by one map.
         empty: Mapping[str, float] = {}
         zeros = [0.0] * len(TREE_FEATURES)
-        X[:, [col(name) for name in TREE_FEATURES]] = [
-            list(map((tree.get(rowid) or empty).get, TREE_FEATURES, zeros)) for rowid in ids
+        # (One flat list made an array: numpy reads a list of lists row by row.)
+        flat = [
+            value
+            for rowid in ids
+            for value in map((tree.get(rowid) or empty).get, TREE_FEATURES, zeros)
         ]
+        X[:, [col(name) for name in TREE_FEATURES]] = np.asarray(flat, dtype=np.float64).reshape(
+            n, len(TREE_FEATURES)
+        )
     if qvec is not None:
         _dense_features(X, ids, prev_ids, next_ids, qvec, vector_of, centroid_of)
     for name in MAXNORM:

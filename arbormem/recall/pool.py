@@ -13,11 +13,12 @@ gives the same features.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from arbormem.deep import DenseSource
-from arbormem.recall.features import WINDOW, Candidates, RowVectors
+from arbormem.recall.features import WINDOW, Candidates, DocStats, RowVectors
 from arbormem.recall.reads import Near, SearchReads
 from arbormem.store.types import Row, Thread
 from arbormem.tree.recall import TreeRecall
@@ -30,7 +31,8 @@ class CandidatePool:
     candidate (see :meth:`TreeRecall.turn_signals`, ``coverage`` as there) from
     the topic ``segment_hits`` given to :meth:`set_topics`. ``vectors``: each
     candidate's vector, its neighbours' and its session's centroid are read
-    from that source."""
+    from that source. ``trees``: the search's trees (see :meth:`TreeRecall.held`). ``docs``: where
+    the neighbourhoods' shapes are kept between searches (see :meth:`DocStats.shape`)."""
 
     def __init__(
         self,
@@ -41,6 +43,8 @@ class CandidatePool:
         terms: Sequence[str] = (),
         coverage: bool | Collection[str] = True,
         vectors: DenseSource | None = None,
+        trees: dict[int, Any] | None = None,
+        docs: DocStats | None = None,
     ) -> None:
         self.reads = reads
         self.mark = mark
@@ -49,6 +53,8 @@ class CandidatePool:
         self.terms = list(terms)
         self.coverage = coverage
         self.vectors = vectors
+        self.trees: dict[int, Any] = {} if trees is None else trees
+        self.docs = docs or DocStats()
         self.segment_hits: list[tuple[int, float]] = []
         self._by_scope = {(t.user, t.agent): t for t in threads}
         #: Every row id offered, kept or not (see :meth:`add`).
@@ -116,7 +122,12 @@ class CandidatePool:
             todo = self.rowids[self._signalled :]
             self.signals.update(
                 self.tree.turn_signals(
-                    self.threads, self.terms, todo, self.segment_hits, coverage=self.coverage
+                    self.threads,
+                    self.terms,
+                    todo,
+                    self.segment_hits,
+                    coverage=self.coverage,
+                    held=self.trees,
                 )
             )
             self._signalled = len(self.rowids)
@@ -129,16 +140,20 @@ class CandidatePool:
         turn just before and after), and their sessions' centroids."""
         assert self.vectors is not None
         rows, around, have = self.rows, self.around, self._vec_at
+        alone = len(self.threads) == 1
         for thread in self.threads:
-            mine = [r for r in kept if self.thread_of[r].id == thread.id]
+            # (Every candidate is of the one searched thread when there is one.)
+            mine = kept if alone else [r for r in kept if self.thread_of[r].id == thread.id]
             if not mine:
                 continue
             # Each candidate and the turns just before and after it, less what an
             # earlier step read (a row's vector is the same whichever step reads it).
             near: set[int] = set(mine)
+            shape_of = self.docs.shape
             for r in mine:
-                pos = rows[r].message.index
-                near.update([rid for rid, idx, _ in around.get(r, ()) if pos - 1 <= idx <= pos + 1])
+                neighbourhood = around.get(r)
+                if neighbourhood:
+                    near.update(shape_of(r, rows[r].message.index, neighbourhood).near)
             wanted = sorted(near.difference(have))
             if wanted:
                 ok, vecs = self.vectors.vectors_at(thread, np.asarray(wanted, dtype=np.int64))

@@ -411,6 +411,8 @@ class Retriever:
         # reading of their candidates (see recall/pool.py).
         aside = ("dense",) if big or question.deep else ()
         tree_on = self.tree is not None and bool(question.terms)
+        # The topic trees as this search first reads them, for every later step.
+        trees: dict[int, Any] = {}
         # Fitting (``every_feature``) needs them all; ranking skips what weighs nothing.
         weights = self.weights(cfg, deep=question.deep)
         pool = CandidatePool(
@@ -423,6 +425,8 @@ class Retriever:
             if every_feature
             else [f for f in ("cov_topic", "cov_sess") if weights.get(f)],
             vectors=vectors if cfg.dense else None,
+            trees=trees,
+            docs=self.docs,
         )
 
         lexical: list[int] | None = None
@@ -432,13 +436,13 @@ class Retriever:
             # neighbourhoods, then their topic signals and vectors if it still runs.
             nonlocal lexical
             pool.set_topics(done.get("topics", []))
-            lexical = self._lexical_found(threads, done, allowed, cfg)
+            lexical = self._lexical_found(threads, done, allowed, cfg, trees)
             pool.add(lexical, more=running)
 
         done = self._gather(jobs, aside=aside, meanwhile=read_lexical, crowded=not alone)
         if lexical is None:  # nothing ran beside this thread, or it had finished
             pool.set_topics(done.get("topics", []))
-            lexical = self._lexical_found(threads, done, allowed, cfg)
+            lexical = self._lexical_found(threads, done, allowed, cfg, trees)
         qvec: np.ndarray | None = None
         nearest: list[int] = []
         rows: dict[int, Row] = {}
@@ -468,9 +472,11 @@ class Retriever:
         done: Mapping[str, Any],
         allowed: np.ndarray | None,
         cfg: RecallConfig,
+        trees: dict[int, Any] | None = None,
     ) -> list[int]:
         """The full-text and topic candidates of the sources' results ``done``, in
-        order: turns, windows, dates, then the turns of the best topics."""
+        order: turns, windows, dates, then the turns of the best topics (``trees``:
+        the search's, see :meth:`TreeRecall.held`)."""
         found: dict[int, None] = {}
         for key in ("turn", "window"):
             for rowid, _ in done.get(key, []):
@@ -479,7 +485,9 @@ class Retriever:
             for rowid, _ in hits:
                 found[rowid] = None
         if self.tree is not None and cfg.lexical and cfg.topic_candidates > 0:
-            expanded = self.tree.expand(threads, done.get("topics", []), cfg.topic_candidates)
+            expanded = self.tree.expand(
+                threads, done.get("topics", []), cfg.topic_candidates, held=trees
+            )
             if allowed is not None:
                 permitted = set(allowed.tolist())
                 expanded = [r for r in expanded if r in permitted]

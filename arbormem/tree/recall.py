@@ -392,6 +392,21 @@ class TreeRecall:
             self._cache[thread.id] = fresh
             return fresh
 
+    def held(
+        self, threads: Sequence[Thread], held: dict[int, _ThreadCache] | None
+    ) -> dict[int, _ThreadCache]:
+        """The threads' caches for one search: those in ``held`` (a search's own
+        dict, filled here), the others as of the threads' current versions. A search
+        asks for them two or three times (its topic signals in one or two steps, its
+        topics' turns): each asking read the thread's state and tree version again,
+        and one tree for the whole search is what :meth:`paths` does too."""
+        if held is None:
+            return {t.id: self._nodes(t) for t in threads}
+        for t in threads:
+            if t.id not in held:
+                held[t.id] = self._nodes(t)
+        return held
+
     def _structure(self, version: tuple[int, int]) -> tuple[int, int] | None:
         """What of a (generation, tree version) the tree's growth leaves alone: the
         generation and the structure epoch; None without epochs (nothing is)."""
@@ -537,6 +552,7 @@ class TreeRecall:
         rowids: Sequence[int],
         hits: Sequence[tuple[int, float]],
         coverage: bool | Collection[str] = True,
+        held: dict[int, _ThreadCache] | None = None,
     ) -> dict[int, dict[str, float]]:
         """Topic evidence for each turn: ``bm_topic`` and ``bm_sess``, the normalised
         BM25 of the content of its own topic and of its session's topic (from
@@ -545,7 +561,8 @@ class TreeRecall:
         answered by a topic, not by one turn). ``coverage=False`` leaves the last
         two out: they read each topic's whole text, which costs most when the
         ranker gives them no weight; a collection of their names keeps only those
-        (the topics whose text is read are then only the ones they need)."""
+        (the topics whose text is read are then only the ones they need).
+        ``held``: the search's trees, as :meth:`held` keeps them."""
         if not terms or not rowids:
             return {}
         covered: tuple[str, ...]
@@ -555,10 +572,10 @@ class TreeRecall:
             covered = tuple(c for c in ("cov_topic", "cov_sess") if c in coverage)
         top = hits[0][1] if hits else 1.0
         score = {node: s / top for node, s in hits}
-        held = {t.id: self._nodes(t) for t in threads}
-        caches = {tid: cache.nodes for tid, cache in held.items()}
+        mine = self.held(threads, held)
+        caches = {t.id: mine[t.id].nodes for t in threads}
         structures = tuple(
-            (tid, self._structure(c.version) or c.version) for tid, c in held.items()
+            (t.id, self._structure(mine[t.id].version) or mine[t.id].version) for t in threads
         )
         leaves = self._leaves_of(structures, rowids)
         wanted = list(set(leaves.values()))
@@ -653,13 +670,16 @@ class TreeRecall:
         hits: Sequence[tuple[int, float]],
         topics: int,
         per_topic: int = 24,
+        held: dict[int, _ThreadCache] | None = None,
     ) -> list[int]:
         """Turns of the topics whose content best matches the query (``hits``):
-        candidates a turn-level search can miss when no single turn carries the words."""
+        candidates a turn-level search can miss when no single turn carries the words.
+        ``held``: the search's trees, as :meth:`held` keeps them."""
         if topics <= 0:
             return []
         out: list[int] = []
-        caches = [(t, self._nodes(t).nodes) for t in threads]
+        mine = self.held(threads, held)
+        caches = [(t, mine[t.id].nodes) for t in threads]
         seen = 0
         for i, (node_id, _) in enumerate(hits):
             if i % _EXPAND_AHEAD == 0:

@@ -118,7 +118,10 @@ class SQLiteConnection(StoreCore):
         #: Reads in flight per thread: close() waits for other threads' reads to end
         #: before closing their connections (closing one mid-read crashed the process).
         self._active: dict[int, int] = {}
-        self._idle = threading.Condition(threading.Lock())
+        # Reads take the condition's lock itself: the condition's own ``with`` is a
+        # Python call more at each end of each of a search's thirty-odd reads.
+        self._idle_lock = threading.Lock()
+        self._idle = threading.Condition(self._idle_lock)
         if not self.read_only and not self._memory and refuses_writes(self.path):
             # SQLite would open it read-only without a word, and fail at the first write.
             if read_only is False:
@@ -531,7 +534,7 @@ class _Read:
         me = self.me = threading.get_ident()
         if s._immutable:
             s._check_unchanged()
-        with s._idle:
+        with s._idle_lock:
             if s._closed and not s._owns_transaction():
                 raise StoreError(f"{s.path} is closed")
             s._active[me] = s._active.get(me, 0) + 1
@@ -562,7 +565,7 @@ class _Read:
 
     def _end(self) -> None:
         s, me = self.store, self.me
-        with s._idle:
+        with s._idle_lock:
             left = s._active[me] - 1
             if left:
                 s._active[me] = left
