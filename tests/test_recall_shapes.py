@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from arbormem import Memory
-from arbormem.embed import HashingEmbedder
 from arbormem.recall.features import DocStats
+from tests.test_search_reads import _chat, _open
 
 QUERY = "kayak trip swordfish locker paddles"
 
@@ -43,10 +43,6 @@ def test_an_empty_neighbourhood_has_no_neighbours() -> None:
     assert shape.rids == () and shape.pos == -1 and shape.near == () and not shape.opens
 
 
-def _open(path: Path) -> Memory:
-    return Memory(path, embedder=HashingEmbedder(64), llm=None, user="alice", agent="bot")
-
-
 def _ranking(m: Memory) -> list[tuple[str, float, dict[str, float]]]:
     return [(h.message.id, h.score, h.signals) for h in m.search(QUERY, k=10)]
 
@@ -54,17 +50,7 @@ def _ranking(m: Memory) -> list[tuple[str, float, dict[str, float]]]:
 def test_a_write_by_another_process_is_seen_by_the_next_search(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     m = _open(path)
-    msgs: list[Any] = m.add_many(
-        [
-            {"role": "user", "content": "We are planning a kayak trip for the spring"},
-            {"role": "assistant", "content": "A spring kayak trip sounds lovely."},
-            {"role": "user", "content": "My locker code for the trip is swordfish"},
-            {"role": "assistant", "content": "Noted: the locker code is swordfish."},
-            {"role": "user", "content": "I still need paddles for the kayak"},
-            {"role": "assistant", "content": "Light paddles pack well for a trip."},
-        ],
-        session="s1",
-    )
+    msgs: list[Any] = _chat(m)
     m.wait()
     before = _ranking(m)
     assert any(mid == msgs[3].id for mid, _, _ in before)

@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,19 @@ def fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     worker.shutdown()
     yield
     worker.shutdown()
+
+
+def _lines_as_messages(times: int) -> list[dict[str, Any]]:
+    """LINES repeated ``times`` over, as messages a minute apart from T0."""
+    return [
+        {
+            "content": text,
+            "speaker": who,
+            "role": "user" if who == "Sam" else "assistant",
+            "timestamp": T0 + timedelta(minutes=i),
+        }
+        for i, (who, text) in enumerate(LINES * times)
+    ]
 
 
 def test_the_helper_gives_the_candidates_the_calling_thread_gives() -> None:
@@ -359,15 +373,7 @@ def test_a_backlog_is_read_and_written_in_one_batch(
     # keeper.BULK_BATCH) in one transaction, not a helper's piece at a time, or it
     # falls behind the load in proportion.
     monkeypatch.setattr(keeper_module, "PATTERN_BATCH", 16)
-    msgs = [
-        {
-            "content": text,
-            "speaker": who,
-            "role": "user" if who == "Sam" else "assistant",
-            "timestamp": T0 + timedelta(minutes=i),
-        }
-        for i, (who, text) in enumerate(LINES * 10)
-    ]
+    msgs = _lines_as_messages(10)
     with Memory(
         tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
     ) as mem:
@@ -437,15 +443,7 @@ def test_closing_behind_extraction_says_how_far_it_is(
 
     monkeypatch.setattr(keeper_module, "BULK_BATCH", 16)
     monkeypatch.setattr(keeper_module, "NOTE_SECONDS", 0.0)
-    msgs = [
-        {
-            "content": text,
-            "speaker": who,
-            "role": "user" if who == "Sam" else "assistant",
-            "timestamp": T0 + timedelta(minutes=i),
-        }
-        for i, (who, text) in enumerate(LINES * 10)
-    ]
+    msgs = _lines_as_messages(10)
     mem = Memory(tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None)
     keeper = mem.engine.records
     monkeypatch.setattr(keeper, "schedule", lambda thread: None)
