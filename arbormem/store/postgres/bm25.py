@@ -91,27 +91,17 @@ def _hits_sql(key: str) -> str:
             + f") AS score FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS}) p GROUP BY p.doc"
         )
     # A window's frequency of a term is the sum of its members' (each posting's
-    # message lists its windows in ``turn_windows``); its members lie at most
-    # ``window_reach`` ids before it. The postings are numbered as they come (each
-    # term's in the key's order), the lists of their distinct messages read in one
-    # pass over the lists' key (in message order: a lookup per posting descended
-    # the key about a thousand times a search, nearly all for messages of their
-    # own), then joined back and summed in the postings' order, on which the
-    # windows' floating-point sums depend. The join is an outer one (every
-    # posting's message has its row) so that the planner counts as many rows as
-    # postings, as it did for the lookups: the sums' grouping keeps the plan it had.
+    # message lists its windows in ``turn_windows``, read by its key for each
+    # posting, in the postings' order); its members lie at most ``window_reach``
+    # ids before it.
     return (
-        "WITH pp AS MATERIALIZED (SELECT p.scope_id, p.doc, p.tf, q.ord, q.idf,"
-        f" row_number() OVER () AS seq FROM {TERMS} CROSS JOIN LATERAL"
-        f" ({POSTINGS.replace('%(after)s', '%(from)s')}) p)"
-        " SELECT wid AS id, sum("
+        "SELECT wid AS id, sum("
         + SCORE.format(tf="tf", length="wlen")
         + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
-        " (SELECT unnest(w.wids) AS wid, unnest(w.wlens) AS wlen, w.ord, w.idf, w.tf FROM"
-        " (SELECT w.wids, w.wlens, pp.ord, pp.idf, pp.tf FROM pp LEFT JOIN turn_windows w"
-        " ON w.scope_id = pp.scope_id AND w.doc = pp.doc AND w.scope_id = ANY(%(s)s)"
-        " AND w.doc = ANY(ARRAY(SELECT DISTINCT doc FROM pp ORDER BY doc))"
-        " ORDER BY pp.seq OFFSET 0) w)"
+        " (SELECT unnest(w.wids) AS wid, unnest(w.wlens) AS wlen, q.ord, q.idf, p.tf"
+        f" FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS.replace('%(after)s', '%(from)s')}) p"
+        " CROSS JOIN LATERAL (SELECT wids, wlens FROM turn_windows w WHERE"
+        " w.scope_id = p.scope_id AND w.doc = p.doc OFFSET 0) w)"
         " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
         " GROUP BY wid"
     )
