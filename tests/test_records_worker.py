@@ -327,15 +327,7 @@ def test_the_records_found_do_not_depend_on_how_many_messages_a_batch_reads(
     # Without an LLM a batch's size is only a cost (see keeper.BULK_BATCH), and so is
     # the size of the pieces it is sent to the helper in (keeper.PATTERN_BATCH): the
     # records, their sources and their history come out the same.
-    msgs = [
-        {
-            "content": text,
-            "speaker": who,
-            "role": "user" if who == "Sam" else "assistant",
-            "timestamp": T0 + timedelta(minutes=i),
-        }
-        for i, (who, text) in enumerate(LINES * 2)
-    ]
+    msgs = _lines_as_messages(2)
 
     def records(name: str) -> list[tuple[object, ...]]:
         with Memory(tmp_path / name, embedder=HashingEmbedder(32), llm=None) as mem:
@@ -399,15 +391,7 @@ def test_a_backlog_is_read_and_written_in_one_batch(
 def test_a_message_forgotten_while_its_batch_is_extracted_is_not_cited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    msgs = [
-        {
-            "content": text,
-            "speaker": who,
-            "role": "user" if who == "Sam" else "assistant",
-            "timestamp": T0 + timedelta(minutes=i),
-        }
-        for i, (who, text) in enumerate(LINES)
-    ]
+    msgs = _lines_as_messages(1)
     with Memory(
         tmp_path / "m.db", user="sam", agent="bot", embedder=HashingEmbedder(32), llm=None
     ) as mem:
