@@ -367,3 +367,23 @@ def test_jwts_signed_with_a_key_from_the_issuers_jwks_url(tmp_path: Path) -> Non
     finally:
         idp.shutdown()
         idp.server_close()
+
+
+def test_serving_gc_freezes_what_is_loaded_and_collects_the_young_less_often() -> None:
+    import gc
+
+    from arbormem.server.worker import YOUNG_GC_THRESHOLD, serving_gc
+
+    before = gc.get_threshold()
+    try:
+        serving_gc()
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0
+        # Cycles made afterwards are still collected.
+        cycle: list[object] = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

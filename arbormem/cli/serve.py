@@ -136,7 +136,7 @@ def serve(
 
     from arbormem.server.auth import is_loopback
     from arbormem.server.keys import KeyRing
-    from arbormem.server.worker import SPEC_VARIABLE, ServeSpec
+    from arbormem.server.worker import SPEC_VARIABLE, ServeSpec, serving_gc
 
     loopback = is_loopback(host)
     if no_auth and not loopback:
@@ -202,9 +202,10 @@ def serve(
     sys.stdout.flush()
     if workers == 1:
         app = spec.build_app(memory)  # closes the memory when the server stops
+        serving_gc()
         # The first search's loading (embedder, recall caches) happens now, not in
         # the first request: see arbormem.warmup.
-        warm_in_background(memory)
+        warm_in_background(memory, done=serving_gc)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
         )
