@@ -106,6 +106,11 @@ def _bump_in(
     )
 
 
+def _by_term(posting: tuple[Any, ...]) -> tuple[Any, Any]:
+    """A node posting's (node, term, ...) place in the postings' key: term, then node."""
+    return posting[1], posting[0]
+
+
 #: Characters COPY's text form escapes in a value.
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 #: Postings per write of a COPY.
@@ -143,10 +148,14 @@ class PostgresLexical(PostgresStatistics):
 
     def _copy_postings(self, conn: Any, rows: Iterable[tuple[Any, ...]]) -> None:
         # In COPY's text form, made here: psycopg's binary rows convert every value
-        # in Python, a tenth of an import's time on the client.
+        # in Python, a tenth of an import's time on the client. In the key's order
+        # (scope, thread, term, doc) rather than message by message: each insertion
+        # into the key then lands next to the one before it, on a page just
+        # touched (about a third less of the server's work for the COPY). The
+        # rows are the same; searches read them through the key, in its order.
         lines = [
             f"{s}\t{t}\t{term.translate(_COPY_ESCAPES)}\t{doc}\t{tf}\t{n}\n"
-            for s, t, term, doc, tf, n in rows
+            for s, t, term, doc, tf, n in sorted(rows)
         ]
         if not lines:
             return
@@ -698,6 +707,13 @@ class PostgresLexical(PostgresStatistics):
             gone.extend(
                 (node, term) for term in sorted({term_key(x) for x in old_terms} - set(counts))
             )
+        # In the key's order (term, then node): each insertion into the postings'
+        # key then lands next to the one before it (a frozen topic's first postings
+        # are most of an import's rows; node by node, every one was a descent to
+        # another page of the key).
+        gone.sort(key=_by_term)
+        added.sort(key=_by_term)
+        fresh.sort(key=_by_term)
         # The postings that went, those that came (or changed), the nodes' documents
         # and the statistics, in one statement: the rows each part writes are apart.
         # Each part names the rows it changes by arrays its index can look up
