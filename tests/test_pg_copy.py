@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 from arbormem.ids import content_hash
 from arbormem.store import NewMessage, open_store
+from arbormem.store.types import NodeRow
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
@@ -39,5 +40,49 @@ def test_terms_with_escaped_characters_are_found(pg_url: str) -> None:
         assert [rowid for rowid, _ in found] == [rows[-1].rowid]
         found = store.lexical_search([thread], "turn", ["c:\\path\\n"], 10)
         assert sorted(rowid for rowid, _ in found) == sorted(r.rowid for r in rows[1:])
+    finally:
+        store.close()
+
+
+def test_node_terms_with_escaped_characters_are_found(pg_url: str) -> None:
+    # A node's first postings go by COPY too (its later ones by an INSERT).
+    store = open_store(pg_url)
+    try:
+        thread = store.thread("ann", "bot", create=True)
+        assert thread is not None
+        odd = ["back\\slash", "c:\\path\\n", "plain", "\\N"]
+        nodes = [
+            NodeRow(
+                id=None,
+                parent_id=None,
+                kind="topic",
+                seq=i,
+                first_index=i,
+                last_index=i,
+                first_at=T0,
+                last_at=T0,
+            )
+            for i in range(len(odd))
+        ]
+        with store.transaction():
+            store.put_nodes(thread, nodes)
+            store.index_nodes("topic", {n.id: " ".join(odd[: i + 1]) for i, n in enumerate(nodes)})
+        ids = [n.id for n in nodes]
+        assert store.doc_frequencies("topic", odd) == {
+            term: len(odd) - i for i, term in enumerate(odd)
+        }
+        found = store.node_search([thread], "topic", ["\\N"], 10)
+        assert [node for node, _ in found] == [ids[-1]]
+        found = store.node_search([thread], "topic", ["c:\\path\\n"], 10)
+        assert sorted(node for node, _ in found) == sorted(ids[1:])
+        assert store.node_docs("topic", ids) == {
+            n: " ".join(odd[: i + 1]) for i, n in enumerate(ids)
+        }
+        # Written again: the postings that stay are updated, the others deleted.
+        store.index_nodes("topic", {ids[-1]: "\\N plain"})
+        found = store.node_search([thread], "topic", ["back\\slash"], 10)
+        assert sorted(node for node, _ in found) == sorted(ids[:-1])
+        found = store.node_search([thread], "topic", ["\\N"], 10)
+        assert [node for node, _ in found] == [ids[-1]]
     finally:
         store.close()

@@ -3,6 +3,7 @@ binary form of pgvector's ``vector``, lexical keys and BM25's constants."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -44,6 +45,7 @@ def tenant_of(thread: Thread) -> str:
     return thread.tenant
 
 
+@functools.lru_cache(maxsize=4096)  # asked for at every write of a thread: a digest each time
 def scope_id(tenant: str, user: str) -> int:
     """The scope key of a user of a tenant: every table carries it and leads its
     keys with it, so that a shard (Citus) or a query holds one user's rows. It is a

@@ -296,14 +296,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         rows = self._copy_messages(conn, thread, messages, ids, positions, sessions, wlen)
         new_ids = set(ids)
         terms_of = {mid: m.terms.split() if m.terms else [] for m, mid in zip(messages, ids)}
-        self._copy_postings(
-            conn,
-            (
-                posting
-                for mid, terms in terms_of.items()
-                for posting in self._posting_rows(thread, mid, terms)
-            ),
-        )
+        self._copy_postings(conn, thread, terms_of)
         # The window lists of the new messages and of the stored ones whose windows
         # changed, in one statement.
         window_lists = {mid: lists.get(mid, ([], [])) for mid in ids}

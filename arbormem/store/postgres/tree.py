@@ -372,11 +372,17 @@ class PostgresTree(PostgresLexical):
             conn.execute(_INSERT_NODES, _columns(new.values()))
         if changed:
             columns = _columns(changed.values())
-            conn.execute(_UPDATE_NODES, [*columns, columns[0], columns[0]])
+            # The ids that ``= ANY`` looks up in sorted order: the lookup is made
+            # again for every row joined, and sorts its array each time (already
+            # sorted, a single pass).
+            ids = int_array(sorted(changed))
+            conn.execute(_UPDATE_NODES, [*columns, ids, ids])
         if not placed:
             return lambda: None
-        ids = int_array(placed)
-        moved = conn.execute(_PLACE_MESSAGES, (ids, int_array(placed.values()), ids))
+        moved = conn.execute(
+            _PLACE_MESSAGES,
+            (int_array(placed), int_array(placed.values()), int_array(sorted(placed))),
+        )
 
         def done() -> None:
             # The threads whose messages moved: their change counters move at the commit.
