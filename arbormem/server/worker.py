@@ -31,14 +31,15 @@ SPEC_VARIABLE = "ARBORMEM_SERVE_SPEC"
 YOUNG_GC_THRESHOLD = 10_000
 
 
-def serving_gc(*_: object) -> None:
+def serving_gc(*_warmed: object) -> None:
     """Set the garbage collector up for serving: what the process holds so far (its
     modules, the app, and once the warm-up is done the store's caches) moves out of
     the collector's view for good (``gc.freeze``), and the youngest generation is
     collected every :data:`YOUNG_GC_THRESHOLD` allocations. Under ``bench serve``
     the collector took about 4% of a worker's CPU, most of it in full collections
     that walked the 230,000 objects of the loaded process again and again. What
-    is collected is the same: cycles are still found, only later."""
+    is collected is the same: cycles are still found, only later. (Also the warm-up's
+    ``done`` callback, whose argument it ignores.)"""
     gc.collect()
     gc.freeze()
     _, middle, oldest = gc.get_threshold()
