@@ -16,11 +16,9 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,40 +43,6 @@ log = logging.getLogger(__name__)
 LIVE_BATCH = 8
 #: With a progress callback, add_many stores (and reports) this many messages at a time.
 PROGRESS_STEP = 2_000
-
-_paused_lock = threading.Lock()
-#: Bulk writes under way with the cyclic garbage collector paused, and whether it
-#: was enabled when the first of them paused it.
-_paused = [0, False]
-
-
-@contextmanager
-def collection_paused(pause: bool = True) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a bulk write runs (``pause``).
-
-    An import allocates containers by the hundred thousand (rows, postings, tree
-    nodes), nearly all freed as soon as they are used, and each 700 allocations
-    started a collection; the full ones walk every object the process holds. They
-    were a fifth of the importing thread's time (add_many of 1,000 turns, on
-    PostgreSQL and SQLite alike). What an import makes is freed by reference
-    counting; the little garbage in cycles waits for the next collection. The
-    collector is enabled again when the last bulk write of the process ends,
-    unless it was off before the first."""
-    if not pause:
-        yield
-        return
-    with _paused_lock:
-        if _paused[0] == 0:
-            _paused[1] = gc.isenabled()
-            gc.disable()
-        _paused[0] += 1
-    try:
-        yield
-    finally:
-        with _paused_lock:
-            _paused[0] -= 1
-            if _paused[0] == 0 and _paused[1]:
-                gc.enable()
 
 
 def session_name(
@@ -187,17 +151,6 @@ class Writer:
         """Store ``records`` in ``scope`` in one transaction, growing the tree with
         them; with ``ingest``, those already stored are skipped (see
         :mod:`arbormem.ingest.dedup`)."""
-        with collection_paused(len(records) > LIVE_BATCH):
-            return self._add(records, scope, session, progress, ingest)
-
-    def _add(
-        self,
-        records: Sequence[Record],
-        scope: Scope,
-        session: str | None,
-        progress: Callable[[int], None] | None,
-        ingest: bool,
-    ) -> Ingested:
         now = utcnow()
         prepared = [
             prepare(

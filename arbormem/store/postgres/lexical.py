@@ -110,7 +110,7 @@ def _bump_in(
 def _term_counts(terms: Sequence[str]) -> Counter[str]:
     """How many times each term's key (see :func:`.common.term_key`) is in ``terms``."""
     counts = Counter(terms)
-    if counts and max(map(len, counts)) * 4 > MAX_TERM_BYTES:
+    if any(len(term) * 4 > MAX_TERM_BYTES for term in counts):
         return Counter(term_key(term) for term in terms)  # a key of its own for a long one
     return counts
 
