@@ -47,8 +47,8 @@ def tenant_of(thread: Thread) -> str:
 
 @functools.lru_cache(maxsize=4096)  # asked for at every write of a thread: a digest each time
 def scope_id(tenant: str, user: str) -> int:
-    """The scope key of a user of a tenant: every table carries it and leads its
-    keys with it, so that a shard (Citus) or a query holds one user's rows. It is a
+    """The scope key of a user of a tenant: every scoped table has it in its key,
+    so that a shard (Citus) or a query holds one user's rows. It is a
     digest of the two names, so a thread is found (and a query routed) from its
     names alone, with no lookup table; two scopes whose digests met would be told
     apart by the ``scopes`` table, which refuses the second."""

@@ -7,9 +7,11 @@ know is refused. Each migration's transaction first takes an advisory lock and
 reads the version again, so processes opening a new database together migrate
 it once.
 
-Every table carries ``scope_id`` (a user of a tenant, see
-:func:`~arbormem.store.postgres.common.scope_id`) and leads its keys with it,
-except the content-addressed vector cache ``vectors``: see docs/storage.md.
+Every table but the content-addressed caches (``vectors``, ``image_blobs``,
+``image_captions``) carries ``scope_id`` (a user of a tenant, see
+:func:`~arbormem.store.postgres.common.scope_id`) in its primary key, most of them
+first; ``messages``, ``message_leaves``, ``tree_nodes`` and ``tree_log`` lead with
+their store-wide id: see docs/postgres.md, "Tables".
 """
 
 from __future__ import annotations
