@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -367,6 +368,41 @@ def test_jwts_signed_with_a_key_from_the_issuers_jwks_url(tmp_path: Path) -> Non
     finally:
         idp.shutdown()
         idp.server_close()
+
+
+def test_a_worker_process_sets_up_its_collector_and_thread_switching(tmp_path: Path) -> None:
+    """What ``serve --workers N`` runs in each worker: the app from the environment's
+    spec, in a process tuned for serving (collector and switch interval)."""
+    import subprocess
+    import sys
+
+    from arbormem.server.worker import (
+        SPEC_VARIABLE,
+        SWITCH_INTERVAL,
+        YOUNG_GC_THRESHOLD,
+        ServeSpec,
+    )
+
+    spec = ServeSpec(db=str(tmp_path / "m.db"), auth=False, mcp=False)
+    probe = (
+        "import gc, sys\n"
+        "from arbormem.server.worker import app_from_environment\n"
+        "before = sys.getswitchinterval()\n"
+        "app_from_environment()\n"
+        "print(before, sys.getswitchinterval(), gc.get_threshold()[0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, SPEC_VARIABLE: spec.to_environment()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    before, after, young = done.stdout.split()
+    assert float(before) == 0.005  # Python's own, which the library leaves alone
+    assert float(after) == SWITCH_INTERVAL
+    assert int(young) == YOUNG_GC_THRESHOLD
 
 
 def test_serving_gc_freezes_what_is_loaded_and_collects_the_young_less_often() -> None:
