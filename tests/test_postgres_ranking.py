@@ -217,6 +217,50 @@ def test_pairs_span_two_turns_of_a_window(pair: tuple[Backend, Backend]) -> None
     assert pg.pair_frequencies(wanted) == lite.pair_frequencies(wanted)
 
 
+def test_pair_counts_are_the_same_led_by_either_term(pair: tuple[Backend, Backend]) -> None:
+    # PostgreSQL counts a pair from the postings of its rarer term: "dog" is in most
+    # turns here and "kite" in few, so "dog_kite" is led by its second term and
+    # "kite_dog" by its first. Both must count what SQLite counts: the pair inside a
+    # turn, and across two turns with a turn of no terms between them.
+    lite, pg = pair
+    texts = [
+        "dog",
+        "the and of",
+        "kite dog",
+        "dog kite",
+        "dog dog walk",
+        "kite",
+        "dog",
+        "walk the dog",
+        "dog",
+        "of the",
+        "kite river",
+    ]
+    for store in (lite, pg):
+        thread = store.thread("u", "a", create=True)
+        assert thread is not None
+        store.append(
+            thread,
+            [
+                NewMessage(
+                    id=f"q{i}",
+                    role="user",
+                    content=t,
+                    timestamp=T0 + timedelta(minutes=i),
+                    session=f"s{i // 6}",
+                    terms=" ".join(analyze(t)),
+                    chash=content_hash(t),
+                )
+                for i, t in enumerate(texts)
+            ],
+        )
+    words = ["dog", "kite", "walk", "river"]
+    wanted = [f"{x}_{y}" for x in words for y in words]
+    got = pg.pair_frequencies(wanted)
+    assert got == lite.pair_frequencies(wanted)
+    assert got["dog_kite"] > 0 and got["kite_dog"] > 0
+
+
 def test_idf_survives_counts_read_while_another_process_writes() -> None:
     # The number of documents is read before a term's count; another process's commit
     # in between can make the count the larger (a search failed with a math error).
