@@ -192,10 +192,9 @@ def test_topic_and_segment_keys_score_as_fts5(
             assert x == pytest.approx(y, rel=1e-9)
 
 
-def test_pairs_span_two_turns_of_a_window(pair: tuple[Backend, Backend]) -> None:
-    lite, pg = pair
-    texts = ["we walked to the lake", "support group tonight", "group", "support", "lake tea"]
-    for store in (lite, pg):
+def _append_turns(pair: tuple[Backend, Backend], texts: list[str], per_session: int) -> None:
+    """The same user turns, a minute apart, in both stores, ``per_session`` a session."""
+    for store in pair:
         thread = store.thread("u", "a", create=True)
         assert thread is not None
         store.append(
@@ -206,13 +205,19 @@ def test_pairs_span_two_turns_of_a_window(pair: tuple[Backend, Backend]) -> None
                     role="user",
                     content=t,
                     timestamp=T0 + timedelta(minutes=i),
-                    session="s",
+                    session=f"s{i // per_session}",
                     terms=" ".join(analyze(t)),
                     chash=content_hash(t),
                 )
                 for i, t in enumerate(texts)
             ],
         )
+
+
+def test_pairs_span_two_turns_of_a_window(pair: tuple[Backend, Backend]) -> None:
+    lite, pg = pair
+    texts = ["we walked to the lake", "support group tonight", "group", "support", "lake tea"]
+    _append_turns(pair, texts, per_session=len(texts))
     wanted = pairs(analyze(" ".join(texts)))
     assert pg.pair_frequencies(wanted) == lite.pair_frequencies(wanted)
 
@@ -236,24 +241,7 @@ def test_pair_counts_are_the_same_led_by_either_term(pair: tuple[Backend, Backen
         "of the",
         "kite river",
     ]
-    for store in (lite, pg):
-        thread = store.thread("u", "a", create=True)
-        assert thread is not None
-        store.append(
-            thread,
-            [
-                NewMessage(
-                    id=f"q{i}",
-                    role="user",
-                    content=t,
-                    timestamp=T0 + timedelta(minutes=i),
-                    session=f"s{i // 6}",
-                    terms=" ".join(analyze(t)),
-                    chash=content_hash(t),
-                )
-                for i, t in enumerate(texts)
-            ],
-        )
+    _append_turns(pair, texts, per_session=6)
     words = ["dog", "kite", "walk", "river"]
     wanted = [f"{x}_{y}" for x in words for y in words]
     got = pg.pair_frequencies(wanted)

@@ -136,7 +136,7 @@ def serve(
 
     from arbormem.server.auth import is_loopback
     from arbormem.server.keys import KeyRing
-    from arbormem.server.worker import SPEC_VARIABLE, ServeSpec, serving_gc, serving_switch
+    from arbormem.server.worker import SPEC_VARIABLE, ServeSpec, serving_gc
 
     loopback = is_loopback(host)
     if no_auth and not loopback:
@@ -203,7 +203,6 @@ def serve(
     if workers == 1:
         app = spec.build_app(memory)  # closes the memory when the server stops
         serving_gc()
-        serving_switch()
         # The first search's loading (embedder, recall caches) happens now, not in
         # the first request: see arbormem.warmup.
         warm_in_background(memory, done=serving_gc)

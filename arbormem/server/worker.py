@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,10 +29,6 @@ SPEC_VARIABLE = "ARBORMEM_SERVE_SPEC"
 #: containers, nearly all freed by reference counting: at 700 the collector ran a few
 #: times a search to find almost nothing (see :func:`serving_gc`).
 YOUNG_GC_THRESHOLD = 10_000
-#: Seconds a thread of a serving process runs Python before it must hand the
-#: interpreter to another thread that waits for it (Python's default: 0.005). See
-#: :func:`serving_switch`.
-SWITCH_INTERVAL = 0.0005
 
 
 def serving_gc(*_warmed: object) -> None:
@@ -49,21 +44,6 @@ def serving_gc(*_warmed: object) -> None:
     gc.freeze()
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_GC_THRESHOLD, middle, oldest)
-
-
-def serving_switch() -> None:
-    """Let a thread of a serving process get the interpreter back sooner.
-
-    A thread gives the interpreter up around every SQLite call, and gets it back only
-    when the thread holding it yields, which Python asks for after the switch
-    interval. An add's write transaction runs about fifty statements; with the
-    process's other request threads searching, it waited up to 5 ms for each, so it
-    held the store's write lock about six times as long as it used the CPU, and the
-    other worker processes waited for it (under ``bench serve``, 25 s of lock held
-    for 4 s of the holders' CPU in a 60 s run; 7 s for 2 s with 0.5 ms).
-    The interval is a whole process's setting: the library leaves it alone, the
-    server, which owns its processes, sets it."""
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 @dataclass
@@ -131,7 +111,6 @@ def app_from_environment() -> FastAPI:
     memory = spec.open_memory()
     app = spec.build_app(memory)
     serving_gc()
-    serving_switch()
     # Each worker's first search would pay for the loading otherwise; what it loads
     # is frozen too once it is done.
     warm_in_background(memory, done=serving_gc)
