@@ -71,6 +71,11 @@ class AsyncMemory:
         return self.memory.read_only
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (see :attr:`Memory.closed`)."""
+        return self.memory.closed
+
+    @property
     def scope(self) -> Scope:
         return self.memory.scope
 

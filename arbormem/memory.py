@@ -265,6 +265,12 @@ class Memory(RecordsMethods, ImageMethods, TreeMethods):
         return self._engine.path
 
     @property
+    def closed(self) -> bool:
+        """Whether this memory was closed: by :meth:`close`, or for a tenant view
+        (:meth:`for_tenant`), also by closing the memory it came from."""
+        return self._closed or self._engine.closed
+
+    @property
     def limits(self) -> arguments.Limits:
         return self.settings.limits
 

@@ -42,7 +42,12 @@ def warm(memory: Any, *, max_scopes: int = MAX_SCOPES) -> float:
         for user, agent in [default, *(p for _, p in sizes)][:max_scopes]:
             memory.context(QUERY, budget_tokens=1000, user=user, agent=agent)
     except Exception:  # a warm-up must never take a server down
-        log.warning("warming up %s failed", getattr(memory, "path", "the memory"), exc_info=True)
+        where = getattr(memory, "path", "the memory")
+        if getattr(memory, "closed", False):
+            # Stopped as it started (a server interrupted at once): nothing failed.
+            log.debug("warming up %s stopped: the memory was closed", where)
+        else:
+            log.warning("warming up %s failed", where, exc_info=True)
     return time.perf_counter() - start
 
 
