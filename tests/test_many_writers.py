@@ -4,7 +4,6 @@ another's to end, and past it fails with an error that names the wait and the se
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 import httpx2
@@ -12,14 +11,11 @@ import pytest
 
 from arbormem import Memory, Settings, StoreError
 from arbormem.embed import HashingEmbedder
-from arbormem.store import SQLiteBackend
-
-from .test_store_contract import msg
 
 
 def _hold_write_lock(db: Path) -> sqlite3.Connection:
     """Another process's write under way (a connection of this one is the same to SQLite)."""
-    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    other = sqlite3.connect(db, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     return other
 
@@ -46,39 +42,6 @@ def test_past_the_wait_the_error_names_it_and_the_setting(tmp_path: Path) -> Non
         assert "ARBORMEM_LOCK_WAIT" in str(caught.value)
         mem.add("after")  # the lock gone, writes go on
         assert [m.content for m in mem.messages()] == ["before", "after"]
-
-
-def test_a_waiting_write_tries_again_and_goes_in_once_the_lock_is_free(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
-    store = SQLiteBackend(db, timeout=30)
-    thread = store.thread("u", "a", create=True)
-    assert thread
-    statements: list[str] = []
-    store._writer.set_trace_callback(statements.append)
-    other = _hold_write_lock(db)
-    freed = threading.Event()
-
-    def free() -> None:
-        other.rollback()
-        other.close()
-        freed.set()
-
-    timer = threading.Timer(0.3, free)
-    timer.start()
-    try:
-        store.append(thread, [msg("written once the other write ended", "s", 0)])
-    finally:
-        timer.join()
-        store._writer.set_trace_callback(None)
-    assert freed.is_set()
-    assert [r.message.content for r in store.messages(thread)] == [
-        "written once the other write ended"
-    ]
-    # Its own short tries, not SQLite's sleeping wait (which would begin only once),
-    # and SQLite's wait is back for the writer's other statements.
-    assert statements.count("BEGIN IMMEDIATE") > 2
-    assert store._writer.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
-    store.close()
 
 
 def test_the_server_answers_503_naming_the_setting(tmp_path: Path) -> None:

@@ -47,7 +47,6 @@ to_json = json.JSONEncoder(ensure_ascii=False).encode
 to_sorted_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
-SQLITE_BUSY = 5
 SQLITE_CANTOPEN = 14
 SQLITE_READONLY = 8
 SQLITE_PERM = 3
@@ -59,8 +58,6 @@ def error_code(exc: BaseException) -> int | None:
     if code is not None:
         return int(code) & 0xFF
     text = str(exc)  # a driver without error codes (pysqlite3)
-    if "database is locked" in text:
-        return SQLITE_BUSY
     if "unable to open database file" in text:
         return SQLITE_CANTOPEN
     return SQLITE_READONLY if "readonly database" in text else None

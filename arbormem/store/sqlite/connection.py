@@ -31,7 +31,6 @@ from arbormem.store.sqlite.common import (
     CLOSE_WAIT,
     PAGE_BYTES,
     READ_MAP_BYTES,
-    SQLITE_BUSY,
     SQLITE_CANTOPEN,
     SQLITE_READONLY,
     WAL_KEEP_BYTES,
@@ -48,11 +47,6 @@ from arbormem.store.sqlite.schema import LATEST, current_version, migrate
 from arbormem.store.sqlite.template import create_from_template
 
 log = logging.getLogger("arbormem.store.sqlite")
-
-#: Seconds between a writer's first two tries to begin while another process holds
-#: the file's write lock, and at most between two later ones (see ``_begin``).
-RETRY_FIRST = 0.0002
-RETRY_MOST = 0.002
 
 
 class SQLiteConnection(StoreCore):
@@ -394,7 +388,7 @@ class SQLiteConnection(StoreCore):
             if self._checkpointer is not None:
                 self._checkpointer.before_write(self._writer)
             try:
-                self._begin()
+                self._writer.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StoreError(f"{self.path}: cannot start a write: {self._why(exc)}") from exc
             self._depth, self._owner = 1, threading.get_ident()
@@ -424,34 +418,6 @@ class SQLiteConnection(StoreCore):
             finally:
                 self._depth, self._owner = 0, None
                 self._after_commit.clear()
-
-    def _begin(self) -> None:
-        """Begin the write transaction, waiting at most the timeout for another
-        process's write lock, and trying again every 0.2 to 2 ms meanwhile.
-
-        SQLite's own wait (its busy handler) sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25,
-        50, 50 and then 100 ms between tries, and a sleeper cannot see the lock go
-        free: a lock freed 1 ms into a 25 ms sleep stays unused for 24, or goes back
-        to the process that held it, whose next write is queued on its own thread
-        lock. Here each try costs a few microseconds, so the waiting process gets in
-        between the other's transactions."""
-        writer = self._writer
-        # Without SQLite's wait for this statement only: the others rely on it still.
-        writer.execute("PRAGMA busy_timeout = 0")
-        try:
-            deadline = time.monotonic() + self._timeout
-            pause = RETRY_FIRST
-            while True:
-                try:
-                    writer.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as exc:
-                    if error_code(exc) != SQLITE_BUSY or time.monotonic() >= deadline:
-                        raise
-                time.sleep(pause)
-                pause = min(pause * 2, RETRY_MOST)
-        finally:
-            writer.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
 
     def _why(self, exc: sqlite3.Error) -> str:
         """The driver's reason, and for a lock held past the busy timeout, what to do:
