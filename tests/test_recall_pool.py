@@ -205,6 +205,26 @@ def test_kept_contents_are_tested_as_afresh_whatever_was_asked_before() -> None:
         assert len(docs._says) <= 3
 
 
+def test_kept_counts_stay_out_of_the_collectors_view_and_agree_with_the_text() -> None:
+    import gc
+
+    from arbormem.recall.features import DocStats
+
+    docs = DocStats(max_docs=3)
+    texts = ["cat sat cat", "", "dog", "a b a b a", "cat"]
+    for _ in range(2):
+        for text in texts:
+            size, tally = docs.counts(text)
+            words = text.split()
+            assert size == len(words)
+            assert tally == {w: words.count(w) for w in set(words)}
+            # Neither the counts nor the lengths are containers the collector walks.
+            assert not gc.is_tracked(tally)
+            assert not gc.is_tracked(docs.kept_lengths)
+            assert docs.kept_counts[text] is tally and docs.kept_lengths[text] == size
+        assert len(docs.kept_counts) <= 3 and docs.kept_counts.keys() == docs.kept_lengths.keys()
+
+
 def test_steps_a_call_leaves_are_taken_by_the_next_with_the_same_values(mem: Memory) -> None:
     from arbormem.recall.pool import CandidatePool
     from arbormem.text import query_terms

@@ -290,8 +290,13 @@ class DocStats:
     def __init__(self, max_docs: int = 200_000) -> None:
         self.max_docs = max_docs
         self._docs: dict[str, tuple[str, ...]] = {}
-        #: Per document, its length and how often each of its terms occurs in it.
-        self.kept_counts: dict[str, tuple[int, dict[str, int]]] = {}
+        #: Per document, how often each of its terms occurs in it, and its length.
+        #: Two mappings, not one of (length, counts) pairs: a dict of strings and
+        #: numbers is left out of the garbage collector's view, a tuple holding a
+        #: dict never is, and at a million turns the pairs were a third of a full
+        #: collection's time (docs/postgres.md, "Where the slowest searches go").
+        self.kept_counts: dict[str, dict[str, int]] = {}
+        self.kept_lengths: dict[str, int] = {}
         #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
         #: 2i + 1): one small number a turn, whatever was asked of it.
         self._says: dict[str, int] = {}
@@ -314,16 +319,19 @@ class DocStats:
         """The document's length in terms and each term's count in it: a query term's
         frequency is then one look-up, where counting it in the terms read them all
         (long messages of real chats made that a large share of a search)."""
-        found = self.kept_counts.get(text)
-        if found is None:
+        tally = self.kept_counts.get(text)
+        size = self.kept_lengths.get(text)
+        if tally is None or size is None:
             if len(self.kept_counts) >= self.max_docs:
                 self.kept_counts.clear()
+                self.kept_lengths.clear()
             toks = text.split()
-            tally: dict[str, int] = {}
+            tally = {}
             for t in toks:
                 tally[t] = tally.get(t, 0) + 1
-            found = self.kept_counts[text] = (len(toks), tally)
-        return found
+            size = self.kept_lengths[text] = len(toks)
+            self.kept_counts[text] = tally
+        return size, tally
 
     def shape(self, rowid: int, index: int, neighbourhood: Sequence[tuple[int, int, str]]) -> Shape:
         """What a turn's neighbourhood says whatever the question (see :class:`Shape`);
@@ -420,9 +428,16 @@ def features(
     slot = {rid: d for d, rid in enumerate(text_of)}
     # (The kept counts looked up here, the method only for those not kept: a call
     # for each of a search's few hundred documents cost more than the look-up.)
-    kept_counts = docs.kept_counts
-    tallies = [kept_counts.get(text) or docs.counts(text) for text in text_of.values()]
-    lengths = [size for size, _ in tallies]
+    kept_counts, kept_lengths = docs.kept_counts, docs.kept_lengths
+    tallies: list[dict[str, int]] = []
+    lengths: list[int] = []
+    for text in text_of.values():
+        tally = kept_counts.get(text)
+        size = kept_lengths.get(text)
+        if tally is None or size is None:
+            size, tally = docs.counts(text)
+        tallies.append(tally)
+        lengths.append(size)
     n_docs = len(lengths)
     tf = np.zeros((n_docs + 1, len(qterms)), dtype=np.float64)
     # Most documents hold none of the query's terms: only those that do are looked
@@ -434,7 +449,7 @@ def features(
     at_term: list[int] = []
     held_counts: list[int] = []
     pair_counts: dict[int, dict[str, int]] = {}
-    for d, (text, (_, tally)) in enumerate(zip(text_of.values(), tallies)):
+    for d, (text, tally) in enumerate(zip(text_of.values(), tallies)):
         if wanted.isdisjoint(tally):
             continue
         held = wanted & tally.keys()
