@@ -223,6 +223,16 @@ def test_kept_counts_stay_out_of_the_collectors_view_and_agree_with_the_text() -
             assert not gc.is_tracked(docs.kept_lengths)
             assert docs.kept_counts[text] is tally and docs.kept_lengths[text] == size
         assert len(docs.kept_counts) <= 3 and docs.kept_counts.keys() == docs.kept_lengths.keys()
+    # What matters: keeping many documents adds nothing per document for a collection
+    # to walk (a (length, counts) tuple per document would add a thousand here).
+    many = DocStats()
+    gc.collect()
+    before = len(gc.get_objects())
+    for i in range(1000):
+        many.counts(f"word{i} other{i} word{i}")
+    gc.collect()
+    assert len(many.kept_counts) == 1000
+    assert len(gc.get_objects()) - before < 100
 
 
 def test_steps_a_call_leaves_are_taken_by_the_next_with_the_same_values(mem: Memory) -> None:
