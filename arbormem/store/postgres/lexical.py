@@ -120,26 +120,32 @@ COPY_CHUNK = 4096
 
 
 def _copy_text(
-    conn: Any, copy: str, head: str, postings: Sequence[tuple[str, int, int, int]]
+    conn: Any,
+    copy: str,
+    head: str,
+    postings: Sequence[tuple[str, int, int, int]] | Sequence[tuple[str, int, int, int, str]],
 ) -> None:
-    """Send postings ``(term, doc or node, tf, len)`` with the statement ``copy``, in
-    COPY's text form made here (psycopg's binary rows convert every value in Python,
-    a tenth of an import's time on the client), each line led by ``head`` (the
-    columns before the term, numbers).
+    """Send postings ``(term, doc or node, tf, len)``, or ``(term, doc, tf, len,
+    flag)`` with a last column in COPY's text form (``t`` or ``f``), with the
+    statement ``copy``, in COPY's text form made here (psycopg's binary rows
+    convert every value in Python, a tenth of an import's time on the client),
+    each line led by ``head`` (the columns before the term, numbers).
 
     A term is a word of a document split on white space, so it holds no tab, line
     break or carriage return: the one character of COPY's to escape it can hold is
     the backslash, escaped in each chunk at once (the numbers hold none)."""
     if not postings:
         return
+    flagged = len(postings[0]) == 5
     with conn.cursor() as cur, cur.copy(copy) as cp:
         for i in range(0, len(postings), COPY_CHUNK):
-            text = "".join(
-                [
-                    f"{head}{term}\t{doc}\t{tf}\t{n}\n"
-                    for term, doc, tf, n in postings[i : i + COPY_CHUNK]
-                ]
-            )
+            part = postings[i : i + COPY_CHUNK]
+            if flagged:
+                # (the flag is the last of five)
+                lines = [f"{head}{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[-1]}\n" for p in part]
+            else:
+                lines = [f"{head}{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\n" for p in part]
+            text = "".join(lines)
             cp.write(text.replace("\\", "\\\\") if "\\" in text else text)
 
 
@@ -167,9 +173,14 @@ class PostgresLexical(PostgresStatistics):
     @staticmethod
     def _copy_postings(conn: Any, thread: Thread, terms_of: Mapping[int, Sequence[str]]) -> None:
         """Write the turn postings of new messages (their terms by id)."""
+        # Each posting says whether its message's terms end with it (``ends``):
+        # a pair that spans two messages is counted from the first's postings
+        # that end with the pair's first term, a few of all its postings.
         postings = [
-            (term, doc, tf, len(terms))
+            (term, doc, tf, len(terms), "t" if term == last else "f")
             for doc, terms in terms_of.items()
+            if terms
+            for last in (term_key(terms[-1]),)
             for term, tf in _term_counts(terms).items()
         ]
         # In the key's order (scope, thread, term, doc) rather than message by
@@ -179,7 +190,7 @@ class PostgresLexical(PostgresStatistics):
         postings.sort()
         _copy_text(
             conn,
-            "COPY turn_postings (scope_id, thread_id, term, doc, tf, len) FROM STDIN",
+            "COPY turn_postings (scope_id, thread_id, term, doc, tf, len, ends) FROM STDIN",
             f"{scope_of(thread)}\t{thread.id}\t",
             postings,
         )
