@@ -120,32 +120,27 @@ COPY_CHUNK = 4096
 
 
 def _copy_text(
-    conn: Any,
-    copy: str,
-    head: str,
-    postings: Sequence[tuple[str, int, int, int]] | Sequence[tuple[str, int, int, int, str]],
+    conn: Any, copy: str, head: str, postings: Sequence[tuple[str, int, int, int | str]]
 ) -> None:
-    """Send postings ``(term, doc or node, tf, len)``, or ``(term, doc, tf, len,
-    flag)`` with a last column in COPY's text form (``t`` or ``f``), with the
-    statement ``copy``, in COPY's text form made here (psycopg's binary rows
-    convert every value in Python, a tenth of an import's time on the client),
-    each line led by ``head`` (the columns before the term, numbers).
+    """Send postings ``(term, doc or node, tf, rest)`` with the statement ``copy``, in
+    COPY's text form made here (psycopg's binary rows convert every value in Python,
+    a tenth of an import's time on the client), each line led by ``head`` (the
+    columns before the term, numbers). ``rest`` is the length, or the columns from
+    the length on already in COPY's text form.
 
     A term is a word of a document split on white space, so it holds no tab, line
     break or carriage return: the one character of COPY's to escape it can hold is
     the backslash, escaped in each chunk at once (the numbers hold none)."""
     if not postings:
         return
-    flagged = len(postings[0]) == 5
     with conn.cursor() as cur, cur.copy(copy) as cp:
         for i in range(0, len(postings), COPY_CHUNK):
-            part = postings[i : i + COPY_CHUNK]
-            if flagged:
-                # (the flag is the last of five)
-                lines = [f"{head}{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\t{p[-1]}\n" for p in part]
-            else:
-                lines = [f"{head}{p[0]}\t{p[1]}\t{p[2]}\t{p[3]}\n" for p in part]
-            text = "".join(lines)
+            text = "".join(
+                [
+                    f"{head}{term}\t{doc}\t{tf}\t{rest}\n"
+                    for term, doc, tf, rest in postings[i : i + COPY_CHUNK]
+                ]
+            )
             cp.write(text.replace("\\", "\\\\") if "\\" in text else text)
 
 
@@ -175,14 +170,19 @@ class PostgresLexical(PostgresStatistics):
         """Write the turn postings of new messages (their terms by id)."""
         # Each posting says whether its message's terms end with it (``ends``):
         # a pair that spans two messages is counted from the first's postings
-        # that end with the pair's first term, a few of all its postings.
-        postings = [
-            (term, doc, tf, len(terms), "t" if term == last else "f")
-            for doc, terms in terms_of.items()
-            if terms
-            for last in (term_key(terms[-1]),)
-            for term, tf in _term_counts(terms).items()
-        ]
+        # that end with the pair's first term, a few of all its postings. The
+        # message's length and that flag go as one piece of text, made once per
+        # message (the sort below never reaches it: term and doc are unique).
+        postings: list[tuple[str, int, int, int | str]] = []
+        for doc, terms in terms_of.items():
+            if not terms:
+                continue
+            last = term_key(terms[-1])
+            inner, ending = f"{len(terms)}\tf", f"{len(terms)}\tt"
+            postings += [
+                (term, doc, tf, ending if term == last else inner)
+                for term, tf in _term_counts(terms).items()
+            ]
         # In the key's order (scope, thread, term, doc) rather than message by
         # message: each insertion into the key then lands next to the one before
         # it, on a page just touched (about a third less of the server's work for
