@@ -17,10 +17,14 @@ import psycopg
 from arbormem.store import Backend, NodeRow, Thread, open_store
 from arbormem.store.postgres import schema as pg_schema
 
+from .pg_downgrades import TO_SCHEMA_6
 from .test_postgres_ranking import T0, _message
 
-#: Schema 6's placements written back into the message rows, as schema 5 kept them.
-TO_SCHEMA_5 = """
+#: Schema 6's placements written back into the message rows, as schema 5 kept them
+#: (after schema 7's flag is taken out).
+TO_SCHEMA_5 = (
+    TO_SCHEMA_6
+    + """;
 ALTER TABLE messages ADD COLUMN leaf_id bigint;
 UPDATE messages m SET leaf_id = l.leaf_id FROM message_leaves l
     WHERE l.message_id = m.id AND l.scope_id = m.scope_id;
@@ -28,6 +32,7 @@ CREATE INDEX messages_by_leaf ON messages (scope_id, leaf_id) WHERE leaf_id IS N
 DROP TABLE message_leaves;
 DELETE FROM schema_migrations WHERE version >= 6
 """
+)
 
 
 def _leaf(i: int, first: int, last: int) -> NodeRow:

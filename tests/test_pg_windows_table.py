@@ -115,7 +115,7 @@ def _tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
     with psycopg.connect(url) as conn:
         return {
             "postings": conn.execute(
-                "SELECT scope_id, thread_id, term, doc, tf, len FROM arbormem.turn_postings"
+                "SELECT scope_id, thread_id, term, doc, tf, len, ends FROM arbormem.turn_postings"
                 " ORDER BY 1, 2, 3, 4"
             ).fetchall(),
             "nodes": conn.execute(
@@ -165,7 +165,8 @@ def test_a_store_of_schema_4_is_migrated_and_searches_the_same(pg_url: str, seed
                     " = 'arbormem' AND table_name = 'turn_postings' ORDER BY ordinal_position"
                 ).fetchall()
             ]
-            assert columns == ["scope_id", "thread_id", "term", "doc", "tf", "len"]
+            assert columns == ["scope_id", "thread_id", "term", "doc", "tf", "len", "ends"]
+        # The same postings, flagged by the migration as the writes flag them.
         assert _tables(pg_url) == tables
         again = store.thread("u", "a")
         assert again is not None

@@ -120,12 +120,13 @@ COPY_CHUNK = 4096
 
 
 def _copy_text(
-    conn: Any, copy: str, head: str, postings: Sequence[tuple[str, int, int, int]]
+    conn: Any, copy: str, head: str, postings: Sequence[tuple[str, int, int, int | str]]
 ) -> None:
-    """Send postings ``(term, doc or node, tf, len)`` with the statement ``copy``, in
+    """Send postings ``(term, doc or node, tf, rest)`` with the statement ``copy``, in
     COPY's text form made here (psycopg's binary rows convert every value in Python,
     a tenth of an import's time on the client), each line led by ``head`` (the
-    columns before the term, numbers).
+    columns before the term, numbers). ``rest`` is the length, or the columns from
+    the length on already in COPY's text form.
 
     A term is a word of a document split on white space, so it holds no tab, line
     break or carriage return: the one character of COPY's to escape it can hold is
@@ -136,8 +137,8 @@ def _copy_text(
         for i in range(0, len(postings), COPY_CHUNK):
             text = "".join(
                 [
-                    f"{head}{term}\t{doc}\t{tf}\t{n}\n"
-                    for term, doc, tf, n in postings[i : i + COPY_CHUNK]
+                    f"{head}{term}\t{doc}\t{tf}\t{rest}\n"
+                    for term, doc, tf, rest in postings[i : i + COPY_CHUNK]
                 ]
             )
             cp.write(text.replace("\\", "\\\\") if "\\" in text else text)
@@ -167,11 +168,21 @@ class PostgresLexical(PostgresStatistics):
     @staticmethod
     def _copy_postings(conn: Any, thread: Thread, terms_of: Mapping[int, Sequence[str]]) -> None:
         """Write the turn postings of new messages (their terms by id)."""
-        postings = [
-            (term, doc, tf, len(terms))
-            for doc, terms in terms_of.items()
-            for term, tf in _term_counts(terms).items()
-        ]
+        # Each posting says whether its message's terms end with it (``ends``):
+        # a pair that spans two messages is counted from the first's postings
+        # that end with the pair's first term, a few of all its postings. The
+        # message's length and that flag go as one piece of text, made once per
+        # message (the sort below never reaches it: term and doc are unique).
+        postings: list[tuple[str, int, int, int | str]] = []
+        for doc, terms in terms_of.items():
+            if not terms:
+                continue
+            last = term_key(terms[-1])
+            inner, ending = f"{len(terms)}\tf", f"{len(terms)}\tt"
+            postings += [
+                (term, doc, tf, ending if term == last else inner)
+                for term, tf in _term_counts(terms).items()
+            ]
         # In the key's order (scope, thread, term, doc) rather than message by
         # message: each insertion into the key then lands next to the one before
         # it, on a page just touched (about a third less of the server's work for
@@ -179,7 +190,7 @@ class PostgresLexical(PostgresStatistics):
         postings.sort()
         _copy_text(
             conn,
-            "COPY turn_postings (scope_id, thread_id, term, doc, tf, len) FROM STDIN",
+            "COPY turn_postings (scope_id, thread_id, term, doc, tf, len, ends) FROM STDIN",
             f"{scope_of(thread)}\t{thread.id}\t",
             postings,
         )

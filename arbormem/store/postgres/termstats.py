@@ -70,71 +70,53 @@ def _pair_args(
 
 #: Every asked pair's window count in one statement. Each step is a lateral
 #: subquery with a fence (LIMIT or OFFSET), so the plan is nested index lookups
-#: driven by one term's postings whatever the planner's statistics say: on tables
-#: written a moment ago (which have none) a free planner once took seconds over one
-#: pair.
+#: driven by postings whatever the planner's statistics say: on tables written a
+#: moment ago (which have none) a free planner once took seconds over one pair.
 #:
-#: The postings of the pair's rarer term lead (``rev``: the second's, when the
-#: first is in more of the scopes' turns): each leading posting costs a read of its
-#: message, and a message that holds the pair holds both terms. Led by a common
-#: first term ("get the car", 16,666 postings at 200,000 turns, against 1,350) the
-#: statement read every message holding it. Either way the windows counted are the
-#: same: a message holding the pair inside it, or ending with the first term with
-#: the next live message of its session with any terms starting with the second,
-#: found from that message (the previous live one with terms), or from the first.
+#: The windows counted: those holding a message that has the pair inside it, and
+#: those holding both a message that ends with the first term and the next live
+#: message of its session with any terms, which starts with the second. What is
+#: read grows with the messages that can count, not with the terms' postings:
+#:
+#: * Inside a message: the two terms' postings, merged in their key's order, give
+#:   the messages holding both, and only those are read. Each posting of the
+#:   rarer term once read its message ("last weekend": 2,254 messages hold both
+#:   at 300,000 generated turns, of 7,455 and more holding either).
+#: * Across two messages: led by the first term's postings that end their
+#:   message (``ends``, a partial key of those alone), a few of all its postings.
 _PAIRS_SQL = (
-    "WITH q AS MATERIALIZED (SELECT q.*, coalesce((SELECT sum(df) FROM lex_df"
-    " WHERE {in_scope} key = {turn} AND term = q.a), 0) > coalesce((SELECT sum(df) FROM lex_df"
-    " WHERE {in_scope} key = {turn} AND term = q.b), 0) AS rev FROM unnest(%(a)s::text[],"
+    "WITH q AS MATERIALIZED (SELECT * FROM unnest(%(a)s::text[],"
     " %(b)s::text[], %(inside)s::text[], %(ends)s::text[], %(starts)s::text[])"
     " WITH ORDINALITY AS q(a, b, inside, ends, starts, ord)),"
-    # The leading term's postings, each with its message.
-    " pa AS MATERIALIZED (SELECT q.ord, p.scope_id, p.thread_id, p.doc, m.terms,"
-    " m.archived, m.session_id, m.idx FROM q CROSS JOIN LATERAL (SELECT scope_id, thread_id,"
-    " doc FROM turn_postings WHERE {in_scope} term = (CASE WHEN q.rev THEN q.b ELSE q.a END)"
-    " OFFSET 0) p CROSS JOIN LATERAL (SELECT terms, archived, session_id, idx FROM messages"
-    " WHERE id = p.doc AND scope_id = p.scope_id LIMIT 1) m),"
-    # Windows holding a message that has the pair inside it (the windows of the
-    # messages that pass, read by key); led by the second term, the message is one
-    # of the first's postings too.
-    " hits AS (SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
-    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
-    " AND w.doc = pa.doc AND (' ' || pa.terms || ' ') LIKE q.inside AND (NOT q.rev OR EXISTS"
-    " (SELECT 1 FROM turn_postings t WHERE t.scope_id = pa.scope_id"
-    " AND t.thread_id = pa.thread_id AND t.term = q.a AND t.doc = pa.doc)) OFFSET 0) pw"
+    # Windows holding a message that has the pair inside it: the messages in both
+    # terms' postings (the two read in the key's order and merged), each read
+    # for the pair, then its windows by key.
+    " hits AS (SELECT q.ord, u.wid FROM q CROSS JOIN LATERAL (SELECT scope_id, thread_id, doc"
+    " FROM turn_postings WHERE {in_scope} term = q.a INTERSECT SELECT scope_id, thread_id, doc"
+    " FROM turn_postings WHERE {in_scope} term = q.b) p"
+    " CROSS JOIN LATERAL (SELECT terms FROM messages"
+    " WHERE id = p.doc AND scope_id = p.scope_id LIMIT 1) m"
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = p.scope_id"
+    " AND w.doc = p.doc AND (' ' || m.terms || ' ') LIKE q.inside OFFSET 0) pw"
     " CROSS JOIN LATERAL unnest(pw.wids) AS u(wid)"
-    # Windows holding a message that ends with the first term and the next live
-    # message of its session with any terms (a window's document skips those with
-    # none), which starts with the second.
-    " UNION SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
-    " CROSS JOIN LATERAL (SELECT n.id, n.terms FROM messages n WHERE n.scope_id = pa.scope_id"
+    # Windows holding a live message that ends with the first term and the next
+    # live message of its session with any terms (a window's document skips those
+    # with none), which starts with the second.
+    " UNION SELECT q.ord, u.wid FROM q CROSS JOIN LATERAL (SELECT scope_id, thread_id, doc"
+    " FROM turn_postings WHERE {in_scope} term = q.a AND ends OFFSET 0) p"
+    " CROSS JOIN LATERAL (SELECT terms, archived, session_id, idx FROM messages"
+    " WHERE id = p.doc AND scope_id = p.scope_id LIMIT 1) pa"
+    " CROSS JOIN LATERAL (SELECT n.id, n.terms FROM messages n WHERE n.scope_id = p.scope_id"
     " AND n.session_id = pa.session_id AND n.idx > pa.idx AND NOT n.archived"
     " AND n.terms <> '' ORDER BY n.idx LIMIT 1) nx"
     # (The next message starts with the second term, so it has that term's
     # posting: its windows are those of the message.)
-    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = p.scope_id"
     " AND w.doc = nx.id AND (nx.terms || ' ') LIKE q.starts LIMIT 1) pb"
-    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
-    " AND w.doc = pa.doc LIMIT 1) pw"
+    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = p.scope_id"
+    " AND w.doc = p.doc LIMIT 1) pw"
     " CROSS JOIN LATERAL unnest(pw.wids) AS u(wid)"
-    " WHERE NOT q.rev AND NOT pa.archived AND (' ' || pa.terms) LIKE q.ends"
-    " AND u.wid = ANY(pb.wids)"
-    # The same pairs of messages found from the second: a live message starting
-    # with it, and the previous live message of its session with any terms, which
-    # ends with the first (and so is one of its postings).
-    " UNION SELECT pa.ord, u.wid FROM pa JOIN q ON q.ord = pa.ord"
-    " CROSS JOIN LATERAL (SELECT n.id, n.terms, n.thread_id FROM messages n"
-    " WHERE n.scope_id = pa.scope_id AND n.session_id = pa.session_id AND n.idx < pa.idx"
-    " AND NOT n.archived AND n.terms <> '' ORDER BY n.idx DESC LIMIT 1) pv"
-    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
-    " AND w.doc = pv.id AND (' ' || pv.terms) LIKE q.ends AND EXISTS (SELECT 1"
-    " FROM turn_postings t WHERE t.scope_id = pa.scope_id AND t.thread_id = pv.thread_id"
-    " AND t.term = q.a AND t.doc = pv.id) LIMIT 1) pw"
-    " CROSS JOIN LATERAL (SELECT wids FROM turn_windows w WHERE w.scope_id = pa.scope_id"
-    " AND w.doc = pa.doc LIMIT 1) pb"
-    " CROSS JOIN LATERAL unnest(pw.wids) AS u(wid)"
-    " WHERE q.rev AND NOT pa.archived AND (pa.terms || ' ') LIKE q.starts"
-    " AND u.wid = ANY(pb.wids))"
+    " WHERE NOT pa.archived AND (' ' || pa.terms) LIKE q.ends AND u.wid = ANY(pb.wids))"
     " SELECT q.ord, (SELECT count(*) FROM hits h WHERE h.ord = q.ord),"
     # The windows archived messages kept from before (see storage.md).
     " (SELECT count(*) FROM messages WHERE {in_scope} archived AND stale_window IS NOT NULL"

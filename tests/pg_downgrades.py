@@ -1,0 +1,13 @@
+"""Scripts that write a PostgreSQL store of the newest schema back as an older
+schema kept it, for the tests of the migrations that move it forward again.
+
+Each script undoes one migration; a test for an older one runs the newer ones'
+scripts first (``TO_SCHEMA_6`` before ``test_pg_message_leaves.TO_SCHEMA_5``).
+"""
+
+#: Schema 7's flag on the turn postings taken out, as schema 6 kept them.
+TO_SCHEMA_6 = """
+DROP INDEX turn_postings_ending;
+ALTER TABLE turn_postings DROP COLUMN ends;
+DELETE FROM schema_migrations WHERE version >= 7
+"""
