@@ -835,10 +835,12 @@ class Memory(RecordsMethods, ImageMethods, TreeMethods):
         """Build what the first search of a thread would otherwise build on the spot.
 
         A thread past ``ann_threshold`` turns searches an approximate vector index;
-        after a large import, building it takes minutes (about 4.5 at a million
-        turns on the reference machine), and the first search used to pay for it
-        silently. This builds it now, with the topics' summary vectors, and keeps it
-        for the next process (``saved`` is False when it could not be: a full disk).
+        after a large import, building it takes minutes on PostgreSQL (about 5 at a
+        million turns on the reference machine). There a search that finds none
+        starts the build in the background and searches exactly until it is ready;
+        on SQLite the first search builds it. This builds it now (waiting for a
+        build a search started), with the topics' summary vectors, and keeps it for
+        the next process (``saved`` is False when it could not be: a full disk).
         ``arbormem ingest`` calls it after storing.
         """
         return self._engine.prepare_search(self._thread(self._scope(user, agent)))

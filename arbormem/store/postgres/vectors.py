@@ -8,9 +8,11 @@ the database.
   by ``(scope, thread, model, message)``: dense search reads a thread's rows
   there. Below ``ann_threshold`` messages a search is exact (the thread's rows in
   key order, a top-k sort); past it the thread gets an HNSW index of its own, a
-  partial index on its rows (``WHERE thread_id = ...``), built by its first
-  search, never during an import (maintaining one costs twenty times the rest
-  of an append, docs/storage.md). Archived messages have no row there.
+  partial index on its rows (``WHERE thread_id = ...``), never built during an
+  import (maintaining one costs twenty times the rest of an append,
+  docs/storage.md): its first search starts the build on a thread of its own and
+  searches exactly until it is ready (minutes at a million turns), and
+  ``prepare_nearest`` builds it at once. Archived messages have no row there.
 * ``vector_progress`` says how far a thread's rows are complete under a model;
   rows stored without a vector (a failed embedding, a new model) are found from
   there, taken from the cache or embedded with the search's embedder.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -49,6 +52,8 @@ HNSW_EF_CONSTRUCTION = 64
 #: minutes, the pace of a graph past its memory (1 GB is 1.6 KB for each of 661,000);
 #: given 2 GB the whole build took under 8 minutes.
 HNSW_BYTES_PER_VECTOR = 700
+#: Seconds before a search starts again an HNSW build that failed.
+BUILD_RETRY_SECONDS = 60
 #: The build's memory (``maintenance_work_mem``): at least pgvector's usual 1 GB, and
 #: at most this, whatever the thread's size (the database server's memory is its
 #: operator's: past the cap the build still finishes, on disk).
@@ -92,6 +97,12 @@ class PostgresVectors(PostgresConnection):
             self._centroids: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
             #: Vectors computed for a read-only store, kept for this process only.
             self._extra: dict[tuple[int, str], dict[int, np.ndarray]] = {}
+            #: HNSW builds a search started, running on threads of their own, with
+            #: the connection each builds on (cancelled when the store closes).
+            self._builds: dict[tuple[int, str, int], threading.Thread] = {}
+            self._building: dict[tuple[int, str, int], Any] = {}
+            #: When a build that failed may be tried again (monotonic seconds).
+            self._build_retry: dict[tuple[int, str, int], float] = {}
 
             self._vector_lock = threading.RLock()
 
@@ -472,10 +483,12 @@ class PostgresVectors(PostgresConnection):
             vecs = embedder.embed_many([r.message.text for r in todo])
             extra.update({r.rowid: np.asarray(v, dtype=np.float32) for r, v in zip(todo, vecs)})
 
-    def _ann_ready(self, thread: Thread, model: str, dim: int, state: ThreadState) -> bool:
+    def _ann_ready(
+        self, thread: Thread, model: str, dim: int, state: ThreadState, *, wait: bool
+    ) -> bool:
         """Whether the thread searches an HNSW index: it has one, or is past the
-        threshold and one is built now (by this process; while another builds it,
-        searches are exact)."""
+        threshold and one is built now (``wait``) or started in the background (the
+        search is exact meanwhile, as it is while another process builds it)."""
         key = (thread.id, model, dim)
         if self._ann.get(key):
             return True
@@ -494,9 +507,48 @@ class PostgresVectors(PostgresConnection):
             return True
         if self.read_only:
             return False
-        return self._build_ann(thread, model, dim, invalid=row is not None, rows=state.next_index)
+        if not wait:
+            self._build_later(thread, model, dim, rows=state.next_index)
+            return False
+        with self._vector_lock:
+            running = self._builds.get(key)
+        if running is not None:  # started by a search: its end is awaited
+            running.join()
+            if self._ann.get(key):
+                return True
+        return self._build_ann(thread, model, dim, rows=state.next_index)
 
-    def _build_ann(self, thread: Thread, model: str, dim: int, *, invalid: bool, rows: int) -> bool:
+    def _build_later(self, thread: Thread, model: str, dim: int, *, rows: int) -> None:
+        """Start building the thread's HNSW index on a thread of its own, unless a
+        build of it runs, or failed less than :data:`BUILD_RETRY_SECONDS` ago."""
+        key = (thread.id, model, dim)
+        with self._vector_lock:
+            running = self._builds.get(key)
+            if (running is not None and running.is_alive()) or self._closed:
+                return
+            if time.monotonic() < self._build_retry.get(key, 0.0):
+                return
+
+            def build() -> None:
+                try:
+                    self._build_ann(thread, model, dim, rows=rows)
+                except Exception as exc:
+                    if not self._closed:
+                        log.warning(
+                            "thread %s: the HNSW build failed (%s); searches stay exact"
+                            " and the build is tried again in %d s",
+                            thread.id,
+                            exc,
+                            BUILD_RETRY_SECONDS,
+                        )
+                    self._build_retry[key] = time.monotonic() + BUILD_RETRY_SECONDS
+
+            worker = threading.Thread(target=build, name=f"arbormem-hnsw-{thread.id}", daemon=True)
+            self._builds[key] = worker
+        worker.start()
+
+    def _build_ann(self, thread: Thread, model: str, dim: int, *, rows: int) -> bool:
+        key = (thread.id, model, dim)
         name = _index_name(thread.id, model, dim)
         s = scope_of(thread)
         predicate = (
@@ -507,9 +559,11 @@ class PostgresVectors(PostgresConnection):
         with self._reading() as conn:
             if not conn.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()[0]:
                 return False  # another process is building it: exact meanwhile
+            self._building[key] = conn
             try:
-                if invalid:  # a build that was interrupted
-                    conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+                # A build interrupted (a process killed, a store closed) leaves an
+                # invalid index behind: dropped first.
+                conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
                 log.info("thread %s: building its HNSW index (%s)", thread.id, name)
                 # Sized to the thread: a graph that outgrows it is built on disk.
                 megabytes = -(-build_memory(rows, dim) // 2**20)
@@ -522,9 +576,29 @@ class PostgresVectors(PostgresConnection):
                 )
                 conn.execute("RESET maintenance_work_mem")
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
-        self._ann[(thread.id, model, dim)] = True
+                self._building.pop(key, None)
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+                except Exception:  # a connection lost: its session, and the lock, ended
+                    pass
+        self._ann[key] = True
         return True
+
+    def _closing(self) -> None:
+        # A build a search started is cancelled (the store may be closing for good;
+        # the next search after opening starts it again) and awaited.
+        self._vector_caches()
+        with self._vector_lock:
+            builds = list(self._builds.values())
+            building = list(self._building.values())
+        for conn in building:
+            try:
+                conn.cancel_safe(timeout=5.0)
+            except Exception:  # already done, or the server gone: the join ends it
+                pass
+        for worker in builds:
+            worker.join(timeout=self._timeout)
+        super()._closing()
 
     def _drop_ann_indexes(self, conn: Any, thread: Thread) -> None:
         for (name,) in conn.execute(
@@ -536,7 +610,9 @@ class PostgresVectors(PostgresConnection):
 
     def prepare_nearest(self, thread: Thread, embedder: Embedder) -> NearestIndex:
         state = self._ensure_vectors(thread, embedder)
-        approximate = self._ann_ready(thread, embedder.model_id, int(embedder.dimensions), state)
+        approximate = self._ann_ready(
+            thread, embedder.model_id, int(embedder.dimensions), state, wait=True
+        )
         return NearestIndex(state.next_index, approximate, True)
 
     def nearest(
@@ -554,7 +630,7 @@ class PostgresVectors(PostgresConnection):
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         base = {**self._keys(thread), "m": model, "d": dim, "q": q}
         narrow = allowed is not None and len(allowed) <= EXACT_ALLOWED
-        if not narrow and self._ann_ready(thread, model, dim, state):
+        if not narrow and self._ann_ready(thread, model, dim, state, wait=False):
             want = k if allowed is None else k * 8
             predicate = (
                 f"scope_id = {int(base['s'])} AND thread_id = {int(thread.id)}"
