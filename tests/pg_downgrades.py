@@ -5,6 +5,22 @@ Each script undoes one migration; a test for an older one runs the newer ones'
 scripts first (``TO_SCHEMA_6`` before ``test_pg_message_leaves.TO_SCHEMA_5``).
 """
 
+from __future__ import annotations
+
+import psycopg
+
+from arbormem.store.postgres import schema as pg_schema
+
+
+def downgrade(url: str, script: str) -> int:
+    """Run ``script`` on the store at ``url`` (schema ``arbormem``); its version after."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET search_path TO arbormem")
+        for statement in pg_schema._statements(script):
+            conn.execute(statement)
+        return pg_schema.current_version(conn)
+
+
 #: Schema 7's flag on the turn postings taken out, as schema 6 kept them.
 TO_SCHEMA_6 = """
 DROP INDEX turn_postings_ending;

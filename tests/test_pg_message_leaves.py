@@ -17,7 +17,7 @@ import psycopg
 from arbormem.store import Backend, NodeRow, Thread, open_store
 from arbormem.store.postgres import schema as pg_schema
 
-from .pg_downgrades import TO_SCHEMA_6
+from .pg_downgrades import TO_SCHEMA_6, downgrade
 from .test_postgres_ranking import T0, _message
 
 #: Schema 6's placements written back into the message rows, as schema 5 kept them
@@ -95,11 +95,7 @@ def test_a_store_of_schema_5_is_migrated_and_answers_the_same(pg_url: str) -> No
     assert before["check"]  # the message placed out of its leaf's range, the unplaced one
     assert len(placements) == 34
 
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SET search_path TO arbormem")
-        for statement in pg_schema._statements(TO_SCHEMA_5):
-            conn.execute(statement)
-        assert pg_schema.current_version(conn) == 5
+    assert downgrade(pg_url, TO_SCHEMA_5) == 5
 
     store = open_store(pg_url)  # migrated on opening
     try:

@@ -10,20 +10,18 @@ and every pair count, search and statistic is the same as before.
 from __future__ import annotations
 
 import random
-from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from arbormem.ids import content_hash
-from arbormem.store import NewMessage, SQLiteBackend, open_store
+from arbormem.store import SQLiteBackend, open_store
 from arbormem.store.postgres import schema as pg_schema
 from arbormem.text import analyze, pairs
 
-from .pg_downgrades import TO_SCHEMA_6
-from .test_pg_windows_table import _answers, _history, _tables
-from .test_postgres_ranking import T0
+from .pg_downgrades import TO_SCHEMA_6, downgrade
+from .test_pg_windows_table import _answers, _kept_history, _tables
+from .test_postgres_ranking import _append_turns
 
 
 def _long_word(seed: int) -> str:
@@ -34,11 +32,7 @@ def _long_word(seed: int) -> str:
 
 @pytest.mark.parametrize("seed", [3, 8])
 def test_a_store_of_schema_6_is_migrated_and_counts_the_same(pg_url: str, seed: int) -> None:
-    store = open_store(pg_url)
-    thread = _history(store, seed)
-    before = _answers(store, thread)
-    tables = _tables(pg_url)
-    store.close()
+    before, tables = _kept_history(pg_url, seed)
     # One flagged posting per message with terms (its last term's), and only those.
     with psycopg.connect(pg_url) as conn:
         flagged = conn.execute(
@@ -46,11 +40,7 @@ def test_a_store_of_schema_6_is_migrated_and_counts_the_same(pg_url: str, seed: 
         ).fetchone()
     assert flagged is not None and flagged[0] == flagged[1] > 50
 
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SET search_path TO arbormem")
-        for statement in pg_schema._statements(TO_SCHEMA_6):
-            conn.execute(statement)
-        assert pg_schema.current_version(conn) == 6
+    assert downgrade(pg_url, TO_SCHEMA_6) == 6
 
     store = open_store(pg_url)  # migrated on opening
     try:
@@ -79,34 +69,14 @@ def test_a_message_ending_with_a_long_term_counts_its_pairs(tmp_path: Path, pg_u
     lite = SQLiteBackend(tmp_path / "ref.db")
     pg = open_store(pg_url)
     try:
-        for store in (lite, pg):
-            thread = store.thread("u", "a", create=True)
-            assert thread is not None
-            store.append(
-                thread,
-                [
-                    NewMessage(
-                        id=f"p{i}",
-                        role="user",
-                        content=t,
-                        timestamp=T0 + timedelta(minutes=i),
-                        session="s0",
-                        terms=" ".join(analyze(t)),
-                        chash=content_hash(t),
-                    )
-                    for i, t in enumerate(texts)
-                ],
-            )
+        _append_turns((lite, pg), texts, per_session=len(texts))
         wanted = sorted(set(pairs(analyze(" ".join(texts)))))
         counts = lite.pair_frequencies(wanted)
         assert pg.pair_frequencies(wanted) == counts
         assert counts[f"{analyze(long_a)[0]}_{analyze(long_b)[0]}"] > 0  # inside and across
     finally:
         pg.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SET search_path TO arbormem")
-        for statement in pg_schema._statements(TO_SCHEMA_6):
-            conn.execute(statement)
+    assert downgrade(pg_url, TO_SCHEMA_6) == 6
     pg = open_store(pg_url)
     try:
         assert pg.pair_frequencies(wanted) == counts

@@ -19,6 +19,7 @@ from arbormem.store import Backend, NodeRow, Thread, open_store
 from arbormem.store.postgres import schema as pg_schema
 from arbormem.text import analyze
 
+from .pg_downgrades import downgrade
 from .test_pg_message_leaves import TO_SCHEMA_5
 from .test_postgres_ranking import T0, WORDS, _message
 
@@ -129,13 +130,19 @@ def _tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
         }
 
 
+def _kept_history(url: str, seed: int) -> tuple[dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
+    """A store at ``url`` with :func:`_history`, closed; its answers and its tables."""
+    store = open_store(url)
+    try:
+        before = _answers(store, _history(store, seed))
+    finally:
+        store.close()
+    return before, _tables(url)
+
+
 @pytest.mark.parametrize("seed", [5, 9])
 def test_a_store_of_schema_4_is_migrated_and_searches_the_same(pg_url: str, seed: int) -> None:
-    store = open_store(pg_url)
-    thread = _history(store, seed)
-    before = _answers(store, thread)
-    tables = _tables(pg_url)
-    store.close()
+    before, tables = _kept_history(pg_url, seed)
     # Every message with terms has its row of lists, and only those.
     with psycopg.connect(pg_url) as conn:
         docs = conn.execute(
@@ -146,12 +153,9 @@ def test_a_store_of_schema_4_is_migrated_and_searches_the_same(pg_url: str, seed
     assert len(tables["nodes"]) > 100
     assert any(len(w[3]) == 5 for w in tables["windows"])  # full windows were written
 
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SET search_path TO arbormem")
-        for statement in pg_schema._statements(TO_SCHEMA_5 + ";" + TO_SCHEMA_4):
-            conn.execute(statement)
-        assert pg_schema.current_version(conn) == 4
-        assert conn.execute("SELECT to_regclass('turn_windows')").fetchone() == (None,)
+    assert downgrade(pg_url, TO_SCHEMA_5 + ";" + TO_SCHEMA_4) == 4
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass('arbormem.turn_windows')").fetchone() == (None,)
 
     store = open_store(pg_url)  # migrated on opening
     try:
