@@ -103,6 +103,8 @@ class PostgresVectors(PostgresConnection):
             self._building: dict[tuple[int, str, int], Any] = {}
             #: When a build that failed may be tried again (monotonic seconds).
             self._build_retry: dict[tuple[int, str, int], float] = {}
+            #: Set when the store starts closing: no build starts after it.
+            self._builds_stopped = threading.Event()
 
             self._vector_lock = threading.RLock()
 
@@ -494,15 +496,14 @@ class PostgresVectors(PostgresConnection):
             return True
         if state.next_index <= self._ann_threshold:
             return False
-        name = _index_name(thread.id, model, dim)
+        if not wait:
+            with self._vector_lock:
+                running = self._builds.get(key)
+            if running is not None and running.is_alive():
+                return False  # this process builds it: exact meanwhile
         with self._reading() as conn:
-            row = conn.execute(
-                "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
-                " AND c.relname = %s",
-                (self.schema, name),
-            ).fetchone()
-        if row is not None and row[0]:
+            valid = self._index_valid(conn, _index_name(thread.id, model, dim))
+        if valid:
             self._ann[key] = True
             return True
         if self.read_only:
@@ -518,13 +519,23 @@ class PostgresVectors(PostgresConnection):
                 return True
         return self._build_ann(thread, model, dim, rows=state.next_index)
 
+    def _index_valid(self, conn: Any, name: str) -> bool | None:
+        """Whether the index ``name`` of this schema is valid (None: there is none)."""
+        row = conn.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
+            " AND c.relname = %s",
+            (self.schema, name),
+        ).fetchone()
+        return None if row is None else bool(row[0])
+
     def _build_later(self, thread: Thread, model: str, dim: int, *, rows: int) -> None:
         """Start building the thread's HNSW index on a thread of its own, unless a
         build of it runs, or failed less than :data:`BUILD_RETRY_SECONDS` ago."""
         key = (thread.id, model, dim)
         with self._vector_lock:
             running = self._builds.get(key)
-            if (running is not None and running.is_alive()) or self._closed:
+            if (running is not None and running.is_alive()) or self._builds_stopped.is_set():
                 return
             if time.monotonic() < self._build_retry.get(key, 0.0):
                 return
@@ -533,7 +544,7 @@ class PostgresVectors(PostgresConnection):
                 try:
                     self._build_ann(thread, model, dim, rows=rows)
                 except Exception as exc:
-                    if not self._closed:
+                    if not self._builds_stopped.is_set():  # not a cancel by close
                         log.warning(
                             "thread %s: the HNSW build failed (%s); searches stay exact"
                             " and the build is tried again in %d s",
@@ -561,9 +572,14 @@ class PostgresVectors(PostgresConnection):
                 return False  # another process is building it: exact meanwhile
             self._building[key] = conn
             try:
-                # A build interrupted (a process killed, a store closed) leaves an
-                # invalid index behind: dropped first.
-                conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+                # Another process may have built it since it was looked for; one
+                # interrupted (a process killed, a store closed) left it invalid.
+                valid = self._index_valid(conn, name)
+                if valid:
+                    self._ann[key] = True
+                    return True
+                if valid is not None:
+                    conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
                 log.info("thread %s: building its HNSW index (%s)", thread.id, name)
                 # Sized to the thread: a graph that outgrows it is built on disk.
                 megabytes = -(-build_memory(rows, dim) // 2**20)
@@ -588,6 +604,7 @@ class PostgresVectors(PostgresConnection):
         # A build a search started is cancelled (the store may be closing for good;
         # the next search after opening starts it again) and awaited.
         self._vector_caches()
+        self._builds_stopped.set()
         with self._vector_lock:
             builds = list(self._builds.values())
             building = list(self._building.values())
