@@ -29,8 +29,11 @@ DELETE FROM schema_migrations WHERE version >= 8
 """
 
 #: Schema 7's flag on the turn postings taken out, as schema 6 kept them.
-TO_SCHEMA_6 = TO_SCHEMA_7 + """;
+TO_SCHEMA_6 = (
+    TO_SCHEMA_7
+    + """;
 DROP INDEX turn_postings_ending;
 ALTER TABLE turn_postings DROP COLUMN ends;
 DELETE FROM schema_migrations WHERE version >= 7
 """
+)
