@@ -138,6 +138,25 @@ def test_wordllama_pieces_give_the_ids_of_the_whole_text() -> None:
     assert np.array_equal(emb.embed_batch(texts), plain.embed_batch(texts))
 
 
+def test_wordllama_kept_pieces_stay_out_of_the_collectors_view() -> None:
+    # A long import meets tens of thousands of pieces: kept as lists, each was one
+    # more object for every full collection of the process to walk.
+    import gc
+
+    emb = WordLlamaEmbedder()
+    tokenizer = emb.tokenizer()
+    words = [f"w{i}x{i * 7}" for i in range(2000)]
+    for _ in range(3):
+        gc.collect()
+    before = len(gc.get_objects())
+    for word in words:
+        emb._piece_ids(f"say {word} now", tokenizer)
+    for _ in range(3):
+        gc.collect()
+    assert len(emb._pieces) >= 2000
+    assert len(gc.get_objects()) - before < 100
+
+
 def test_openai_contract_over_http(fake_server: FakeOpenAI) -> None:
     _contract(OpenAIEmbedder("fake-embed", base_url=fake_server.base_url, api_key="k"))
 

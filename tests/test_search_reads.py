@@ -161,3 +161,77 @@ def test_an_add_keeps_the_rows_read_before_it_and_ranks_as_a_fresh_memory(
     # The turn before it, whose neighbourhood now holds the new one, ranks as afresh.
     assert after == _fresh(path)
     m.close()
+
+
+def _tracked_growth(make: Any) -> int:
+    """How many more objects the collector tracks after ``make()`` (kept alive)."""
+    import gc
+
+    for _ in range(3):
+        gc.collect()
+    before = len(gc.get_objects())
+    kept = make()
+    for _ in range(3):  # a tuple leaves the collector's view at a collection after its items
+        gc.collect()
+    grown = len(gc.get_objects()) - before
+    assert kept is not None
+    return grown
+
+
+def test_kept_rows_and_neighbourhoods_stay_out_of_the_collectors_view(tmp_path: Path) -> None:
+    # At a million turns the kept rows and neighbourhoods were most of what a full
+    # collection walked: kept as plain tuples they add nothing per row for it, and
+    # hand back rows equal to the store's (metadata included, and a copy of it).
+    from arbormem.recall.reads import SearchReads
+
+    m = _open(tmp_path / "m.db")
+    m.add_many(
+        [
+            {
+                "role": "user",
+                "content": f"turn {i} about kayaks",
+                "metadata": {"n": i} if i % 7 == 0 else {},
+            }
+            for i in range(400)
+        ],
+        session="s1",
+    )
+    m.wait()  # nothing in the background allocates while the collector is counted
+    backend = m.backend
+    thread = backend.thread("alice", "bot")
+    assert thread is not None
+    rowids = [r.rowid for r in backend.messages(thread)]
+    reads = SearchReads(backend)
+    token = reads.begin([thread])
+
+    def fill() -> Any:
+        reads.rows(token, rowids)
+        reads.around(token, rowids, 2)
+        return reads
+
+    assert _tracked_growth(fill) < 100  # a Row, a Message and a list each were 1,200
+    expected = backend.rows(rowids)
+    again = reads.rows(token, rowids)
+    assert again == expected
+    with_meta = [r for r in rowids if expected[r].message.metadata]
+    assert with_meta and all(
+        again[r].message.metadata == expected[r].message.metadata for r in with_meta
+    )
+    near = reads.around(token, rowids, 2)
+    assert {r: list(v) for r, v in near.items()} == backend.around(rowids, 2)
+    m.close()
+
+
+def test_kept_shapes_stay_out_of_the_collectors_view() -> None:
+    from arbormem.recall.features import DocStats
+
+    docs = DocStats()
+    hoods = {r: tuple((q, q, f"t{q}") for q in range(r - 2, r + 3)) for r in range(1000)}
+
+    def fill() -> Any:
+        return [docs.shape(r, r, hoods[r]) for r in range(1000)]
+
+    made = []
+    assert _tracked_growth(lambda: made.extend(fill()) or made) < 1100  # the 1000 returned
+    assert [docs.shape(r, r, hoods[r]) for r in range(1000)] == made  # kept: the same shapes
+    assert docs.shape(5, 6, hoods[5]) != made[5]  # another position: made again

@@ -92,8 +92,10 @@ class WordLlamaEmbedder(Embedder):
         self._tokenizer: Any = None
         #: The tokenizer's BPE model, when a text may be tokenised piece by piece.
         self._bpe: Any = None
-        #: Token ids of each piece tokenised so far (see ``_piece_ids``).
-        self._pieces: dict[str, list[int]] = {}
+        #: Token ids of each piece tokenised so far (see ``_piece_ids``). Tuples: a
+        #: tuple of numbers leaves the garbage collector's view (a list never does),
+        #: and a long import or a server meets tens of thousands of pieces.
+        self._pieces: dict[str, tuple[int, ...]] = {}
         #: Texts holding one of these are tokenised whole (they hold a special token).
         self._specials: tuple[str, ...] = ()
 
@@ -173,7 +175,7 @@ class WordLlamaEmbedder(Embedder):
             if ids is None:
                 if len(pieces) >= PIECE_CACHE:
                     pieces.clear()
-                ids = pieces[piece] = [t.id for t in self._bpe.tokenize(piece)]
+                ids = pieces[piece] = tuple([t.id for t in self._bpe.tokenize(piece)])
             out += ids
         return out
 

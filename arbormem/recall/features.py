@@ -230,7 +230,7 @@ class Candidates:
     rows: dict[int, Row]
     thread_of: dict[int, Thread]
     #: Each candidate's session neighbourhood, as :meth:`Backend.around` returns it.
-    around: dict[int, list[tuple[int, int, str]]]
+    around: dict[int, Sequence[tuple[int, int, str]]]
 
 
 @dataclass
@@ -279,6 +279,10 @@ class Shape(NamedTuple):
     opens: bool
 
 
+#: A :class:`Shape`'s fields as a plain tuple.
+_ShapeFields = tuple[tuple[int, ...], int, tuple[int, ...], bool]
+
+
 class DocStats:
     """Full-text documents split into terms, kept between searches.
 
@@ -300,8 +304,10 @@ class DocStats:
         #: Per turn content, which of :data:`_TESTS` were made (bit 2i) and held (bit
         #: 2i + 1): one small number a turn, whatever was asked of it.
         self._says: dict[str, int] = {}
-        #: Per row id, its neighbourhood (the object), its position and its shape.
-        self._shapes: dict[int, tuple[Sequence[tuple[int, int, str]], int, Shape]] = {}
+        #: Per row id, its neighbourhood (the object), its position and its shape's
+        #: fields. A plain tuple of numbers leaves the garbage collector's view; a
+        #: named tuple (a subclass) never does, nor does the entry holding one.
+        self._shapes: dict[int, tuple[Sequence[tuple[int, int, str]], int, _ShapeFields]] = {}
 
     def get(self, text: str) -> tuple[str, ...]:
         """The terms in order."""
@@ -341,7 +347,7 @@ class DocStats:
         another object, even an equal one, is read again."""
         found = self._shapes.get(rowid)
         if found is not None and found[0] is neighbourhood and found[1] == index:
-            return found[2]
+            return Shape._make(found[2])
         if len(self._shapes) >= self.max_docs:
             self._shapes.clear()
         rids = tuple([rid for rid, _, _ in neighbourhood])
@@ -352,7 +358,7 @@ class DocStats:
             # (A neighbourhood is in thread order: its first turn is its earliest.)
             bool(neighbourhood) and neighbourhood[0][1] >= index,
         )
-        self._shapes[rowid] = (neighbourhood, index, made)
+        self._shapes[rowid] = (neighbourhood, index, (made.rids, made.pos, made.near, made.opens))
         return made
 
     def says(self, kind: str, content: str) -> bool:

@@ -18,13 +18,42 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
+from arbormem.models import Message
 from arbormem.store.base import Backend
 from arbormem.store.types import Row, Thread, ThreadState
 
 _T = TypeVar("_T")
 
 #: Neighbourhoods are (row id, position, terms) per turn, as ``around`` gives them.
-Near = list[tuple[int, int, str]]
+#: Kept as tuples: a tuple of numbers and strings leaves the garbage collector's view
+#: (a list never does), and with it the entries that hold it. At a million turns
+#: the kept neighbourhoods and the shapes made of them were a third of a full
+#: collection's time (docs/postgres.md, "The collector after a million turns").
+Near = Sequence[tuple[int, int, str]]
+
+
+#: A kept row as plain tuples: its row id, content hash, message's fields but its
+#: metadata, and its metadata (None when empty). A tuple of strings, numbers and
+#: times leaves the garbage collector's view; a Row and its Message (dataclasses)
+#: never do, nor does a tuple holding a dict (even an empty one), and at a million
+#: turns the kept rows were a quarter of a full collection's time.
+_Packed = tuple[int, str, tuple[tuple[str, Any], ...], Any]
+
+
+def _pack(row: Row) -> _Packed:
+    fields = row.message.__dict__
+    meta = fields.get("metadata") or None
+    return (row.rowid, row.chash, tuple(x for x in fields.items() if x[0] != "metadata"), meta)
+
+
+def _unpack(packed: _Packed) -> Row:
+    """The Row again (as :func:`_copy_with` makes one: no ``__init__`` to run)."""
+    message = object.__new__(Message)
+    message.__dict__.update(packed[2])
+    message.__dict__["metadata"] = {} if packed[3] is None else packed[3]
+    row = object.__new__(Row)
+    row.__dict__.update(rowid=packed[0], message=message, chash=packed[1])
+    return row
 
 
 class _Part:
@@ -34,7 +63,7 @@ class _Part:
 
     def __init__(self, mark: object) -> None:
         self.mark: object = mark
-        self.rows: dict[int, Row] = {}
+        self.rows: dict[int, _Packed] = {}
         self.around: dict[tuple[int, int], Near] = {}
 
 
@@ -96,12 +125,12 @@ class SearchReads:
         """The rows of ``rowids`` that exist (as :meth:`Backend.rows`)."""
         part = self._part(token)
         kept = part.rows if part is not None else {}
-        out = {r: kept[r] for r in rowids if r in kept}
+        out = {r: _unpack(kept[r]) for r in rowids if r in kept}
         missing = [r for r in rowids if r not in out]
         if missing:
             read = self.backend.rows(missing)
             out.update(read)
-            self._keep(token, "rows", read)
+            self._keep(token, "rows", {r: _pack(row) for r, row in read.items()})
         return out
 
     @staticmethod
@@ -127,7 +156,7 @@ class SearchReads:
             else:
                 out[r] = found
         if missing:
-            read = self.backend.around(missing, radius)
+            read = {r: tuple(v) for r, v in self.backend.around(missing, radius).items()}
             out.update(read)
             self._keep(token, "around", {(r, radius): v for r, v in read.items()})
         return out

@@ -51,7 +51,7 @@ from arbormem.recall.ranker import (
     TREE_WEIGHTS,
     weight_vector,
 )
-from arbormem.recall.reads import SearchReads
+from arbormem.recall.reads import Near, SearchReads
 from arbormem.recall.rerank import Reranker, blend, checked_scores
 from arbormem.recall.sources import Sources
 from arbormem.recall.termstats import PRELOAD_FROM, TermStats
@@ -446,7 +446,7 @@ class Retriever:
         qvec: np.ndarray | None = None
         nearest: list[int] = []
         rows: dict[int, Row] = {}
-        around: dict[int, list[tuple[int, int, str]]] = {}
+        around: dict[int, Near] = {}
         if "dense" in done:
             qvec, nearest, rows, around = done["dense"]
         # In one step what was not read meanwhile: reading costs less so.
@@ -504,7 +504,7 @@ class Retriever:
         prefetch: bool = False,
         embedder: Embedder | None = None,
         vectors: DenseSource | None = None,
-    ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, list[tuple[int, int, str]]]]:
+    ) -> tuple[np.ndarray | None, list[int], dict[int, Row], dict[int, Near]]:
         """The query's vector, the ``n`` nearest turns of each thread, and with
         ``prefetch`` their rows and neighbourhoods (see :meth:`Backend.around`).
 
@@ -529,7 +529,9 @@ class Retriever:
             return qvec, nearest, {}, {}
         rows = self.backend.rows(nearest)
         kept = [r for r in nearest if r in rows]
-        return qvec, nearest, {r: rows[r] for r in kept}, self.backend.around(kept, WINDOW)
+        # Neighbourhoods as tuples, as SearchReads keeps them (see reads.Near).
+        near: dict[int, Near] = {r: tuple(v) for r, v in self.backend.around(kept, WINDOW).items()}
+        return qvec, nearest, {r: rows[r] for r in kept}, near
 
     def _warm_up(
         self, threads: Sequence[Thread], states: Sequence[ThreadState], config: RecallConfig

@@ -37,6 +37,9 @@ POSTINGS = (
     " AND p.thread_id = ANY(%(threads)s) AND p.term = q.term AND p.doc > %(after)s OFFSET 0"
 )
 
+#: Runs of document ids (``lo``, ``hi``, both included) a search reads the postings of.
+RUNS = "unnest(%(r_lo)s::int8[], %(r_hi)s::int8[]) AS r(lo, hi)"
+
 #: How many messages of a question's date spans, read in time order, cost about
 #: as much as reading one hit's message by its id (the one a random read of the
 #: table, the other a run of neighbours): at 100,000 turns two spans of 10,000
@@ -80,15 +83,24 @@ def filter_sql(filters: Filters | None, column: str = "m") -> tuple[str, dict[st
     return sql, args
 
 
-def _hits_sql(key: str) -> str:
+def _hits_sql(key: str, runs: bool = False) -> str:
     """The scored documents of a turn or window search (``id, score`` rows in no
     order, archived messages and filters not applied), with the parameters of
-    :func:`message_query`."""
+    :func:`message_query`. With ``runs``, only the postings of documents in the
+    runs of ids ``%(r_lo)s``, ``%(r_hi)s`` (disjoint, bounds included) are read."""
+    postings = POSTINGS
+    terms = TERMS
+    if runs:
+        # Each term's postings in each run: one index range a run. The runs are
+        # disjoint, so no posting is read twice, and each document's postings
+        # still come term by term, as the sums below expect.
+        terms = f"{TERMS} CROSS JOIN {RUNS}"
+        postings = POSTINGS.replace("p.doc > %(after)s", "p.doc BETWEEN r.lo AND r.hi")
     if key == "turn":
         return (
             "SELECT p.doc AS id, sum("
             + SCORE.format(tf="p.tf", length="p.len")
-            + f") AS score FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS}) p GROUP BY p.doc"
+            + f") AS score FROM {terms} CROSS JOIN LATERAL ({postings}) p GROUP BY p.doc"
         )
     # A window's frequency of a term is the sum of its members' (each posting's
     # message lists its windows in ``turn_windows``, read by its key for each
@@ -99,7 +111,7 @@ def _hits_sql(key: str) -> str:
         + SCORE.format(tf="tf", length="wlen")
         + ") AS score FROM (SELECT wid, wlen, ord, min(idf) AS idf, sum(tf) AS tf FROM"
         " (SELECT unnest(w.wids) AS wid, unnest(w.wlens) AS wlen, q.ord, q.idf, p.tf"
-        f" FROM {TERMS} CROSS JOIN LATERAL ({POSTINGS.replace('%(after)s', '%(from)s')}) p"
+        f" FROM {terms} CROSS JOIN LATERAL ({postings.replace('%(after)s', '%(from)s')}) p"
         " CROSS JOIN LATERAL (SELECT wids, wlens FROM turn_windows w WHERE"
         " w.scope_id = p.scope_id AND w.doc = p.doc OFFSET 0) w)"
         " x WHERE wid > %(after)s GROUP BY wid, wlen, ord) w"
@@ -140,11 +152,17 @@ def spans_query(
     args: dict[str, Any],
     filters: Filters | None,
     spans: Sequence[tuple[datetime, datetime]],
+    runs: Sequence[tuple[int, int]] | None = None,
 ) -> Query:
     """The turn or window search of :func:`message_query` within each of several
     date spans (``[since, until)``, already narrowed by the filters' own), as one
     statement whose rows are ``part, id, score`` (``part``: the span's place in
     ``spans``), each part's hits those of its own search.
+
+    ``runs`` (disjoint, sorted ``(lo, hi)`` ids, both included), when given, hold
+    every document whose postings can score a hit in a span: only their postings
+    are read (see ``PostgresLexical._span_runs``). Without them every posting of
+    the terms is scored.
 
     The documents are scored once for every span: the same terms score the same
     documents the same way whatever the span, and sent as one search per span (a
@@ -164,7 +182,7 @@ def spans_query(
     # The count stops there, and the way not taken is never run (a one-time
     # filter). Both give the same rows.
     sql = (
-        f"WITH h AS MATERIALIZED ({_hits_sql(key)}),"
+        f"WITH h AS MATERIALIZED ({_hits_sql(key, runs is not None)}),"
         " sp AS MATERIALIZED (SELECT * FROM unnest(%(sp_lo)s::timestamptz[],"
         " %(sp_hi)s::timestamptz[]) WITH ORDINALITY AS sp(lo, hi, part)),"
         " n AS MATERIALIZED (SELECT count(*) AS hits FROM h),"
@@ -189,6 +207,8 @@ def spans_query(
             **fargs,
             "sp_lo": [lo for lo, _ in spans],
             "sp_hi": [hi for _, hi in spans],
+            "r_lo": [lo for lo, _ in runs or ()],
+            "r_hi": [hi for _, hi in runs or ()],
         },
     )
 

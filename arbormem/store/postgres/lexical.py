@@ -252,11 +252,12 @@ class PostgresLexical(PostgresStatistics):
             conn, thread, {i: v for i, v in result.lists.items() if i in stored_ids}, terms_of
         )
         self._bump(conn, thread, {"window": (result.docs, result.tokens)}, {"window": result.df})
-        if result.reach:
+        if result.reach or result.ahead:
             conn.execute(
-                "UPDATE threads SET window_reach = greatest(window_reach, %(r)s)"
+                "UPDATE threads SET window_reach = greatest(window_reach, %(r)s),"
+                " window_ahead = greatest(window_ahead, %(a)s)"
                 " WHERE scope_id = %(s)s AND id = %(t)s",
-                {"r": result.reach, **self._keys(thread)},
+                {"r": result.reach, "a": result.ahead, **self._keys(thread)},
             )
 
     @staticmethod
@@ -603,12 +604,63 @@ class PostgresLexical(PostgresStatistics):
         args = self._message_args(threads, key, terms, limit, 0)
         if args is None:
             return out  # no documents under the key
-        query = spans_query(key, args, base, narrowed)
+        runs = self._span_runs(threads, key, narrowed)
+        if runs == []:
+            return out  # no message is dated in any span
+        query = spans_query(key, args, base, narrowed, runs)
         with self._reading() as conn:
             rows = conn.execute(query.sql, query.args).fetchall()
         for i, hits in zip(slots, hits_of(rows, len(narrowed))):
             out[i] = hits
         return out
+
+    def _span_runs(
+        self, threads: Sequence[Thread], key: str, spans: Sequence[tuple[datetime, datetime]]
+    ) -> list[tuple[int, int]] | None:
+        """The runs of message ids (disjoint, in order, both ends included) whose
+        postings can score a hit of these threads dated in one of the spans: an
+        empty list when no message is, None when a thread was not stored in time
+        order (then no run of ids is known to hold a span's messages).
+
+        In a thread stored in time order ids grow with time, so a span's messages
+        are a run of ids from the first of them by time to the last: one seek each
+        in the (thread, time) key. A window's members lie up to ``window_reach``
+        ids before its centre and ``window_ahead`` after it, so for the window key
+        each run is widened by both. A run may hold other messages (another
+        thread's, or undated ones between), which the statement still checks: the
+        runs only bound what it reads."""
+        with self._reading() as conn:
+            ordered, reach, ahead, found = conn.execute(
+                "WITH th AS (SELECT scope_id, id, time_ordered, window_reach, window_ahead"
+                " FROM threads WHERE scope_id = ANY(%(s)s) AND id = ANY(%(t)s))"
+                " SELECT (SELECT bool_and(time_ordered) FROM th),"
+                " (SELECT coalesce(max(window_reach), 0) FROM th),"
+                " (SELECT coalesce(max(window_ahead), 0) FROM th),"
+                " (SELECT array_agg(ARRAY[a, b]) FROM (SELECT"
+                " (SELECT m.id FROM messages m WHERE m.scope_id = th.scope_id"
+                " AND m.thread_id = th.id AND m.ts >= sp.lo ORDER BY m.ts, m.id LIMIT 1) AS a,"
+                " (SELECT m.id FROM messages m WHERE m.scope_id = th.scope_id"
+                " AND m.thread_id = th.id AND m.ts < sp.hi"
+                " ORDER BY m.ts DESC, m.id DESC LIMIT 1) AS b"
+                " FROM th CROSS JOIN unnest(%(lo)s::timestamptz[], %(hi)s::timestamptz[])"
+                " AS sp(lo, hi)) x WHERE a <= b)",
+                {
+                    "s": _scopes(threads),
+                    "t": sorted({t.id for t in threads}),
+                    "lo": [lo for lo, _ in spans],
+                    "hi": [hi for _, hi in spans],
+                },
+            ).fetchone()
+        if not ordered:
+            return None
+        back, forth = (int(reach), int(ahead)) if key == "window" else (0, 0)
+        runs: list[tuple[int, int]] = []
+        for a, b in sorted((int(a) - back, int(b) + forth) for a, b in found or ()):
+            if runs and a <= runs[-1][1] + 1:
+                runs[-1] = (runs[-1][0], max(runs[-1][1], b))
+            else:
+                runs.append((a, b))
+        return runs
 
     def node_search(
         self,

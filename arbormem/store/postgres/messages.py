@@ -272,7 +272,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
         stored_changes: dict[int, Any] = {}
         window_docs = window_tokens = 0
         window_df: Counter[str] = Counter()
-        reach = 0
+        reach = ahead = 0
         for sid, order in orders.items():
             start = first_new[sid]
             write: list[int] = []
@@ -292,6 +292,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
             window_tokens += result.tokens
             window_df.update(result.df)
             reach = max(reach, result.reach)
+            ahead = max(ahead, result.ahead)
             stored_changes[sid] = (order[:start], result)
         rows = self._copy_messages(conn, thread, messages, ids, positions, sessions, wlen)
         new_ids = set(ids)
@@ -342,7 +343,8 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                 " AND x.id = ANY(%(span_id)s::int8[]) AND x.id = u.id),"
                 " head AS (UPDATE threads SET next_index = %(next)s, latest = %(latest)s,"
                 " time_ordered = time_ordered AND %(ordered)s, changes = changes + 1,"
-                " window_reach = greatest(window_reach, %(reach)s)"
+                " window_reach = greatest(window_reach, %(reach)s),"
+                " window_ahead = greatest(window_ahead, %(ahead)s)"
                 " WHERE scope_id = %(s)s AND id = %(t)s),"
             ),
             args={
@@ -354,6 +356,7 @@ class PostgresMessages(PostgresTree, PostgresVectors, PostgresState):
                 "latest": latest,
                 "ordered": in_order,
                 "reach": reach,
+                "ahead": ahead,
             },
         )
         if vectors and model_id:

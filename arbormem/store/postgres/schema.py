@@ -450,6 +450,22 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             WHERE ends
         """,
     ),
+    (
+        8,
+        "threads say how far ahead of a window's centre its members lie",
+        """
+        -- A search within date spans reads only the postings of the spans' runs of
+        -- message ids (see PostgresLexical._span_runs). A window centred in a run
+        -- has members up to window_reach ids before it and, kept here, up to
+        -- window_ahead ids after it: the window key's runs are widened by both.
+        -- Taken from the window lists stored so far; each write raises it after.
+        ALTER TABLE threads ADD COLUMN window_ahead bigint NOT NULL DEFAULT 0;
+        UPDATE threads t SET window_ahead = x.ahead FROM (SELECT w.scope_id,
+            w.thread_id, max(w.doc - (SELECT min(c) FROM unnest(w.wids) AS c)) AS ahead
+            FROM turn_windows w GROUP BY w.scope_id, w.thread_id) x
+            WHERE t.scope_id = x.scope_id AND t.id = x.thread_id AND x.ahead > 0
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

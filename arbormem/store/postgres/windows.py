@@ -43,6 +43,9 @@ class WindowPlan:
     lists: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
     #: How far back (in ids) a written window reaches from its centre, at most.
     reach: int = 0
+    #: How far ahead (in ids) of a window's centre a member in the computed lists
+    #: lies, at most (a member lists windows centred up to this many ids before it).
+    ahead: int = 0
 
 
 def window_terms(order: Sequence[Member], j: int) -> list[str]:
@@ -93,4 +96,6 @@ def plan(
                 ids.append(order[q].id)
                 lens.append(present[q])
         out.lists[order[p].id] = (ids, lens)
+        if ids:
+            out.ahead = max(out.ahead, order[p].id - min(ids))
     return out
