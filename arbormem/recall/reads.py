@@ -26,17 +26,16 @@ _T = TypeVar("_T")
 
 #: Neighbourhoods are (row id, position, terms) per turn, as ``around`` gives them.
 #: Kept as tuples: a tuple of numbers and strings leaves the garbage collector's view
-#: (a list never does), and with it the entries that hold it. At a million turns
-#: the kept neighbourhoods and the shapes made of them were a third of a full
-#: collection's time (docs/postgres.md, "The collector after a million turns").
+#: (a list never does), and with it the entries that hold it. At a million turns the
+#: rows, neighbourhoods and shapes searches keep were two thirds of the objects a full
+#: collection walked (docs/postgres.md, "The collector after a million turns").
 Near = Sequence[tuple[int, int, str]]
 
 
 #: A kept row as plain tuples: its row id, content hash, message's fields but its
 #: metadata, and its metadata (None when empty). A tuple of strings, numbers and
 #: times leaves the garbage collector's view; a Row and its Message (dataclasses)
-#: never do, nor does a tuple holding a dict (even an empty one), and at a million
-#: turns the kept rows were a quarter of a full collection's time.
+#: never do, nor does a tuple holding a dict (even an empty one): see ``Near``.
 _Packed = tuple[int, str, tuple[tuple[str, Any], ...], Any]
 
 

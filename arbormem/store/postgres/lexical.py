@@ -627,8 +627,8 @@ class PostgresLexical(PostgresStatistics):
         in the (thread, time) key. A window's members lie up to ``window_reach``
         ids before its centre and ``window_ahead`` after it, so for the window key
         each run is widened by both. A run may hold other messages (another
-        thread's, or undated ones between), which the statement still checks: the
-        runs only bound what it reads."""
+        thread's, or those the widening takes in), which the statement still checks
+        against the spans: the runs only bound what it reads."""
         with self._reading() as conn:
             ordered, reach, ahead, found = conn.execute(
                 "WITH th AS (SELECT scope_id, id, time_ordered, window_reach, window_ahead"
