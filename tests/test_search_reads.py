@@ -181,7 +181,7 @@ def _tracked_growth(make: Any) -> int:
 def test_kept_rows_and_neighbourhoods_stay_out_of_the_collectors_view(tmp_path: Path) -> None:
     # At a million turns the kept rows and neighbourhoods were most of what a full
     # collection walked: kept as plain tuples they add nothing per row for it, and
-    # hand back rows equal to the store's (metadata included, and a copy of it).
+    # hand back rows equal to the store's, metadata included.
     from arbormem.recall.reads import SearchReads
 
     m = _open(tmp_path / "m.db")
@@ -228,10 +228,12 @@ def test_kept_shapes_stay_out_of_the_collectors_view() -> None:
     docs = DocStats()
     hoods = {r: tuple((q, q, f"t{q}") for q in range(r - 2, r + 3)) for r in range(1000)}
 
-    def fill() -> Any:
-        return [docs.shape(r, r, hoods[r]) for r in range(1000)]
+    made: list[Any] = []
 
-    made = []
-    assert _tracked_growth(lambda: made.extend(fill()) or made) < 1100  # the 1000 returned
+    def fill() -> Any:
+        made.extend(docs.shape(r, r, hoods[r]) for r in range(1000))
+        return made
+
+    assert _tracked_growth(fill) < 1100  # the 1000 shapes returned, and little else
     assert [docs.shape(r, r, hoods[r]) for r in range(1000)] == made  # kept: the same shapes
     assert docs.shape(5, 6, hoods[5]) != made[5]  # another position: made again
